@@ -1,0 +1,95 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+var fuzzSeeds = []string{
+	`{"name":"echo","inputSchema":{"type":"object","properties":{"x":{"type":"string"}}}}`,
+	`{"b":[1,2.5,-0,1e3,true,null],"a":{"z":"\u00e9","y":"\ud83d\ude00"}}`,
+	`{"name":"t","annotations":{"readOnlyHint":false},"_meta":{"k":"v"}}`,
+	`[1,"two",{"three":3}]`,
+	`{"a":1,"a":2}`,
+	"{\"a\":\"\xff\"}",
+}
+
+// FuzzCanonicalizeIdempotent: canonical output is itself canonical, valid JSON, and re-parsing
+// the input through encoding/json (which reorders keys and drops whitespace) keeps the digest.
+func FuzzCanonicalizeIdempotent(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := Canonicalize(raw)
+		if err != nil {
+			return
+		}
+		if !json.Valid(c) {
+			t.Fatalf("canonical form is not JSON: %q", c)
+		}
+		c2, err := Canonicalize(c)
+		if err != nil {
+			t.Fatalf("canonical form refused: %v", err)
+		}
+		if !bytes.Equal(c, c2) {
+			t.Fatalf("not idempotent:\n%q\n%q", c, c2)
+		}
+		// Re-encode with a different key order and whitespace: same canonical form.
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("accepted input does not decode: %v", err)
+		}
+		re, err := json.MarshalIndent(v, " ", "\t") // encoding/json sorts keys (byte order)
+		if err != nil {
+			return
+		}
+		c3, err := Canonicalize(re)
+		if err != nil {
+			t.Fatalf("re-encoded input refused: %v", err)
+		}
+		if !bytes.Equal(c, c3) {
+			t.Fatalf("key order/whitespace changed the canonical form:\n%q\n%q", c, c3)
+		}
+	})
+}
+
+// FuzzDigestMeaningChange: replacing a string value with a different string changes the digest;
+// reordering keys does not.
+func FuzzDigestMeaningChange(f *testing.F) {
+	f.Add("echo", "Echo the input", "Echo the input!")
+	f.Add("a", "", " ")
+	f.Add("x", "\u200b", "")
+	f.Fuzz(func(t *testing.T, name, desc, other string) {
+		mk := func(d string, reversed bool) []byte {
+			n, _ := json.Marshal(name)
+			v, _ := json.Marshal(d)
+			if reversed {
+				return []byte(`{"description":` + string(v) + `,"name":` + string(n) + `}`)
+			}
+			return []byte(`{"name":` + string(n) + `, "description":` + string(v) + `}`)
+		}
+		d1, err := DescriptorDigest(mk(desc, false))
+		if err != nil {
+			return // e.g. invalid UTF-8 in the fuzzed strings is refused
+		}
+		d2, err := DescriptorDigest(mk(desc, true))
+		if err != nil || d1 != d2 {
+			t.Fatalf("key order changed the digest: %s %s %v", d1, d2, err)
+		}
+		d3, err := DescriptorDigest(mk(other, false))
+		if err != nil {
+			return
+		}
+		// json.Marshal maps invalid UTF-8 to U+FFFD, so compare what was actually encoded.
+		var a, b struct{ Description string }
+		_ = json.Unmarshal(mk(desc, false), &a)
+		_ = json.Unmarshal(mk(other, false), &b)
+		if (a.Description == b.Description) != (d1 == d3) {
+			t.Fatalf("description %q -> %q: digests %s %s", a.Description, b.Description, d1, d3)
+		}
+	})
+}
