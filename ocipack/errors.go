@@ -1,0 +1,151 @@
+package ocipack
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel reasons of the package, matched with errors.Is. Every refusal is a *RefusalError whose
+// Refusal method returns a stable snake_case name; its Err is one of these sentinels.
+var (
+	// ErrInvalidProfile is the reason for a profile document that is not well-formed, strict JSON or
+	// YAML of exactly the ProfileDocument shape (refusals "invalid_profile", "unknown_field",
+	// "duplicate_key", "trailing_data").
+	ErrInvalidProfile = errors.New("invalid profile document")
+	// ErrWrongContract is the reason for a document whose contract is not apiv1.ContractV1
+	// (refusal "wrong_contract").
+	ErrWrongContract = errors.New("wrong contract identity")
+	// ErrUnmappedTool is the reason for a snapshot tool that no operation maps (refusal
+	// "unmapped_tool").
+	ErrUnmappedTool = errors.New("snapshot tool not mapped to an operation")
+	// ErrUnknownTool is the reason for an operation that maps a tool absent from the snapshot
+	// (refusal "unknown_tool").
+	ErrUnknownTool = errors.New("operation maps a tool absent from the snapshot")
+	// ErrDuplicateMapping is the reason for two operations mapping the same remote tool (refusal
+	// "duplicate_mapping").
+	ErrDuplicateMapping = errors.New("remote tool mapped twice")
+	// ErrDuplicateOperationRef is the reason for two operations sharing an operationRef (refusal
+	// "duplicate_operation_ref").
+	ErrDuplicateOperationRef = errors.New("duplicate operationRef")
+	// ErrUnreviewedEffect is the reason for an operation whose effect is still the draft placeholder
+	// "unreviewed" (refusal "unreviewed_effect").
+	ErrUnreviewedEffect = errors.New("operation effect not reviewed")
+	// ErrInvalidEffect is the reason for an effect outside read, write, destructive (refusal
+	// "invalid_effect").
+	ErrInvalidEffect = errors.New("invalid operation effect")
+	// ErrInvalidField is the reason for a field that violates the document schema (empty required
+	// value, bad pattern, too long; refusal "invalid_field").
+	ErrInvalidField = errors.New("invalid field")
+	// ErrSnapshotMismatch is the reason for recorded digests that differ from the ones reconstructed
+	// from the recorded descriptors (refusal "digest_mismatch"), or a recorded descriptor that is
+	// itself refused (the snapshot package's refusal name is kept).
+	ErrSnapshotMismatch = errors.New("recorded snapshot does not reconstruct")
+
+	// ErrDigestRequired is the reason for a reference that names a tag, or nothing, where an
+	// immutable digest is required (refusal "digest_required").
+	ErrDigestRequired = errors.New("reference must pin a sha256 digest")
+	// ErrInvalidReference is the reason for a reference that does not parse (refusal
+	// "invalid_reference").
+	ErrInvalidReference = errors.New("invalid OCI reference")
+	// ErrPlainHTTPNotLoopback is the reason plain HTTP is refused for a registry that is not on a
+	// loopback address (refusal "plain_http_not_loopback").
+	ErrPlainHTTPNotLoopback = errors.New("plain HTTP is allowed only for loopback registries")
+	// ErrManifestTooLarge is the reason for a manifest above the store bound (refusal
+	// "manifest_too_large").
+	ErrManifestTooLarge = errors.New("manifest too large")
+	// ErrTooManyLayers is the reason for a pack with more layers than the bound (refusal
+	// "too_many_layers").
+	ErrTooManyLayers = errors.New("too many layers")
+	// ErrLayerTooLarge is the reason for a layer above the per-layer bound (refusal
+	// "layer_too_large").
+	ErrLayerTooLarge = errors.New("layer too large")
+	// ErrPackTooLarge is the reason for a pack whose layers together exceed the total bound
+	// (refusal "pack_too_large").
+	ErrPackTooLarge = errors.New("pack too large")
+	// ErrInvalidPack is the reason for a manifest that is not a profile pack: wrong media type,
+	// artifactType, config or layer media type, or malformed JSON (refusal "invalid_pack").
+	ErrInvalidPack = errors.New("not a profile pack")
+	// ErrBlobDigestMismatch is the reason for content whose bytes do not hash to the digest it was
+	// fetched by (refusal "blob_digest_mismatch": a tampered layer or manifest).
+	ErrBlobDigestMismatch = errors.New("content does not match its digest")
+
+	// ErrNoSignature is the reason for a pack without a verifiable signature bundle referrer
+	// (refusal "missing_signature").
+	ErrNoSignature = errors.New("no signature bundle")
+	// ErrNoAttestation is the reason for a pack without a provenance attestation bundle referrer
+	// (refusal "missing_attestation").
+	ErrNoAttestation = errors.New("no provenance attestation")
+	// ErrUntrustedSignature is the reason a bundle's signature does not verify against the trusted
+	// root or key (refusal "untrusted_signature").
+	ErrUntrustedSignature = errors.New("signature not trusted")
+	// ErrWrongIdentity is the reason the certificate subject does not match the policy (refusal
+	// "wrong_identity").
+	ErrWrongIdentity = errors.New("signer identity does not match policy")
+	// ErrWrongIssuer is the reason the certificate OIDC issuer does not match the policy (refusal
+	// "wrong_issuer").
+	ErrWrongIssuer = errors.New("signer issuer does not match policy")
+	// ErrWrongSubjectDigest is the reason a statement's subject is not the pack digest (refusal
+	// "wrong_subject_digest": a signature over another digest).
+	ErrWrongSubjectDigest = errors.New("signed subject is not the pack digest")
+	// ErrWrongPredicateType is the reason the attestation is not SLSA provenance v1 (refusal
+	// "wrong_predicate_type").
+	ErrWrongPredicateType = errors.New("attestation predicate is not SLSA provenance v1")
+	// ErrWrongBuilder is the reason the provenance builder id does not match the policy (refusal
+	// "wrong_builder").
+	ErrWrongBuilder = errors.New("provenance builder does not match policy")
+	// ErrWrongSourceRepository is the reason the provenance source repository does not match the
+	// policy (refusal "wrong_source_repository").
+	ErrWrongSourceRepository = errors.New("provenance source repository does not match policy")
+	// ErrWrongSourceRef is the reason the provenance source ref does not match the policy (refusal
+	// "wrong_source_ref": not built from the reviewed branch).
+	ErrWrongSourceRef = errors.New("provenance source ref does not match policy")
+	// ErrInvalidPolicy is the reason a verification policy is incomplete or contradictory (refusal
+	// "invalid_policy").
+	ErrInvalidPolicy = errors.New("invalid verification policy")
+	// ErrInvalidKey is the reason a signing or verification key cannot be loaded (refusal
+	// "invalid_key").
+	ErrInvalidKey = errors.New("invalid key")
+)
+
+// RefusalError is a named refusal of this package. It never carries document text, registry
+// credentials or remote prose: only the refusal name, an optional field path (JSON path such as
+// "operations[2].effect") or bounded identifier, and the sentinel reason.
+type RefusalError struct {
+	// Name is the stable refusal name, e.g. "unmapped_tool".
+	Name string
+	// Path locates the offending field or item when known (a JSON path, a tool name, a digest).
+	Path string
+	// Err is the sentinel reason, matched with errors.Is; it may wrap a lower-level refusal.
+	Err error
+}
+
+// Refusal returns the stable refusal name.
+func (e *RefusalError) Refusal() string { return e.Name }
+
+// Unwrap returns the reason.
+func (e *RefusalError) Unwrap() error { return e.Err }
+
+func (e *RefusalError) Error() string {
+	msg := "ocipack: " + e.Name
+	if e.Path != "" {
+		msg += fmt.Sprintf(" at %s", clip(e.Path))
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func refuse(name string, path string, err error) *RefusalError {
+	return &RefusalError{Name: name, Path: path, Err: err}
+}
+
+// clip bounds an identifier that may come from a document or a remote before it goes into an
+// error message.
+func clip(s string) string {
+	const max = 160
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
+}
