@@ -1,0 +1,63 @@
+package controllers
+
+import (
+	"context"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+// VerifyRequest asks for an OCI profile pack to be pulled by digest and verified.
+type VerifyRequest struct {
+	// Namespace is the profile's namespace (pull secret and public-key Secret live there).
+	Namespace string
+	// Ref is "REPOSITORY@sha256:<hex>".
+	Ref string
+	// PullSecret optionally names a dockerconfigjson Secret in Namespace.
+	PullSecret *v1.LocalObjectReference
+	// Policy is the profile's provenance policy; nil means the cluster default.
+	Policy *v1.VerifyPolicy
+}
+
+// VerifiedSource is a pack that passed verification: its strictly decoded profile document and
+// what was proven about it.
+type VerifiedSource struct {
+	// Document is the decoded, validated profile document.
+	Document *v1.ProfileDocument
+	// PackDigest is the pack manifest digest.
+	PackDigest string
+	// ProfileDigest is the digest of the profile document's canonical form.
+	ProfileDigest string
+	// Provenance is the verified signer identity and build provenance.
+	Provenance v1.VerifiedProvenance
+}
+
+// SourceVerifier pulls a profile pack by digest and verifies it against a provenance policy.
+// Implementations cache results by (digest, policy) so that re-reading a verified pack makes no
+// registry request. Refusals should be returned as *StageError with a SourceVerified reason; any
+// other error is treated as a transient RegistryUnavailable.
+type SourceVerifier interface {
+	VerifyPack(ctx context.Context, req VerifyRequest) (*VerifiedSource, error)
+}
+
+// FreezeRequest asks for the live tool list of a deployment's endpoint.
+type FreezeRequest struct {
+	// Namespace and Name identify the deployment (the credential Secret lives in Namespace).
+	Namespace, Name string
+	// URL is the Streamable HTTP endpoint.
+	URL string
+	// Credential optionally addresses the bearer token, read per exchange through egress.
+	Credential *v1.CredentialRef
+	// AllowCIDRs widens the cluster egress policy for this endpoint's private ranges.
+	AllowCIDRs []string
+}
+
+// Freezer connects to a live MCP server through egress, negotiates, and lists every tool within
+// bounds. Refusals should be returned as *StageError with a SnapshotFrozen reason; any other
+// error is treated as a transient ServerUnreachable.
+type Freezer interface {
+	Freeze(ctx context.Context, req FreezeRequest) (*snapshot.ToolSnapshot, error)
+}
+
+// ProfileDigester computes the digest of a profile document's canonical form.
+type ProfileDigester func(doc *v1.ProfileDocument) (string, error)

@@ -1,0 +1,429 @@
+package controllers
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+// RecordedSnapshot converts the reviewed snapshot of a profile document into a ToolSnapshot,
+// keeping every descriptor's bytes as recorded.
+func RecordedSnapshot(doc *v1.ProfileDocument) *snapshot.ToolSnapshot {
+	rs := doc.Snapshot
+	s := &snapshot.ToolSnapshot{
+		ProtocolVersion: rs.ProtocolVersion,
+		ServerInfo:      snapshot.ServerInfo{Name: rs.ServerInfo.Name, Title: rs.ServerInfo.Title, Version: rs.ServerInfo.Version},
+		Digest:          rs.Digest,
+		Tools:           make([]snapshot.Tool, 0, len(rs.Tools)),
+	}
+	for _, t := range rs.Tools {
+		s.Tools = append(s.Tools, snapshot.Tool{Name: t.Name, Digest: t.Digest, Descriptor: json.RawMessage(t.Descriptor.Raw)})
+	}
+	sort.Slice(s.Tools, func(i, j int) bool { return s.Tools[i].Name < s.Tools[j].Name })
+	return s
+}
+
+// CheckProfile decides whether a profile document is a complete, reviewed profile whose recorded
+// digests reconstruct. It returns the recorded snapshot on success. Refusals carry the
+// SourceVerified condition (contract, mapping, effects) or SnapshotMatched (digests).
+func CheckProfile(doc *v1.ProfileDocument) (*snapshot.ToolSnapshot, *StageError) {
+	if doc == nil {
+		return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "the profile has no document")
+	}
+	if doc.Contract != v1.ContractV1 {
+		return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "contract must be %s", v1.ContractV1)
+	}
+	tools := make(map[string]bool, len(doc.Snapshot.Tools))
+	for _, t := range doc.Snapshot.Tools {
+		tools[t.Name] = false
+	}
+	ops := make(map[string]bool, len(doc.Operations))
+	for _, o := range doc.Operations {
+		switch o.Effect {
+		case v1.EffectRead, v1.EffectWrite, v1.EffectDestructive:
+		default:
+			return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "operation %q has effect %q; a reviewed effect (read, write, destructive) is required", clip(o.OperationRef), clip(string(o.Effect)))
+		}
+		mapped, ok := tools[o.RemoteName]
+		if !ok {
+			return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "operation %q maps tool %q that the snapshot does not list", clip(o.OperationRef), clip(o.RemoteName))
+		}
+		if mapped {
+			return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "tool %q is mapped by more than one operation", clip(o.RemoteName))
+		}
+		tools[o.RemoteName] = true
+		if ops[o.OperationRef] {
+			return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "operationRef %q is used more than once", clip(o.OperationRef))
+		}
+		ops[o.OperationRef] = true
+	}
+	for _, name := range sortedKeys(tools) {
+		if !tools[name] {
+			return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "tool %q is not mapped by any operation", clip(name))
+		}
+	}
+	rec := RecordedSnapshot(doc)
+	if err := rec.Verify(); err != nil {
+		var mm *snapshot.MismatchError
+		if errors.As(err, &mm) {
+			if mm.Tool != "" {
+				return nil, &StageError{Condition: TypeSnapshotMatched, Reason: ReasonSnapshotDigestMismatch, Err: err,
+					Message: fmt.Sprintf("tool %q: recorded digest %s, reconstructed %s", clip(mm.Tool), mm.Recorded, mm.Computed)}
+			}
+			return nil, &StageError{Condition: TypeSnapshotMatched, Reason: ReasonSnapshotDigestMismatch, Err: err,
+				Message: fmt.Sprintf("snapshot digest: recorded %s, reconstructed %s", mm.Recorded, mm.Computed)}
+		}
+		return nil, &StageError{Condition: TypeSnapshotMatched, Reason: ReasonSnapshotDigestMismatch, Err: err,
+			Message: "a recorded descriptor is refused: " + refusalName(err)}
+	}
+	return rec, nil
+}
+
+// refusalName returns the stable refusal name of err when it has one.
+func refusalName(err error) string {
+	var r interface{ Refusal() string }
+	if errors.As(err, &r) {
+		return r.Refusal()
+	}
+	return "invalid"
+}
+
+// MatchDecision is the outcome of comparing a live snapshot against the reviewed one.
+type MatchDecision struct {
+	// Matched is true when the live snapshot equals the reviewed one: same protocol revision,
+	// same tool names, same descriptor digests and the same snapshot digest.
+	Matched bool
+	// Diff is the difference by names and digests (empty when Matched).
+	Diff snapshot.Diff
+}
+
+// DecideMatch compares the live snapshot against the reviewed one. Equality is typed: protocol
+// revision, every descriptor digest (RFC 8785, so byte-for-byte on the canonical form) and the
+// snapshot digest must all agree.
+func DecideMatch(recorded, live *snapshot.ToolSnapshot) MatchDecision {
+	d := snapshot.Compare(recorded, live)
+	ok := d.Empty() && recorded != nil && live != nil && recorded.Digest == live.Digest && len(recorded.Tools) == len(live.Tools)
+	return MatchDecision{Matched: ok, Diff: d}
+}
+
+// DriftStatus renders a diff for status: names and digests only, protocol only when it changed,
+// each list bounded to the API's maximum.
+func DriftStatus(d snapshot.Diff) *v1.SnapshotDrift {
+	const maxItems = 512
+	out := &v1.SnapshotDrift{}
+	if d.ProtocolFrom != d.ProtocolTo {
+		out.ProtocolFrom, out.ProtocolTo = clipN(d.ProtocolFrom, 10), clipN(d.ProtocolTo, 10)
+	}
+	for i, t := range d.Added {
+		if i == maxItems {
+			break
+		}
+		out.Added = append(out.Added, v1.ToolRef{Name: clipN(t.Name, 128), Digest: t.Digest})
+	}
+	for i, t := range d.Removed {
+		if i == maxItems {
+			break
+		}
+		out.Removed = append(out.Removed, v1.ToolRef{Name: clipN(t.Name, 128), Digest: t.Digest})
+	}
+	for i, t := range d.Changed {
+		if i == maxItems {
+			break
+		}
+		out.Changed = append(out.Changed, v1.ChangedTool{Name: clipN(t.Name, 128), From: t.From, To: t.To})
+	}
+	return out
+}
+
+// DriftSummary is a one-line, prose-free summary of a diff for a condition message.
+func DriftSummary(d snapshot.Diff) string {
+	var parts []string
+	if d.ProtocolFrom != d.ProtocolTo {
+		parts = append(parts, fmt.Sprintf("protocol %s -> %s", clipN(d.ProtocolFrom, 10), clipN(d.ProtocolTo, 10)))
+	}
+	names := func(kind string, n int, name func(int) string) {
+		if n == 0 {
+			return
+		}
+		var ns []string
+		for i := 0; i < n && i < 5; i++ {
+			ns = append(ns, fmt.Sprintf("%q", clip(name(i))))
+		}
+		if n > 5 {
+			ns = append(ns, fmt.Sprintf("and %d more", n-5))
+		}
+		parts = append(parts, kind+" "+strings.Join(ns, ", "))
+	}
+	names("added", len(d.Added), func(i int) string { return d.Added[i].Name })
+	names("removed", len(d.Removed), func(i int) string { return d.Removed[i].Name })
+	names("changed", len(d.Changed), func(i int) string { return d.Changed[i].Name })
+	if len(parts) == 0 {
+		parts = append(parts, "snapshot digest differs")
+	}
+	return "the live tool list differs from the reviewed snapshot: " + strings.Join(parts, "; ")
+}
+
+// CheckBindings runs the binding checks that need no cluster access: the deployment's operation
+// set equals the profile's exactly, every operation carries endpointRef "mcp_connection", the
+// exact credential reference of the connection, and at least one grant.
+func CheckBindings(doc *v1.ProfileDocument, spec *v1.ServiceDeploymentSpec) *StageError {
+	want := make(map[string]bool, len(doc.Operations))
+	for _, o := range doc.Operations {
+		want[o.OperationRef] = true
+	}
+	have := make(map[string]bool, len(spec.Operations))
+	var extra []string
+	for _, b := range spec.Operations {
+		have[b.OperationRef] = true
+		if !want[b.OperationRef] {
+			extra = append(extra, b.OperationRef)
+		}
+	}
+	var missing []string
+	for _, o := range sortedKeys(want) {
+		if !have[o] {
+			missing = append(missing, o)
+		}
+	}
+	if len(extra) > 0 || len(missing) > 0 {
+		sort.Strings(extra)
+		msg := "the operations must equal the profile's operation set exactly:"
+		if len(missing) > 0 {
+			msg += " missing " + quoteList(missing)
+		}
+		if len(extra) > 0 {
+			if len(missing) > 0 {
+				msg += ";"
+			}
+			msg += " unknown " + quoteList(extra)
+		}
+		return refuse(TypeBound, ReasonOperationSetMismatch, "%s", msg)
+	}
+	for _, b := range spec.Operations {
+		if b.EndpointRef != v1.EndpointRefMCPConnection {
+			return refuse(TypeBound, ReasonEndpointRefInvalid, "operation %q has endpointRef %q; it must be %q", clip(b.OperationRef), clip(b.EndpointRef), v1.EndpointRefMCPConnection)
+		}
+		if !sameCredential(b.CredentialRef, spec.MCPConnection.CredentialRef) {
+			return refuse(TypeBound, ReasonCredentialRefMismatch, "operation %q must carry exactly the connection's credentialRef (%s)", clip(b.OperationRef), describeCredential(spec.MCPConnection.CredentialRef))
+		}
+		if len(b.GrantRefs) == 0 {
+			return refuse(TypeBound, ReasonGrantNotFound, "operation %q names no grant", clip(b.OperationRef))
+		}
+	}
+	return nil
+}
+
+func sameCredential(a, b *v1.CredentialRef) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+func describeCredential(c *v1.CredentialRef) string {
+	if c == nil {
+		return "none"
+	}
+	return fmt.Sprintf("secret %q key %q", c.Name, c.Key)
+}
+
+// InvokeVerb is the RBAC verb a grant must allow on servicedeployments.
+const InvokeVerb = "invoke"
+
+// ServiceDeploymentsResource is the RBAC resource a grant must name.
+const ServiceDeploymentsResource = "servicedeployments"
+
+// RulesAllowInvoke reports whether RBAC policy rules allow the verb "invoke" on the
+// servicedeployments resource of group connectors.b10x.io for the named deployment, with the
+// same matching Kubernetes RBAC applies (so `kubectl auth can-i` agrees): "*" matches any verb,
+// group or resource, and an empty resourceNames list means every name.
+func RulesAllowInvoke(rules []rbacv1.PolicyRule, name string) bool {
+	for _, r := range rules {
+		if len(r.NonResourceURLs) > 0 && len(r.Resources) == 0 {
+			continue
+		}
+		if !matches(r.Verbs, InvokeVerb) || !matches(r.APIGroups, v1.GroupVersion.Group) || !matches(r.Resources, ServiceDeploymentsResource) {
+			continue
+		}
+		if len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func matches(set []string, want string) bool {
+	return slices.Contains(set, want) || slices.Contains(set, rbacv1.ResourceAll)
+}
+
+// Claim is what one deployment holds in the bundle: its permanent provider identity, its
+// endpoint authority and the operations of its Connection.
+type Claim struct {
+	// Key is "namespace/name" of the deployment.
+	Key string
+	// Created orders claims: first come keeps the name.
+	Created metav1.Time
+	// Provider is the providerID.
+	Provider string
+	// Authority is the normalized endpoint (see NormalizeEndpoint); empty when invalid.
+	Authority string
+	// Operations are "connectionRef/operationRef" keys; empty when the profile is not resolved.
+	Operations []string
+}
+
+// before reports whether claim a came first: earlier creation, then key order.
+func (a Claim) before(b Claim) bool {
+	if !a.Created.Equal(&b.Created) {
+		return a.Created.Before(&b.Created)
+	}
+	return a.Key < b.Key
+}
+
+// FindCollision applies the bundle builder's collision rules to self against every other claim:
+// a provider identity, an endpoint authority or an operation of a Connection belongs to the
+// deployment that claimed it first; the later one is refused with a reason naming the holder.
+func FindCollision(self Claim, all []Claim) *StageError {
+	var holder *Claim
+	var kind, value string
+	consider := func(c *Claim, k, v string) {
+		if holder == nil || c.before(*holder) {
+			holder, kind, value = c, k, v
+		}
+	}
+	ops := make(map[string]bool, len(self.Operations))
+	for _, o := range self.Operations {
+		ops[o] = true
+	}
+	for i := range all {
+		c := &all[i]
+		if c.Key == self.Key || !c.before(self) {
+			continue
+		}
+		switch {
+		case c.Provider == self.Provider:
+			consider(c, ReasonProviderCollision, "providerID "+strconvQuote(self.Provider))
+		case self.Authority != "" && c.Authority == self.Authority:
+			consider(c, ReasonAuthorityCollision, "endpoint "+strconvQuote(self.Authority))
+		default:
+			for _, o := range c.Operations {
+				if ops[o] {
+					consider(c, ReasonOperationCollision, "operation "+strconvQuote(o))
+					break
+				}
+			}
+		}
+	}
+	if holder == nil {
+		return nil
+	}
+	return refuse(TypeBound, kind, "%s is held by ServiceDeployment %s", value, holder.Key)
+}
+
+// NormalizeEndpoint returns the endpoint identity of an MCP URL: lowercase scheme and host,
+// explicit port, and path, without userinfo, query or fragment. Two URLs naming the same
+// endpoint normalize equally.
+func NormalizeEndpoint(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", errors.New("the endpoint URL does not parse")
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "https" && scheme != "http" {
+		return "", errors.New("the endpoint URL must be http or https")
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "" {
+		return "", errors.New("the endpoint URL has no host")
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[scheme]
+	}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port) + path, nil
+}
+
+// SanitizeURL renders a URL for conditions, events and logs: scheme, host, port and path only.
+func SanitizeURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(invalid URL)"
+	}
+	return clipN((&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String(), 256)
+}
+
+// NextVerification is when a deployment frozen at last is re-verified: last + interval plus a
+// deterministic per-object jitter of up to jitter×interval, derived from seed (the object's
+// UID), so that reconciling an unchanged object always computes the same time and many
+// deployments do not re-freeze in lockstep.
+func NextVerification(last time.Time, interval time.Duration, jitter float64, seed string) time.Time {
+	if jitter <= 0 {
+		return last.Add(interval)
+	}
+	h := sha256.Sum256([]byte(seed))
+	frac := float64(binary.BigEndian.Uint64(h[:8])) / float64(^uint64(0))
+	return last.Add(interval + time.Duration(jitter*frac*float64(interval)))
+}
+
+// CredentialHash is the status fingerprint of a credential value: sha256 over the deployment's
+// UID and the value, so a rotation is noticed and the value itself is never stored.
+func CredentialHash(uid string, value []byte) string {
+	h := sha256.New()
+	h.Write([]byte("connector-mcp credential v1\x00"))
+	h.Write([]byte(uid))
+	h.Write([]byte{0})
+	h.Write(value)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func quoteList(xs []string) string {
+	const max = 8
+	q := make([]string, 0, len(xs))
+	for i, x := range xs {
+		if i == max {
+			q = append(q, fmt.Sprintf("and %d more", len(xs)-max))
+			break
+		}
+		q = append(q, fmt.Sprintf("%q", clip(x)))
+	}
+	return strings.Join(q, ", ")
+}
+
+func strconvQuote(s string) string { return fmt.Sprintf("%q", clipN(s, 256)) }
+
+// clip bounds an identifier before it goes into a message.
+func clip(s string) string { return clipN(s, 64) }
+
+func clipN(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}

@@ -1,0 +1,376 @@
+package controllers
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+// testDoc builds a reviewed profile document over real snapshot digests.
+func testDoc(t *testing.T, protocol string, descriptors ...string) *v1.ProfileDocument {
+	t.Helper()
+	raws := make([]json.RawMessage, len(descriptors))
+	for i, d := range descriptors {
+		raws[i] = json.RawMessage(d)
+	}
+	s, err := snapshot.New(protocol, snapshot.ServerInfo{Name: "test"}, raws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := &v1.ProfileDocument{
+		Contract: v1.ContractV1,
+		Service:  v1.ServiceIdentity{Ref: "svc", ConnectionRef: "conn"},
+		Snapshot: v1.RecordedSnapshot{ProtocolVersion: protocol, Digest: s.Digest, ServerInfo: v1.ServerInfo{Name: "test"}},
+	}
+	for _, tool := range s.Tools {
+		doc.Snapshot.Tools = append(doc.Snapshot.Tools, v1.RecordedTool{Name: tool.Name, Digest: tool.Digest, Descriptor: runtime.RawExtension{Raw: tool.Descriptor}})
+		doc.Operations = append(doc.Operations, v1.OperationMapping{RemoteName: tool.Name, OperationRef: "op-" + tool.Name, Title: tool.Name, Effect: v1.EffectRead})
+	}
+	return doc
+}
+
+func liveSnapshot(t *testing.T, protocol string, descriptors ...string) *snapshot.ToolSnapshot {
+	t.Helper()
+	raws := make([]json.RawMessage, len(descriptors))
+	for i, d := range descriptors {
+		raws[i] = json.RawMessage(d)
+	}
+	s, err := snapshot.New(protocol, snapshot.ServerInfo{Name: "live"}, raws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const (
+	toolA  = `{"name":"a","description":"reads a","inputSchema":{"type":"object"}}`
+	toolA2 = `{"inputSchema":{"type":"object"},  "description":"reads a","name":"a"}` // same, reordered
+	toolAx = `{"name":"a","description":"reads a and mails it away","inputSchema":{"type":"object"}}`
+	toolB  = `{"name":"b","inputSchema":{"type":"object"}}`
+	toolC  = `{"name":"c","inputSchema":{"type":"object"}}`
+)
+
+func TestCheckProfile(t *testing.T) {
+	cases := []struct {
+		name      string
+		mutate    func(*v1.ProfileDocument)
+		condition string
+		reason    string
+	}{
+		{name: "reviewed profile passes"},
+		{name: "wrong contract", mutate: func(d *v1.ProfileDocument) { d.Contract = "b10x.connector-mcp-service.v2" }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
+		{name: "unreviewed effect", mutate: func(d *v1.ProfileDocument) { d.Operations[0].Effect = v1.EffectUnreviewed }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
+		{name: "unmapped tool", mutate: func(d *v1.ProfileDocument) { d.Operations = d.Operations[:1] }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
+		{name: "operation maps unknown tool", mutate: func(d *v1.ProfileDocument) { d.Operations[1].RemoteName = "zzz" }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
+		{name: "tool mapped twice", mutate: func(d *v1.ProfileDocument) { d.Operations[1].RemoteName = d.Operations[0].RemoteName }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
+		{name: "duplicate operationRef", mutate: func(d *v1.ProfileDocument) { d.Operations[1].OperationRef = d.Operations[0].OperationRef }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
+		{name: "tampered descriptor", mutate: func(d *v1.ProfileDocument) { d.Snapshot.Tools[0].Descriptor.Raw = []byte(toolAx) }, condition: TypeSnapshotMatched, reason: ReasonSnapshotDigestMismatch},
+		{name: "tampered snapshot digest", mutate: func(d *v1.ProfileDocument) {
+			d.Snapshot.Digest = "sha256:" + strings.Repeat("0", 64)
+		}, condition: TypeSnapshotMatched, reason: ReasonSnapshotDigestMismatch},
+		{name: "protocol changed after recording", mutate: func(d *v1.ProfileDocument) { d.Snapshot.ProtocolVersion = "2025-11-25" }, condition: TypeSnapshotMatched, reason: ReasonSnapshotDigestMismatch},
+		{name: "descriptor with duplicate key", mutate: func(d *v1.ProfileDocument) {
+			d.Snapshot.Tools[1].Descriptor.Raw = []byte(`{"name":"b","name":"b"}`)
+		}, condition: TypeSnapshotMatched, reason: ReasonSnapshotDigestMismatch},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := testDoc(t, "2026-07-28", toolA, toolB)
+			if tc.mutate != nil {
+				tc.mutate(doc)
+			}
+			rec, serr := CheckProfile(doc)
+			if tc.reason == "" {
+				if serr != nil {
+					t.Fatalf("refused: %v", serr)
+				}
+				if rec.Digest != doc.Snapshot.Digest || len(rec.Tools) != 2 {
+					t.Fatalf("recorded snapshot = %+v", rec)
+				}
+				return
+			}
+			if serr == nil {
+				t.Fatal("accepted")
+			}
+			if serr.Condition != tc.condition || serr.Reason != tc.reason || serr.Transient {
+				t.Fatalf("got %s/%s transient=%v, want %s/%s", serr.Condition, serr.Reason, serr.Transient, tc.condition, tc.reason)
+			}
+			if !errors.Is(serr, ErrStage) {
+				t.Fatal("not ErrStage")
+			}
+		})
+	}
+}
+
+func TestDecideMatch(t *testing.T) {
+	rec := RecordedSnapshot(testDoc(t, "2026-07-28", toolA, toolB))
+	cases := []struct {
+		name    string
+		live    *snapshot.ToolSnapshot
+		matched bool
+		want    v1.SnapshotDrift
+	}{
+		{name: "same tools", live: liveSnapshot(t, "2026-07-28", toolB, toolA), matched: true},
+		{name: "same tools, other key order and whitespace", live: liveSnapshot(t, "2026-07-28", toolA2, toolB), matched: true},
+		{name: "tool added", live: liveSnapshot(t, "2026-07-28", toolA, toolB, toolC),
+			want: v1.SnapshotDrift{Added: []v1.ToolRef{{Name: "c", Digest: digestOf(t, toolC)}}}},
+		{name: "tool removed", live: liveSnapshot(t, "2026-07-28", toolA),
+			want: v1.SnapshotDrift{Removed: []v1.ToolRef{{Name: "b", Digest: digestOf(t, toolB)}}}},
+		{name: "tool changed", live: liveSnapshot(t, "2026-07-28", toolAx, toolB),
+			want: v1.SnapshotDrift{Changed: []v1.ChangedTool{{Name: "a", From: digestOf(t, toolA), To: digestOf(t, toolAx)}}}},
+		{name: "protocol era changed", live: liveSnapshot(t, "2025-11-25", toolA, toolB),
+			want: v1.SnapshotDrift{ProtocolFrom: "2026-07-28", ProtocolTo: "2025-11-25"}},
+		{name: "nil live", live: nil,
+			want: v1.SnapshotDrift{ProtocolFrom: "2026-07-28", Removed: []v1.ToolRef{{Name: "a", Digest: digestOf(t, toolA)}, {Name: "b", Digest: digestOf(t, toolB)}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := DecideMatch(rec, tc.live)
+			if d.Matched != tc.matched {
+				t.Fatalf("matched = %v, want %v (diff %+v)", d.Matched, tc.matched, d.Diff)
+			}
+			if tc.matched {
+				return
+			}
+			got, _ := json.Marshal(DriftStatus(d.Diff))
+			want, _ := json.Marshal(&tc.want)
+			if string(got) != string(want) {
+				t.Fatalf("drift = %s, want %s", got, want)
+			}
+			if s := DriftSummary(d.Diff); !strings.HasPrefix(s, "the live tool list differs") {
+				t.Fatalf("summary = %q", s)
+			}
+		})
+	}
+}
+
+func TestDecideMatchRefusesDigestOnlyDifference(t *testing.T) {
+	rec := RecordedSnapshot(testDoc(t, "2026-07-28", toolA))
+	live := liveSnapshot(t, "2026-07-28", toolA)
+	live.Digest = "sha256:" + strings.Repeat("1", 64)
+	if DecideMatch(rec, live).Matched {
+		t.Fatal("a differing snapshot digest matched")
+	}
+}
+
+func TestDriftSummaryCarriesNoDescriptorText(t *testing.T) {
+	rec := RecordedSnapshot(testDoc(t, "2026-07-28", toolA))
+	live := liveSnapshot(t, "2026-07-28", toolAx)
+	s := DriftSummary(DecideMatch(rec, live).Diff)
+	if strings.Contains(s, "mails") {
+		t.Fatalf("summary leaks server prose: %q", s)
+	}
+	if !strings.Contains(s, `changed "a"`) {
+		t.Fatalf("summary = %q", s)
+	}
+}
+
+func digestOf(t *testing.T, raw string) string {
+	t.Helper()
+	d, err := snapshot.DescriptorDigest([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestCheckBindings(t *testing.T) {
+	cred := &v1.CredentialRef{Name: "tok", Key: "token"}
+	base := func() *v1.ServiceDeploymentSpec {
+		return &v1.ServiceDeploymentSpec{
+			ProviderID:    "p",
+			MCPConnection: v1.MCPConnection{URL: "https://mcp.example.com/mcp", CredentialRef: cred},
+			Operations: []v1.OperationBinding{
+				{OperationRef: "op-a", EndpointRef: "mcp_connection", CredentialRef: &v1.CredentialRef{Name: "tok", Key: "token"}, GrantRefs: []string{"g"}},
+				{OperationRef: "op-b", EndpointRef: "mcp_connection", CredentialRef: &v1.CredentialRef{Name: "tok", Key: "token"}, GrantRefs: []string{"g"}},
+			},
+		}
+	}
+	cases := []struct {
+		name   string
+		mutate func(*v1.ServiceDeploymentSpec)
+		reason string
+		msg    string
+	}{
+		{name: "exact binding passes"},
+		{name: "missing operation", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations = s.Operations[:1] }, reason: ReasonOperationSetMismatch, msg: `missing "op-b"`},
+		{name: "unknown operation", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[1].OperationRef = "op-z" }, reason: ReasonOperationSetMismatch, msg: `unknown "op-z"`},
+		{name: "wrong endpoint ref", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[0].EndpointRef = "other" }, reason: ReasonEndpointRefInvalid},
+		{name: "credential ref missing", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[1].CredentialRef = nil }, reason: ReasonCredentialRefMismatch},
+		{name: "credential ref other key", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[1].CredentialRef.Key = "other" }, reason: ReasonCredentialRefMismatch},
+		{name: "credential ref where connection has none", mutate: func(s *v1.ServiceDeploymentSpec) { s.MCPConnection.CredentialRef = nil }, reason: ReasonCredentialRefMismatch},
+		{name: "no credential anywhere passes", mutate: func(s *v1.ServiceDeploymentSpec) {
+			s.MCPConnection.CredentialRef = nil
+			for i := range s.Operations {
+				s.Operations[i].CredentialRef = nil
+			}
+		}},
+		{name: "no grant", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[0].GrantRefs = nil }, reason: ReasonGrantNotFound},
+	}
+	doc := testDoc(t, "2026-07-28", toolA, toolB)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			if tc.mutate != nil {
+				tc.mutate(s)
+			}
+			serr := CheckBindings(doc, s)
+			if tc.reason == "" {
+				if serr != nil {
+					t.Fatalf("refused: %v", serr)
+				}
+				return
+			}
+			if serr == nil || serr.Reason != tc.reason || serr.Condition != TypeBound {
+				t.Fatalf("got %v, want reason %s", serr, tc.reason)
+			}
+			if !strings.Contains(serr.Message, tc.msg) {
+				t.Fatalf("message %q lacks %q", serr.Message, tc.msg)
+			}
+		})
+	}
+}
+
+func TestRulesAllowInvoke(t *testing.T) {
+	grp := "connectors.b10x.io"
+	cases := []struct {
+		name  string
+		rules []rbacv1.PolicyRule
+		allow bool
+	}{
+		{"invoke on this name", []rbacv1.PolicyRule{{Verbs: []string{"invoke"}, APIGroups: []string{grp}, Resources: []string{"servicedeployments"}, ResourceNames: []string{"sd"}}}, true},
+		{"invoke on all names", []rbacv1.PolicyRule{{Verbs: []string{"invoke"}, APIGroups: []string{grp}, Resources: []string{"servicedeployments"}}}, true},
+		{"invoke on another name", []rbacv1.PolicyRule{{Verbs: []string{"invoke"}, APIGroups: []string{grp}, Resources: []string{"servicedeployments"}, ResourceNames: []string{"other"}}}, false},
+		{"get only", []rbacv1.PolicyRule{{Verbs: []string{"get", "list"}, APIGroups: []string{grp}, Resources: []string{"servicedeployments"}}}, false},
+		{"other group", []rbacv1.PolicyRule{{Verbs: []string{"invoke"}, APIGroups: []string{"example.com"}, Resources: []string{"servicedeployments"}}}, false},
+		{"other resource", []rbacv1.PolicyRule{{Verbs: []string{"invoke"}, APIGroups: []string{grp}, Resources: []string{"mcpserviceprofiles"}}}, false},
+		{"wildcards as RBAC applies them", []rbacv1.PolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}, true},
+		{"second rule allows", []rbacv1.PolicyRule{
+			{Verbs: []string{"get"}, APIGroups: []string{grp}, Resources: []string{"servicedeployments"}},
+			{Verbs: []string{"invoke"}, APIGroups: []string{grp}, Resources: []string{"servicedeployments"}, ResourceNames: []string{"x", "sd"}},
+		}, true},
+		{"no rules", nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RulesAllowInvoke(tc.rules, "sd"); got != tc.allow {
+				t.Fatalf("allow = %v, want %v", got, tc.allow)
+			}
+		})
+	}
+}
+
+func TestFindCollision(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	first := Claim{Key: "ns/first", Created: t0, Provider: "p1", Authority: "https://a:443/mcp", Operations: []string{"conn/op-a"}}
+	cases := []struct {
+		name   string
+		self   Claim
+		reason string
+	}{
+		{name: "distinct", self: Claim{Key: "ns/second", Created: t1, Provider: "p2", Authority: "https://b:443/mcp", Operations: []string{"conn2/op-a"}}},
+		{name: "same provider", self: Claim{Key: "ns/second", Created: t1, Provider: "p1", Authority: "https://b:443/mcp"}, reason: ReasonProviderCollision},
+		{name: "same endpoint", self: Claim{Key: "ns/second", Created: t1, Provider: "p2", Authority: "https://a:443/mcp"}, reason: ReasonAuthorityCollision},
+		{name: "same operation of the Connection", self: Claim{Key: "ns/second", Created: t1, Provider: "p2", Authority: "https://b:443/mcp", Operations: []string{"conn/op-a"}}, reason: ReasonOperationCollision},
+		{name: "first keeps it even when created at the same time (name order)", self: Claim{Key: "ns/zzz", Created: t0, Provider: "p1"}, reason: ReasonProviderCollision},
+		{name: "earlier object is never refused", self: Claim{Key: "ns/early", Created: metav1.NewTime(t0.Add(-time.Minute)), Provider: "p1", Authority: "https://a:443/mcp"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			serr := FindCollision(tc.self, []Claim{first, tc.self})
+			if tc.reason == "" {
+				if serr != nil {
+					t.Fatalf("refused: %v", serr)
+				}
+				return
+			}
+			if serr == nil || serr.Reason != tc.reason {
+				t.Fatalf("got %v, want %s", serr, tc.reason)
+			}
+			if !strings.Contains(serr.Message, "ns/first") {
+				t.Fatalf("message %q does not name the holder", serr.Message)
+			}
+		})
+	}
+}
+
+func TestFindCollisionNamesEarliestHolder(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	a := Claim{Key: "ns/a", Created: metav1.NewTime(t0.Add(2 * time.Minute)), Provider: "p"}
+	b := Claim{Key: "ns/b", Created: t0, Provider: "x", Authority: "https://h:443/"}
+	self := Claim{Key: "ns/c", Created: metav1.NewTime(t0.Add(3 * time.Minute)), Provider: "p", Authority: "https://h:443/"}
+	serr := FindCollision(self, []Claim{a, b, self})
+	if serr == nil || serr.Reason != ReasonAuthorityCollision || !strings.Contains(serr.Message, "ns/b") {
+		t.Fatalf("got %v", serr)
+	}
+}
+
+func TestNormalizeEndpoint(t *testing.T) {
+	cases := map[string]string{
+		"https://MCP.Example.com/mcp":             "https://mcp.example.com:443/mcp",
+		"https://user:pw@mcp.example.com:443/mcp": "https://mcp.example.com:443/mcp",
+		"https://mcp.example.com/mcp?x=1#f":       "https://mcp.example.com:443/mcp",
+		"http://127.0.0.1:8080":                   "http://127.0.0.1:8080/",
+		"https://[::1]/mcp":                       "https://[::1]:443/mcp",
+	}
+	for in, want := range cases {
+		got, err := NormalizeEndpoint(in)
+		if err != nil || got != want {
+			t.Errorf("NormalizeEndpoint(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"ftp://x/", "https:///mcp", "://"} {
+		if _, err := NormalizeEndpoint(bad); err == nil {
+			t.Errorf("NormalizeEndpoint(%q) accepted", bad)
+		}
+	}
+}
+
+func TestSanitizeURL(t *testing.T) {
+	got := SanitizeURL("https://user:secret@mcp.example.com:8443/mcp?token=abc#frag")
+	if got != "https://mcp.example.com:8443/mcp" {
+		t.Fatalf("SanitizeURL = %q", got)
+	}
+}
+
+func TestNextVerification(t *testing.T) {
+	last := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	a := NextVerification(last, time.Hour, 0.2, "uid-a")
+	if a != NextVerification(last, time.Hour, 0.2, "uid-a") {
+		t.Fatal("not deterministic")
+	}
+	spread := map[time.Time]bool{}
+	for _, seed := range []string{"uid-a", "uid-b", "uid-c", "uid-d"} {
+		n := NextVerification(last, time.Hour, 0.2, seed)
+		if n.Before(last.Add(time.Hour)) || n.After(last.Add(72*time.Minute)) {
+			t.Fatalf("%s: %v outside [1h, 1h12m]", seed, n.Sub(last))
+		}
+		spread[n] = true
+	}
+	if len(spread) < 2 {
+		t.Fatal("no jitter across objects")
+	}
+	if NextVerification(last, time.Hour, 0, "x") != last.Add(time.Hour) {
+		t.Fatal("zero jitter must be exact")
+	}
+}
+
+func TestCredentialHash(t *testing.T) {
+	h := CredentialHash("uid", []byte("s3cret"))
+	if len(h) != 71 || !strings.HasPrefix(h, "sha256:") || strings.Contains(h, "s3cret") {
+		t.Fatalf("hash = %q", h)
+	}
+	if h == CredentialHash("uid", []byte("s3cret2")) || h == CredentialHash("uid2", []byte("s3cret")) {
+		t.Fatal("hash ignores value or uid")
+	}
+}
