@@ -58,6 +58,3 @@ type FreezeRequest struct {
 type Freezer interface {
 	Freeze(ctx context.Context, req FreezeRequest) (*snapshot.ToolSnapshot, error)
 }
-
-// ProfileDigester computes the digest of a profile document's canonical form.
-type ProfileDigester func(doc *v1.ProfileDocument) (string, error)

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -18,80 +17,43 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
-// RecordedSnapshot converts the reviewed snapshot of a profile document into a ToolSnapshot,
-// keeping every descriptor's bytes as recorded.
-func RecordedSnapshot(doc *v1.ProfileDocument) *snapshot.ToolSnapshot {
-	rs := doc.Snapshot
-	s := &snapshot.ToolSnapshot{
-		ProtocolVersion: rs.ProtocolVersion,
-		ServerInfo:      snapshot.ServerInfo{Name: rs.ServerInfo.Name, Title: rs.ServerInfo.Title, Version: rs.ServerInfo.Version},
-		Digest:          rs.Digest,
-		Tools:           make([]snapshot.Tool, 0, len(rs.Tools)),
-	}
-	for _, t := range rs.Tools {
-		s.Tools = append(s.Tools, snapshot.Tool{Name: t.Name, Digest: t.Digest, Descriptor: json.RawMessage(t.Descriptor.Raw)})
-	}
-	sort.Slice(s.Tools, func(i, j int) bool { return s.Tools[i].Name < s.Tools[j].Name })
-	return s
-}
-
 // CheckProfile decides whether a profile document is a complete, reviewed profile whose recorded
-// digests reconstruct. It returns the recorded snapshot on success. Refusals carry the
-// SourceVerified condition (contract, mapping, effects) or SnapshotMatched (digests).
+// digests reconstruct, using the ocipack checks (the same ones a pack layer is held to). It
+// returns the recorded snapshot on success. Refusals carry the SourceVerified condition (fields,
+// mapping, effects; reason ProfileInvalid) or SnapshotMatched (digests; reason
+// SnapshotDigestMismatch).
 func CheckProfile(doc *v1.ProfileDocument) (*snapshot.ToolSnapshot, *StageError) {
 	if doc == nil {
 		return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "the profile has no document")
 	}
-	if doc.Contract != v1.ContractV1 {
-		return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "contract must be %s", v1.ContractV1)
-	}
-	tools := make(map[string]bool, len(doc.Snapshot.Tools))
-	for _, t := range doc.Snapshot.Tools {
-		tools[t.Name] = false
-	}
-	ops := make(map[string]bool, len(doc.Operations))
-	for _, o := range doc.Operations {
-		switch o.Effect {
-		case v1.EffectRead, v1.EffectWrite, v1.EffectDestructive:
-		default:
-			return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "operation %q has effect %q; a reviewed effect (read, write, destructive) is required", clip(o.OperationRef), clip(string(o.Effect)))
-		}
-		mapped, ok := tools[o.RemoteName]
-		if !ok {
-			return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "operation %q maps tool %q that the snapshot does not list", clip(o.OperationRef), clip(o.RemoteName))
-		}
-		if mapped {
-			return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "tool %q is mapped by more than one operation", clip(o.RemoteName))
-		}
-		tools[o.RemoteName] = true
-		if ops[o.OperationRef] {
-			return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "operationRef %q is used more than once", clip(o.OperationRef))
-		}
-		ops[o.OperationRef] = true
-	}
-	for _, name := range sortedKeys(tools) {
-		if !tools[name] {
-			return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "tool %q is not mapped by any operation", clip(name))
+	for _, check := range []ocipack.Check{ocipack.ValidateFields, ocipack.ValidateMapping, ocipack.ValidateEffects} {
+		if err := check(doc); err != nil {
+			return nil, &StageError{Condition: TypeSourceVerified, Reason: ReasonProfileInvalid, Err: err,
+				Message: "the profile document is refused: " + refusalText(err)}
 		}
 	}
-	rec := RecordedSnapshot(doc)
-	if err := rec.Verify(); err != nil {
-		var mm *snapshot.MismatchError
-		if errors.As(err, &mm) {
-			if mm.Tool != "" {
-				return nil, &StageError{Condition: TypeSnapshotMatched, Reason: ReasonSnapshotDigestMismatch, Err: err,
-					Message: fmt.Sprintf("tool %q: recorded digest %s, reconstructed %s", clip(mm.Tool), mm.Recorded, mm.Computed)}
-			}
-			return nil, &StageError{Condition: TypeSnapshotMatched, Reason: ReasonSnapshotDigestMismatch, Err: err,
-				Message: fmt.Sprintf("snapshot digest: recorded %s, reconstructed %s", mm.Recorded, mm.Computed)}
-		}
+	rec, err := ocipack.SnapshotOf(doc)
+	if err != nil {
 		return nil, &StageError{Condition: TypeSnapshotMatched, Reason: ReasonSnapshotDigestMismatch, Err: err,
-			Message: "a recorded descriptor is refused: " + refusalName(err)}
+			Message: "the recorded snapshot does not reconstruct: " + refusalText(err)}
 	}
 	return rec, nil
+}
+
+// refusalText renders a package refusal as "name at path" with no document text.
+func refusalText(err error) string {
+	var r *ocipack.RefusalError
+	if errors.As(err, &r) {
+		if r.Path != "" {
+			return r.Name + " at " + clipN(r.Path, 128)
+		}
+		return r.Name
+	}
+	return refusalName(err)
 }
 
 // refusalName returns the stable refusal name of err when it has one.

@@ -112,7 +112,7 @@ func TestCheckProfile(t *testing.T) {
 }
 
 func TestDecideMatch(t *testing.T) {
-	rec := RecordedSnapshot(testDoc(t, "2026-07-28", toolA, toolB))
+	rec := recorded(t, testDoc(t, "2026-07-28", toolA, toolB))
 	cases := []struct {
 		name    string
 		live    *snapshot.ToolSnapshot
@@ -154,7 +154,7 @@ func TestDecideMatch(t *testing.T) {
 }
 
 func TestDecideMatchRefusesDigestOnlyDifference(t *testing.T) {
-	rec := RecordedSnapshot(testDoc(t, "2026-07-28", toolA))
+	rec := recorded(t, testDoc(t, "2026-07-28", toolA))
 	live := liveSnapshot(t, "2026-07-28", toolA)
 	live.Digest = "sha256:" + strings.Repeat("1", 64)
 	if DecideMatch(rec, live).Matched {
@@ -163,7 +163,7 @@ func TestDecideMatchRefusesDigestOnlyDifference(t *testing.T) {
 }
 
 func TestDriftSummaryCarriesNoDescriptorText(t *testing.T) {
-	rec := RecordedSnapshot(testDoc(t, "2026-07-28", toolA))
+	rec := recorded(t, testDoc(t, "2026-07-28", toolA))
 	live := liveSnapshot(t, "2026-07-28", toolAx)
 	s := DriftSummary(DecideMatch(rec, live).Diff)
 	if strings.Contains(s, "mails") {
@@ -172,6 +172,15 @@ func TestDriftSummaryCarriesNoDescriptorText(t *testing.T) {
 	if !strings.Contains(s, `changed "a"`) {
 		t.Fatalf("summary = %q", s)
 	}
+}
+
+func recorded(t *testing.T, doc *v1.ProfileDocument) *snapshot.ToolSnapshot {
+	t.Helper()
+	rec, serr := CheckProfile(doc)
+	if serr != nil {
+		t.Fatal(serr)
+	}
+	return rec
 }
 
 func digestOf(t *testing.T, raw string) string {
