@@ -1,0 +1,408 @@
+package egress
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// EgressTransport is the bounded exchange port: one request in, one bounded, fully read
+// response out. [*Transport] implements it.
+type EgressTransport interface {
+	// Exchange sends req (its context is combined with the policy deadline) and returns the
+	// complete response, or a named refusal.
+	Exchange(ctx context.Context, req *http.Request) (*Response, error)
+}
+
+// Response is one bounded response: status, headers and the complete (decompressed) body.
+type Response struct {
+	// StatusCode is the HTTP status code.
+	StatusCode int
+	// Header holds the response headers (Content-Encoding removed when the body was
+	// decompressed).
+	Header http.Header
+	// Body is the complete body, at most the policy's MaxResponseBytes.
+	Body []byte
+}
+
+// Transport is the exchange port built from one [Policy]. It implements [EgressTransport] and
+// [http.RoundTripper]; it is safe for concurrent use. Connections are dialed only through the
+// guarded [Dialer]; the proxy environment is ignored.
+type Transport struct {
+	p      Policy
+	bind   *binding
+	dialer *Dialer
+	ht     *http.Transport
+	client *http.Client
+}
+
+var _ EgressTransport = (*Transport)(nil)
+
+// NewTransport returns the exchange port for p, or an error wrapping [ErrInvalidPolicy] (or a
+// [*SchemeError] when the endpoint's scheme is refused).
+func NewTransport(p Policy) (*Transport, error) {
+	p, err := p.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	bind, err := p.endpointBinding()
+	if err != nil {
+		return nil, err
+	}
+	t := &Transport{p: p, bind: bind}
+	t.dialer = &Dialer{Policy: p.IP, Resolver: p.Resolver, Timeout: p.Timeout}
+	var tlsCfg *tls.Config
+	if p.TLSClientConfig != nil {
+		tlsCfg = p.TLSClientConfig.Clone()
+	} else {
+		tlsCfg = &tls.Config{}
+	}
+	if tlsCfg.MinVersion < tls.VersionTLS12 {
+		tlsCfg.MinVersion = tls.VersionTLS12
+	}
+	t.ht = &http.Transport{
+		Proxy:                  nil, // never from the environment
+		DialContext:            t.dialer.DialContext,
+		TLSClientConfig:        tlsCfg,
+		TLSHandshakeTimeout:    p.Timeout,
+		ForceAttemptHTTP2:      true,
+		MaxResponseHeaderBytes: p.MaxHeaderBytes,
+		MaxIdleConns:           16,
+		MaxIdleConnsPerHost:    4,
+		IdleConnTimeout:        90 * time.Second,
+	}
+	t.client = &http.Client{Transport: t.ht, CheckRedirect: t.checkRedirect}
+	return t, nil
+}
+
+// CloseIdleConnections closes idle pooled connections.
+func (t *Transport) CloseIdleConnections() { t.ht.CloseIdleConnections() }
+
+// Exchange implements [EgressTransport].
+func (t *Transport) Exchange(ctx context.Context, req *http.Request) (*Response, error) {
+	resp, cancel, err := t.send(ctx, req, true)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, t.p.MaxResponseBytes+1))
+	if err != nil {
+		return nil, t.mapErr(resp.Request.Context(), err)
+	}
+	if int64(len(body)) > t.p.MaxResponseBytes {
+		return nil, &TooLargeError{Kind: LimitResponse, Limit: t.p.MaxResponseBytes}
+	}
+	return &Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: body}, nil
+}
+
+// RoundTrip implements [http.RoundTripper] over [Transport.Exchange] (the adapter handed to
+// go-sdk's StreamableClientTransport). A GET asking for text/event-stream — the optional
+// server-push stream — is declined locally with 405 Method Not Allowed, which go-sdk treats as
+// "the server offers no stream"; nothing is sent. The body of the returned response is the
+// complete bounded body.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet && strings.Contains(strings.ToLower(req.Header.Get("Accept")), "text/event-stream") {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return &http.Response{
+			Status:        "405 Method Not Allowed",
+			StatusCode:    http.StatusMethodNotAllowed,
+			Proto:         "HTTP/1.1",
+			ProtoMajor:    1,
+			ProtoMinor:    1,
+			Header:        http.Header{"Allow": {"POST, DELETE"}, "Content-Type": {"text/plain; charset=utf-8"}},
+			Body:          http.NoBody,
+			ContentLength: 0,
+			Request:       req,
+		}, nil
+	}
+	r, err := t.Exchange(req.Context(), req)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Response{
+		Status:        http.StatusText(r.StatusCode),
+		StatusCode:    r.StatusCode,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        r.Header,
+		Body:          io.NopCloser(bytes.NewReader(r.Body)),
+		ContentLength: int64(len(r.Body)),
+		Request:       req,
+	}, nil
+}
+
+// HTTPClient returns an [http.Client] whose every request goes through the port (see
+// [Transport.RoundTrip]); hand it to go-sdk's mcp.StreamableClientTransport.HTTPClient.
+// Redirects are handled by the port's policy, never by the returned client.
+func (t *Transport) HTTPClient() *http.Client {
+	return &http.Client{
+		Transport:     t,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// send checks req against the policy, assembles the outgoing request (bounded body, bearer,
+// header bound, deadline) and sends it. On success the caller must close the body and call
+// cancel. bufferBody reads the request body into memory (exchange); otherwise it is streamed
+// through a bound.
+func (t *Transport) send(ctx context.Context, req *http.Request, bufferBody bool) (*http.Response, context.CancelFunc, error) {
+	closeReqBody := func() {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+	}
+	if req.URL == nil {
+		closeReqBody()
+		return nil, nil, &DestinationError{Addr: "", Reason: "invalid"}
+	}
+	if err := t.checkURL(req.URL); err != nil {
+		closeReqBody()
+		return nil, nil, err
+	}
+	if req.ContentLength > t.p.MaxRequestBytes {
+		closeReqBody()
+		return nil, nil, &TooLargeError{Kind: LimitRequest, Limit: t.p.MaxRequestBytes}
+	}
+	var body []byte
+	if bufferBody && req.Body != nil && req.Body != http.NoBody {
+		b, err := io.ReadAll(io.LimitReader(req.Body, t.p.MaxRequestBytes+1))
+		closeReqBody()
+		if err != nil {
+			return nil, nil, err
+		}
+		if int64(len(b)) > t.p.MaxRequestBytes {
+			return nil, nil, &TooLargeError{Kind: LimitRequest, Limit: t.p.MaxRequestBytes}
+		}
+		body = b
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, t.p.Timeout)
+	if strings.EqualFold(req.URL.Scheme, "http") {
+		ctx = withPlainHTTP(ctx)
+	}
+	out := req.Clone(ctx)
+	out.RequestURI = ""
+	if bufferBody {
+		if body == nil {
+			out.Body, out.ContentLength, out.GetBody = nil, 0, nil
+		} else {
+			out.ContentLength = int64(len(body))
+			out.Body = io.NopCloser(bytes.NewReader(body))
+			out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		}
+	} else if req.Body != nil && req.Body != http.NoBody {
+		out.Body = &boundedReader{rc: req.Body, limit: t.p.MaxRequestBytes, kind: LimitRequest}
+		out.GetBody = nil
+	}
+	// Let the transport negotiate and decode compression itself, so the response bound
+	// applies to decompressed bytes.
+	out.Header.Del("Accept-Encoding")
+	out.Header.Del("Proxy-Authorization")
+	if t.p.Credential != nil {
+		if err := t.setBearer(ctx, out); err != nil {
+			cancel()
+			return nil, nil, err
+		}
+	}
+	if headerBytes(out) > t.p.MaxHeaderBytes {
+		cancel()
+		return nil, nil, &TooLargeError{Kind: LimitHeader, Limit: t.p.MaxHeaderBytes}
+	}
+	// The assembled request (and its bearer) is referenced by nothing once Do returns: the
+	// response handed out carries the caller's request, not this one.
+	resp, err := t.client.Do(out)
+	if err != nil {
+		err = t.mapErr(ctx, err)
+		cancel()
+		return nil, nil, err
+	}
+	return resp, cancel, nil
+}
+
+// setBearer fetches the credential for this exchange and sets it on out only.
+func (t *Transport) setBearer(ctx context.Context, out *http.Request) error {
+	tok, err := t.p.Secrets.Get(ctx, *t.p.Credential)
+	if err != nil {
+		return err
+	}
+	defer clear(tok)
+	v := bytes.TrimSpace(tok)
+	if len(v) == 0 {
+		return &CredentialError{Ref: *t.p.Credential, Reason: "empty"}
+	}
+	for _, c := range v {
+		if c < 0x21 || c > 0x7e {
+			return &CredentialError{Ref: *t.p.Credential, Reason: "not a bearer token"}
+		}
+	}
+	out.Header.Set("Authorization", "Bearer "+string(v))
+	return nil
+}
+
+// checkURL applies the scheme rule and the endpoint binding to u.
+func (t *Transport) checkURL(u *url.URL) error {
+	if err := t.p.checkScheme(u.Scheme); err != nil {
+		return err
+	}
+	b := bindingOf(u)
+	if u.User != nil || b.host == "" {
+		return &DestinationError{Addr: b.String(), Reason: "invalid"}
+	}
+	if t.bind != nil && b != *t.bind {
+		if b.scheme != t.bind.scheme {
+			return &SchemeError{Scheme: u.Scheme, Reason: "scheme differs from the bound endpoint"}
+		}
+		return &DestinationError{Addr: b.String(), Reason: "binding"}
+	}
+	return nil
+}
+
+// checkRedirect is the policy for each redirect hop; the dial of the next hop is judged by
+// the guarded dialer again.
+func (t *Transport) checkRedirect(req *http.Request, via []*http.Request) error {
+	if t.p.MaxRedirects == 0 {
+		return &RedirectError{Reason: "redirects disabled"}
+	}
+	if len(via) > t.p.MaxRedirects {
+		return &RedirectError{Reason: "too many redirects"}
+	}
+	prev := via[len(via)-1].URL
+	if strings.EqualFold(prev.Scheme, "https") && !strings.EqualFold(req.URL.Scheme, "https") {
+		return &RedirectError{Reason: "https to http"}
+	}
+	if err := t.checkURL(req.URL); err != nil {
+		return &RedirectError{Reason: "target refused: " + refusalName(err)}
+	}
+	if bindingOf(req.URL) != bindingOf(via[0].URL) {
+		// Never carry credentials to another host (net/http would keep them for subdomains).
+		req.Header.Del("Authorization")
+		req.Header.Del("Cookie")
+	}
+	return nil
+}
+
+// refusalName returns the stable name of a refusal error, or "refused".
+func refusalName(err error) string {
+	var r interface{ Refusal() string }
+	if errors.As(err, &r) {
+		return r.Refusal()
+	}
+	return "refused"
+}
+
+// mapErr turns a net/http error into a named refusal where one applies and strips the
+// *url.Error wrapper (its text carries the full URL, query included).
+func (t *Transport) mapErr(ctx context.Context, err error) error {
+	var (
+		de *DestinationError
+		se *SchemeError
+		re *RedirectError
+		te *TooLargeError
+		ce *CredentialError
+		dl *DeadlineError
+	)
+	switch {
+	case errors.As(err, &de):
+		return de
+	case errors.As(err, &se):
+		return se
+	case errors.As(err, &re):
+		return re
+	case errors.As(err, &te):
+		return te
+	case errors.As(err, &ce):
+		return ce
+	case errors.As(err, &dl):
+		return dl
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		return &DeadlineError{Timeout: t.p.Timeout}
+	}
+	// net/http reports the response header bound only as text.
+	if strings.Contains(err.Error(), "server response headers exceeded") {
+		return &TooLargeError{Kind: LimitHeader, Limit: t.p.MaxHeaderBytes}
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return &ExchangeError{Op: ue.Op, Err: ue.Err}
+	}
+	return &ExchangeError{Err: err}
+}
+
+// ExchangeError is a failure of an exchange that is not a named refusal (connection refused,
+// TLS failure, ...). Its text never contains the URL's path or query.
+type ExchangeError struct {
+	// Op is the HTTP method, when known.
+	Op string
+	// Err is the underlying network or TLS error.
+	Err error
+}
+
+func (e *ExchangeError) Error() string {
+	if e.Op != "" {
+		return "egress: " + e.Op + " exchange failed: " + e.Err.Error()
+	}
+	return "egress: exchange failed: " + e.Err.Error()
+}
+
+// Unwrap returns the underlying error.
+func (e *ExchangeError) Unwrap() error { return e.Err }
+
+// headerBytes approximates the wire size of the request line and headers.
+func headerBytes(r *http.Request) int64 {
+	n := int64(len(r.Method) + len(r.URL.RequestURI()) + len(r.Host) + len(r.URL.Host) + 16)
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += int64(len(k) + len(v) + 4)
+		}
+	}
+	return n
+}
+
+// boundedReader passes at most limit bytes and then fails with a [TooLargeError]; when ctx
+// (optional) has expired a read error becomes a [DeadlineError].
+type boundedReader struct {
+	rc      io.ReadCloser
+	limit   int64
+	n       int64
+	kind    string
+	ctx     context.Context
+	timeout time.Duration
+	cancel  context.CancelFunc
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.n > b.limit {
+		return 0, &TooLargeError{Kind: b.kind, Limit: b.limit}
+	}
+	if rest := b.limit - b.n + 1; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := b.rc.Read(p)
+	b.n += int64(n)
+	if b.n > b.limit {
+		return n - int(b.n-b.limit), &TooLargeError{Kind: b.kind, Limit: b.limit}
+	}
+	if err != nil && err != io.EOF && b.ctx != nil && errors.Is(b.ctx.Err(), context.DeadlineExceeded) {
+		return n, &DeadlineError{Timeout: b.timeout}
+	}
+	return n, err
+}
+
+func (b *boundedReader) Close() error {
+	err := b.rc.Close()
+	if b.cancel != nil {
+		b.cancel()
+	}
+	return err
+}
