@@ -47,6 +47,9 @@ var (
 	// ErrInvalidReference is the reason for a reference that does not parse (refusal
 	// "invalid_reference").
 	ErrInvalidReference = errors.New("invalid OCI reference")
+	// ErrInvalidDockerConfig is the reason registry credentials cannot be read from a Docker config
+	// or dockerconfigjson Secret (refusal "invalid_docker_config").
+	ErrInvalidDockerConfig = errors.New("invalid docker config")
 	// ErrPlainHTTPNotLoopback is the reason plain HTTP is refused for a registry that is not on a
 	// loopback address (refusal "plain_http_not_loopback").
 	ErrPlainHTTPNotLoopback = errors.New("plain HTTP is allowed only for loopback registries")

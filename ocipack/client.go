@@ -1,0 +1,407 @@
+package ocipack
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	oras "oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/errcode"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+)
+
+// CreatedEpoch is the org.opencontainers.image.created annotation of packs built by Push: a fixed
+// value, so that the same reviewed profiles always pack to the same manifest digest.
+const CreatedEpoch = "1970-01-01T00:00:00Z"
+
+// Client talks to an OCI registry for profile packs. The zero value reaches registries over HTTPS
+// with http.DefaultClient, anonymously, with DefaultLimits.
+type Client struct {
+	// HTTPClient carries every registry request. Hosted deployments set the egress guarded client
+	// here (IP policy at dial time, no proxy from the environment, bounded redirects).
+	HTTPClient *http.Client
+	// Credentials returns registry credentials for a host; nil means anonymous. See
+	// CredentialsFromDockerConfig.
+	Credentials auth.CredentialFunc
+	// PlainHTTP reaches the registry without TLS. It is refused ("plain_http_not_loopback") for any
+	// registry that is not localhost or a loopback IP literal.
+	PlainHTTP bool
+	// Limits bound manifests, layers, bundles and referrers; zero fields take DefaultLimits.
+	Limits Limits
+}
+
+// Pack is a profile pack pulled by digest: every byte was read through a digest-verifying reader
+// within the client's limits, every layer decoded strictly and validated.
+type Pack struct {
+	// Reference is the pack reference, pinned by digest.
+	Reference Reference
+	// Manifest is the raw pack manifest (its sha256 is Reference.Digest).
+	Manifest []byte
+	// Layers are the raw layer bytes, in manifest order.
+	Layers [][]byte
+	// Profiles are the decoded and validated profile documents, in manifest order.
+	Profiles []*apiv1.ProfileDocument
+}
+
+func (c *Client) limits() Limits { return c.Limits.withDefaults() }
+
+// repository returns an oras repository for ref, refusing plain HTTP to non-loopback hosts.
+func (c *Client) repository(ref Reference) (*remote.Repository, error) {
+	if c.PlainHTTP && !IsLoopbackHost(ref.Registry) {
+		return nil, refuse("plain_http_not_loopback", ref.Registry, ErrPlainHTTPNotLoopback)
+	}
+	repo, err := remote.NewRepository(ref.Registry + "/" + ref.Repository)
+	if err != nil {
+		return nil, refuse("invalid_reference", "", ErrInvalidReference)
+	}
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	repo.Client = &auth.Client{Client: hc, Credential: c.Credentials, Cache: auth.NewCache()}
+	repo.PlainHTTP = c.PlainHTTP
+	repo.MaxMetadataBytes = c.limits().MaxManifestBytes
+	repo.ReferrerListMaxPages = 4
+	repo.SkipReferrersGC = true
+	return repo, nil
+}
+
+// Push validates each profile (ReviewedChecks: drafts are refused), encodes it as a canonical
+// JSON layer and pushes a pack manifest to the repository repo. It returns the pack reference
+// pinned by digest. Pushing the same profiles again yields the same digest.
+func (c *Client) Push(ctx context.Context, repo Reference, profiles []*apiv1.ProfileDocument) (Reference, error) {
+	lim := c.limits()
+	if len(profiles) == 0 {
+		return Reference{}, refuse("invalid_pack", "layers", ErrInvalidPack)
+	}
+	if len(profiles) > lim.MaxLayers {
+		return Reference{}, refuse("too_many_layers", "layers", ErrTooManyLayers)
+	}
+	r, err := c.repository(repo)
+	if err != nil {
+		return Reference{}, err
+	}
+	layers := make([]ocispec.Descriptor, 0, len(profiles))
+	for i, p := range profiles {
+		if err := Validate(p); err != nil {
+			return Reference{}, fmt.Errorf("profile %d: %w", i, err)
+		}
+		b, err := EncodeProfile(p, FormatJSON)
+		if err != nil {
+			return Reference{}, err
+		}
+		if int64(len(b)) > lim.MaxLayerBytes {
+			return Reference{}, refuse("layer_too_large", fmt.Sprintf("layers[%d]", i), ErrLayerTooLarge)
+		}
+		d := content.NewDescriptorFromBytes(ProfileMediaType, b)
+		d.Annotations = map[string]string{ocispec.AnnotationTitle: p.Service.Ref + ".json"}
+		if err := pushBlob(ctx, r, d, b); err != nil {
+			return Reference{}, err
+		}
+		layers = append(layers, d)
+	}
+	desc, err := oras.PackManifest(ctx, r, oras.PackManifestVersion1_1, PackArtifactType, oras.PackManifestOptions{
+		Layers:              layers,
+		ManifestAnnotations: map[string]string{ocispec.AnnotationCreated: CreatedEpoch},
+	})
+	if err != nil {
+		return Reference{}, registryError("push", err)
+	}
+	out := repo
+	out.Digest = desc.Digest.String()
+	return out, nil
+}
+
+func pushBlob(ctx context.Context, r *remote.Repository, d ocispec.Descriptor, b []byte) error {
+	if ok, err := r.Exists(ctx, d); err == nil && ok {
+		return nil
+	}
+	if err := r.Push(ctx, d, bytes.NewReader(b)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+		return registryError("push", err)
+	}
+	return nil
+}
+
+// Pull fetches the pack ref (which must be pinned by digest) within the client's limits, every
+// blob through a digest-verifying reader, then decodes every layer strictly and validates it.
+func (c *Client) Pull(ctx context.Context, ref Reference) (*Pack, error) {
+	if ref.Digest == "" {
+		return nil, refuse("digest_required", "", ErrDigestRequired)
+	}
+	r, err := c.repository(ref)
+	if err != nil {
+		return nil, err
+	}
+	lim := c.limits()
+	mb, err := fetchManifest(ctx, r, ref.Digest, lim.MaxManifestBytes)
+	if err != nil {
+		return nil, err
+	}
+	m, err := ParseManifest(mb, lim)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pack{Reference: ref, Manifest: mb}
+	for i, l := range m.Layers {
+		b, err := fetchBlob(ctx, r, l)
+		if err != nil {
+			return nil, err
+		}
+		doc, err := DecodeProfile(b)
+		if err != nil {
+			return nil, fmt.Errorf("layer %d: %w", i, err)
+		}
+		if err := Validate(doc); err != nil {
+			return nil, fmt.Errorf("layer %d: %w", i, err)
+		}
+		p.Layers = append(p.Layers, b)
+		p.Profiles = append(p.Profiles, doc)
+	}
+	return p, nil
+}
+
+// fetchManifest fetches the manifest named by dgst, bounded by max and verified against dgst.
+func fetchManifest(ctx context.Context, r *remote.Repository, dgst string, max int64) ([]byte, error) {
+	desc, err := r.Resolve(ctx, dgst)
+	if err != nil {
+		return nil, registryError("resolve", err)
+	}
+	if desc.Size > max {
+		return nil, refuse("manifest_too_large", "", ErrManifestTooLarge)
+	}
+	if desc.MediaType != ocispec.MediaTypeImageManifest {
+		return nil, refuse("invalid_pack", "mediaType", ErrInvalidPack)
+	}
+	desc.Digest = digest.Digest(dgst) // never trust the digest the registry reports
+	return fetchBlob(ctx, r, desc)
+}
+
+// fetchBlob reads exactly desc.Size bytes that must hash to desc.Digest.
+func fetchBlob(ctx context.Context, r *remote.Repository, desc ocispec.Descriptor) ([]byte, error) {
+	rc, err := r.Fetch(ctx, desc)
+	if err != nil {
+		if errors.Is(err, content.ErrMismatchedDigest) {
+			return nil, refuse("blob_digest_mismatch", desc.Digest.String(), ErrBlobDigestMismatch)
+		}
+		return nil, registryError("fetch", err)
+	}
+	defer rc.Close()
+	b, err := content.ReadAll(io.LimitReader(rc, desc.Size+1), desc)
+	if err != nil {
+		if errors.Is(err, content.ErrMismatchedDigest) || errors.Is(err, content.ErrTrailingData) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, refuse("blob_digest_mismatch", desc.Digest.String(), ErrBlobDigestMismatch)
+		}
+		return nil, registryError("fetch", err)
+	}
+	return b, nil
+}
+
+// Referrer is one sigstore bundle attached to a pack.
+type Referrer struct {
+	// Descriptor is the referrer manifest's descriptor as listed by the registry.
+	Descriptor ocispec.Descriptor
+	// Bundle is the raw bundle JSON.
+	Bundle []byte
+}
+
+// Bundles lists the sigstore bundles attached to the pack ref as OCI referrers with artifactType
+// BundleMediaType (native referrers API, or the referrers tag schema when the registry has none),
+// and fetches each within the limits. Referrer manifests whose subject is not the pack digest or
+// whose shape is not one bundle layer are skipped.
+func (c *Client) Bundles(ctx context.Context, ref Reference) ([]Referrer, error) {
+	if ref.Digest == "" {
+		return nil, refuse("digest_required", "", ErrDigestRequired)
+	}
+	r, err := c.repository(ref)
+	if err != nil {
+		return nil, err
+	}
+	lim := c.limits()
+	subject := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.Digest(ref.Digest)}
+	var descs []ocispec.Descriptor
+	err = r.Referrers(ctx, subject, BundleMediaType, func(page []ocispec.Descriptor) error {
+		for _, d := range page {
+			if d.ArtifactType == BundleMediaType && len(descs) < lim.MaxReferrers {
+				descs = append(descs, d)
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errdef.ErrNotFound) {
+		return nil, registryError("referrers", err)
+	}
+	var out []Referrer
+	for _, d := range descs {
+		if d.Size > lim.MaxManifestBytes {
+			continue
+		}
+		mb, err := fetchBlob(ctx, r, d)
+		if err != nil {
+			return nil, err
+		}
+		var m ocispec.Manifest
+		if json.Unmarshal(mb, &m) != nil || m.Subject == nil || m.Subject.Digest.String() != ref.Digest ||
+			len(m.Layers) != 1 || m.Layers[0].MediaType != BundleMediaType || m.Layers[0].Size > lim.MaxBundleBytes {
+			continue
+		}
+		b, err := fetchBlob(ctx, r, m.Layers[0])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Referrer{Descriptor: d, Bundle: b})
+	}
+	return out, nil
+}
+
+// Attach pushes bundle (sigstore bundle JSON) and a referrer manifest whose subject is the pack
+// ref, in the cosign --new-bundle-format layout: artifactType BundleMediaType, empty config, one
+// bundle layer, annotations such as dev.sigstore.bundle.content and
+// dev.sigstore.bundle.predicateType. Registries without the referrers API get the referrers tag
+// schema index updated instead (oras-go does this).
+func (c *Client) Attach(ctx context.Context, ref Reference, bundle []byte, annotations map[string]string) (ocispec.Descriptor, error) {
+	if ref.Digest == "" {
+		return ocispec.Descriptor{}, refuse("digest_required", "", ErrDigestRequired)
+	}
+	r, err := c.repository(ref)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	subject, err := r.Resolve(ctx, ref.Digest)
+	if err != nil {
+		return ocispec.Descriptor{}, registryError("resolve", err)
+	}
+	if subject.Digest.String() != ref.Digest {
+		return ocispec.Descriptor{}, refuse("blob_digest_mismatch", ref.Digest, ErrBlobDigestMismatch)
+	}
+	subject = ocispec.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
+	layer := content.NewDescriptorFromBytes(BundleMediaType, bundle)
+	if err := pushBlob(ctx, r, layer, bundle); err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	ann := map[string]string{}
+	for k, v := range annotations {
+		ann[k] = v
+	}
+	desc, err := oras.PackManifest(ctx, r, oras.PackManifestVersion1_1, BundleMediaType, oras.PackManifestOptions{
+		Subject:             &subject,
+		Layers:              []ocispec.Descriptor{layer},
+		ManifestAnnotations: ann,
+	})
+	if err != nil {
+		return ocispec.Descriptor{}, registryError("attach", err)
+	}
+	return desc, nil
+}
+
+// RegistryError is a registry failure that is not a refusal (unreachable, unauthorized, not
+// found). Its message names the operation and an HTTP status when known, never credentials or
+// response bodies.
+type RegistryError struct {
+	// Op is the failed operation: "push", "resolve", "fetch", "referrers", "attach".
+	Op string
+	// Err is the underlying error (errdef.ErrNotFound and friends match with errors.Is).
+	Err error
+}
+
+func (e *RegistryError) Error() string {
+	msg := "ocipack: registry " + e.Op + " failed"
+	switch {
+	case errors.Is(e.Err, errdef.ErrNotFound):
+		msg += ": not found"
+	case errors.Is(e.Err, context.DeadlineExceeded), errors.Is(e.Err, context.Canceled):
+		msg += ": " + e.Err.Error()
+	default:
+		if s := statusOf(e.Err); s != 0 {
+			msg += fmt.Sprintf(": HTTP %d", s)
+		}
+	}
+	return msg
+}
+
+// Unwrap returns the underlying error.
+func (e *RegistryError) Unwrap() error { return e.Err }
+
+func registryError(op string, err error) error {
+	var r *RefusalError
+	if errors.As(err, &r) {
+		return err
+	}
+	return &RegistryError{Op: op, Err: err}
+}
+
+// statusOf extracts an HTTP status from oras errors without their (registry-supplied) text.
+func statusOf(err error) int {
+	var er *errcode.ErrorResponse
+	if errors.As(err, &er) {
+		return er.StatusCode
+	}
+	return 0
+}
+
+// CredentialsFromDockerConfig returns registry credentials from a Docker config file
+// (~/.docker/config.json) or the content of a Kubernetes kubernetes.io/dockerconfigjson Secret
+// (key .dockerconfigjson): both carry {"auths": {HOST: {"auth" | "username"+"password" |
+// "identitytoken" | "registrytoken"}}}. Credential helpers and stores are not consulted.
+func CredentialsFromDockerConfig(data []byte) (auth.CredentialFunc, error) {
+	var cfg struct {
+		Auths map[string]struct {
+			Auth          string `json:"auth"`
+			Username      string `json:"username"`
+			Password      string `json:"password"`
+			IdentityToken string `json:"identitytoken"`
+			RegistryToken string `json:"registrytoken"`
+		} `json:"auths"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, refuse("invalid_docker_config", "", ErrInvalidDockerConfig)
+	}
+	creds := map[string]auth.Credential{}
+	for host, a := range cfg.Auths {
+		c := auth.Credential{Username: a.Username, Password: a.Password, RefreshToken: a.IdentityToken, AccessToken: a.RegistryToken}
+		if a.Auth != "" {
+			raw, err := base64.StdEncoding.DecodeString(a.Auth)
+			if err != nil {
+				return nil, refuse("invalid_docker_config", "", ErrInvalidDockerConfig)
+			}
+			user, pass, ok := strings.Cut(string(raw), ":")
+			if !ok {
+				return nil, refuse("invalid_docker_config", "", ErrInvalidDockerConfig)
+			}
+			c.Username, c.Password = user, pass
+		}
+		creds[normalizeRegistryHost(host)] = c
+	}
+	return func(_ context.Context, hostport string) (auth.Credential, error) {
+		if c, ok := creds[normalizeRegistryHost(hostport)]; ok {
+			return c, nil
+		}
+		return auth.EmptyCredential, nil
+	}, nil
+}
+
+// normalizeRegistryHost maps the host spellings found in Docker configs
+// ("https://index.docker.io/v1/", "registry.example.com") to a host[:port].
+func normalizeRegistryHost(h string) string {
+	h = strings.TrimPrefix(strings.TrimPrefix(h, "https://"), "http://")
+	if i := strings.IndexByte(h, '/'); i >= 0 {
+		h = h[:i]
+	}
+	switch h {
+	case "index.docker.io", "docker.io":
+		return "registry-1.docker.io"
+	}
+	return h
+}
