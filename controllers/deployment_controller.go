@@ -1,0 +1,539 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+// Index keys registered by SetupWithManager.
+const (
+	indexProfileRef = "spec.profileRef.name"
+	indexGrantRef   = "spec.operations.grantRefs"
+)
+
+// DeploymentReconciler runs the activation pipeline of ServiceDeployments: ProfileVerified,
+// Bound, SnapshotFrozen, SnapshotMatched, then Ready with the frozen snapshot digest active.
+type DeploymentReconciler struct {
+	// Client reads (from the cache) and patches deployments, profiles and RBAC objects.
+	Client client.Client
+	// SecretReader reads the credential Secret by name, uncached (Secrets are never cached or
+	// watched cluster-wide).
+	SecretReader client.Reader
+	// Events records events whose reasons equal condition reasons. Optional.
+	Events events.EventRecorder
+	// Resolver verifies the referenced profile's source (memoized).
+	Resolver *Resolver
+	// Freezer lists the live tools through egress.
+	Freezer Freezer
+	// Clock is injected for tests; nil means the real clock.
+	Clock clock.PassiveClock
+	// ReverifyInterval is the period of live re-verification (re-freeze); jittered per object.
+	ReverifyInterval time.Duration
+	// ReverifyJitter is the maximum extra fraction of ReverifyInterval (e.g. 0.1).
+	ReverifyJitter float64
+	// FreezeTimeout bounds one live freeze.
+	FreezeTimeout time.Duration
+	// RetryInterval is the delay before retrying a transient failure.
+	RetryInterval time.Duration
+	// Metrics is optional.
+	Metrics *Metrics
+
+	refresh chan event.TypedGenericEvent[*v1.ServiceDeployment]
+}
+
+// +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;roles;clusterroles,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
+// SetupWithManager registers the reconciler, its indexes and its watches: deployments,
+// the profiles they reference, the RoleBindings and Roles their grants name, and the other
+// deployments they collide with.
+func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	ctx := context.Background()
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &v1.ServiceDeployment{}, indexProfileRef, func(o client.Object) []string {
+		return []string{o.(*v1.ServiceDeployment).Spec.ProfileRef.Name}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1.ServiceDeployment{}, indexGrantRef, func(o client.Object) []string {
+		var out []string
+		for _, op := range o.(*v1.ServiceDeployment).Spec.Operations {
+			for _, g := range op.GrantRefs {
+				if !slices.Contains(out, g) {
+					out = append(out, g)
+				}
+			}
+		}
+		return out
+	}); err != nil {
+		return err
+	}
+	r.refresh = make(chan event.TypedGenericEvent[*v1.ServiceDeployment], 1024)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1.ServiceDeployment{}).
+		Named("servicedeployment").
+		Watches(&v1.McpServiceProfile{}, handler.EnqueueRequestsFromMapFunc(r.byProfile)).
+		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(r.byGrant)).
+		Watches(&rbacv1.Role{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
+		Watches(&v1.ServiceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.colliders)).
+		WatchesRawSource(source.Channel(r.refresh, &handler.TypedEnqueueRequestForObject[*v1.ServiceDeployment]{})).
+		Complete(r)
+}
+
+// Refresh asks for a re-freeze of one deployment (e.g. on a tools/list_changed notification).
+// It never changes the active snapshot by itself: the next pass freezes and compares.
+func (r *DeploymentReconciler) Refresh(key types.NamespacedName) {
+	if r.refresh == nil {
+		return
+	}
+	sd := &v1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	select {
+	case r.refresh <- event.TypedGenericEvent[*v1.ServiceDeployment]{Object: sd}:
+	default:
+	}
+}
+
+func (r *DeploymentReconciler) byProfile(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1.ServiceDeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexProfileRef: o.GetName()}); err != nil {
+		return nil
+	}
+	return requests(list.Items)
+}
+
+func (r *DeploymentReconciler) byGrant(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1.ServiceDeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexGrantRef: o.GetName()}); err != nil {
+		return nil
+	}
+	return requests(list.Items)
+}
+
+func (r *DeploymentReconciler) inNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1.ServiceDeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	return requests(list.Items)
+}
+
+// colliders enqueues the deployments refused for a collision when any deployment changes, so a
+// loser re-checks when the holder goes away.
+func (r *DeploymentReconciler) colliders(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1.ServiceDeploymentList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		sd := &list.Items[i]
+		if sd.UID == o.GetUID() {
+			continue
+		}
+		switch readyReason(sd.Status.Conditions) {
+		case ReasonProviderCollision, ReasonAuthorityCollision, ReasonOperationCollision:
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(sd)})
+		}
+	}
+	return out
+}
+
+func requests(items []v1.ServiceDeployment) []reconcile.Request {
+	out := make([]reconcile.Request, len(items))
+	for i := range items {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&items[i])}
+	}
+	return out
+}
+
+// deploymentStages are the stage conditions in pipeline order.
+var deploymentStages = []string{TypeProfileVerified, TypeBound, TypeSnapshotFrozen, TypeSnapshotMatched}
+
+// pass is the state of one reconcile pass.
+type pass struct {
+	sd       *v1.ServiceDeployment
+	now      time.Time
+	resolved *Resolved
+	credHash string
+	live     *snapshot.ToolSnapshot
+	drift    *snapshot.Diff
+	froze    bool
+}
+
+// Reconcile runs the activation pipeline once and writes status once, only when it changed.
+func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	sd := &v1.ServiceDeployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, sd); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// Nothing outside the cluster needs cleanup, so there is no finalizer; an in-flight freeze
+	// is bounded by FreezeTimeout and cancelled on shutdown.
+	if !sd.DeletionTimestamp.IsZero() || sd.Spec.Suspend {
+		return ctrl.Result{}, nil
+	}
+	orig := sd.DeepCopy()
+	p := &pass{sd: sd, now: r.now()}
+
+	var failed *StageError
+	for _, stage := range []func(context.Context, *pass) *StageError{r.verifyProfile, r.bind, r.freeze, r.match} {
+		if failed = stage(ctx, p); failed != nil {
+			break
+		}
+	}
+	o := outcome{stages: deploymentStages, failed: failed, readyReason: ReasonActivated}
+	st := &sd.Status
+	if failed == nil {
+		st.ActiveSnapshotDigest = p.resolved.Snapshot.Digest
+		st.CandidateSnapshotDigest, st.Drift = "", nil
+		st.ExposedOperations = exposed(sd)
+		o.readyMessage = fmt.Sprintf("active snapshot %s; %d of %d operations exposed", st.ActiveSnapshotDigest, st.ExposedOperations, len(sd.Spec.Operations))
+	} else {
+		// Fail closed: nothing is active unless every stage passed in this pass.
+		st.ActiveSnapshotDigest, st.ExposedOperations = "", 0
+		if failed.Reason != ReasonSnapshotDrift {
+			st.CandidateSnapshotDigest, st.Drift = "", nil
+		}
+	}
+	applyConditions(&st.Conditions, sd.Generation, p.now, o)
+	if o.terminal() {
+		st.ObservedGeneration = sd.Generation
+	}
+
+	if !equality.Semantic.DeepEqual(orig.Status, sd.Status) {
+		if err := r.Client.Status().Patch(ctx, sd, client.MergeFrom(orig)); err != nil {
+			if apierrors.IsNotFound(err) {
+				return ctrl.Result{}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		r.announce(ctx, sd, orig, o, p)
+	}
+	return r.result(sd, failed), nil
+}
+
+// result schedules the next pass: a retry for transient failures, else the next jittered
+// re-verification of the live server.
+func (r *DeploymentReconciler) result(sd *v1.ServiceDeployment, failed *StageError) ctrl.Result {
+	if failed != nil && failed.Transient {
+		return ctrl.Result{RequeueAfter: r.retryInterval()}
+	}
+	if r.ReverifyInterval <= 0 || sd.Status.LastFrozenTime == nil {
+		return ctrl.Result{}
+	}
+	next := NextVerification(sd.Status.LastFrozenTime.Time, r.ReverifyInterval, r.ReverifyJitter, string(sd.UID))
+	d := next.Sub(r.now())
+	if d < time.Second {
+		d = time.Second
+	}
+	return ctrl.Result{RequeueAfter: d}
+}
+
+// verifyProfile: the referenced profile exists, is verified for its current generation, and
+// its document resolves to the verified snapshot digest.
+func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *StageError {
+	prof := &v1.McpServiceProfile{}
+	key := types.NamespacedName{Namespace: p.sd.Namespace, Name: p.sd.Spec.ProfileRef.Name}
+	if err := r.Client.Get(ctx, key, prof); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &StageError{Condition: TypeProfileVerified, Reason: ReasonProfileNotFound, Transient: true,
+				Message: fmt.Sprintf("McpServiceProfile %q does not exist in this namespace", key.Name)}
+		}
+		return retry(TypeProfileVerified, ReasonProfileNotReady, err, "McpServiceProfile %q could not be read", key.Name)
+	}
+	ready := meta.FindStatusCondition(prof.Status.Conditions, TypeReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue || prof.Status.ObservedGeneration != prof.Generation {
+		serr := &StageError{Condition: TypeProfileVerified, Reason: ReasonProfileNotReady, Transient: true,
+			Message: fmt.Sprintf("McpServiceProfile %q is not verified", key.Name)}
+		if stalled := meta.FindStatusCondition(prof.Status.Conditions, TypeStalled); stalled != nil && stalled.Status == metav1.ConditionTrue &&
+			prof.Status.ObservedGeneration == prof.Generation {
+			serr.Transient = false
+			serr.Message += " (" + stalled.Reason + ")"
+		}
+		return serr
+	}
+	res, serr := r.Resolver.Resolve(ctx, prof)
+	if serr != nil {
+		return &StageError{Condition: TypeProfileVerified, Reason: ReasonProfileNotReady, Transient: serr.Transient, Err: serr,
+			Message: fmt.Sprintf("McpServiceProfile %q does not verify: %s", key.Name, serr.Reason)}
+	}
+	if res.Snapshot.Digest != prof.Status.SnapshotDigest {
+		return &StageError{Condition: TypeProfileVerified, Reason: ReasonProfileNotReady, Transient: true,
+			Message: fmt.Sprintf("McpServiceProfile %q is being re-verified", key.Name)}
+	}
+	p.resolved = res
+	return nil
+}
+
+// bind runs the binding checks, the grant checks against RBAC and the collision rules.
+func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
+	sd, doc := p.sd, p.resolved.Document
+	if serr := CheckBindings(doc, &sd.Spec); serr != nil {
+		return serr
+	}
+	var grants []string
+	for _, op := range sd.Spec.Operations {
+		for _, g := range op.GrantRefs {
+			if !slices.Contains(grants, g) {
+				grants = append(grants, g)
+			}
+		}
+	}
+	slices.Sort(grants)
+	for _, g := range grants {
+		if serr := r.checkGrant(ctx, sd, g); serr != nil {
+			return serr
+		}
+	}
+	authority, err := NormalizeEndpoint(sd.Spec.MCPConnection.URL)
+	if err != nil {
+		return refuse(TypeBound, ReasonEndpointRefused, "%s", err.Error())
+	}
+	self := r.claim(ctx, sd, authority, doc)
+	var list v1.ServiceDeploymentList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return retry(TypeBound, ReasonProgressing, err, "the other deployments could not be listed")
+	}
+	claims := make([]Claim, 0, len(list.Items))
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == sd.UID || !other.DeletionTimestamp.IsZero() {
+			continue
+		}
+		claims = append(claims, r.otherClaim(ctx, other))
+	}
+	return FindCollision(self, claims)
+}
+
+// checkGrant checks that RoleBinding name exists in the deployment's namespace and that its
+// role allows invoke on this deployment.
+func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDeployment, name string) *StageError {
+	rb := &rbacv1.RoleBinding{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: name}, rb); err != nil {
+		if apierrors.IsNotFound(err) {
+			return refuse(TypeBound, ReasonGrantNotFound, "grant RoleBinding %q does not exist in this namespace", name)
+		}
+		return retry(TypeBound, ReasonProgressing, err, "grant RoleBinding %q could not be read", name)
+	}
+	var rules []rbacv1.PolicyRule
+	var err error
+	switch rb.RoleRef.Kind {
+	case "Role":
+		role := &rbacv1.Role{}
+		err = r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: rb.RoleRef.Name}, role)
+		rules = role.Rules
+	case "ClusterRole":
+		role := &rbacv1.ClusterRole{}
+		err = r.Client.Get(ctx, types.NamespacedName{Name: rb.RoleRef.Name}, role)
+		rules = role.Rules
+	default:
+		return refuse(TypeBound, ReasonGrantDenied, "grant RoleBinding %q refers to an unknown role kind", name)
+	}
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return refuse(TypeBound, ReasonGrantNotFound, "the %s %q of grant RoleBinding %q does not exist", rb.RoleRef.Kind, rb.RoleRef.Name, name)
+		}
+		return retry(TypeBound, ReasonProgressing, err, "the role of grant RoleBinding %q could not be read", name)
+	}
+	if !RulesAllowInvoke(rules, sd.Name) {
+		return refuse(TypeBound, ReasonGrantDenied, "grant RoleBinding %q does not allow verb %q on %s.%s %q", name, InvokeVerb, ServiceDeploymentsResource, v1.GroupVersion.Group, sd.Name)
+	}
+	return nil
+}
+
+// claim builds what sd holds in the bundle.
+func (r *DeploymentReconciler) claim(_ context.Context, sd *v1.ServiceDeployment, authority string, doc *v1.ProfileDocument) Claim {
+	c := Claim{Key: sd.Namespace + "/" + sd.Name, Created: sd.CreationTimestamp, Provider: sd.Spec.ProviderID, Authority: authority}
+	if doc != nil {
+		for _, op := range sd.Spec.Operations {
+			c.Operations = append(c.Operations, doc.Service.ConnectionRef+"/"+op.OperationRef)
+		}
+	}
+	return c
+}
+
+// otherClaim builds another deployment's claim; its operations count only when its profile
+// resolves.
+func (r *DeploymentReconciler) otherClaim(ctx context.Context, sd *v1.ServiceDeployment) Claim {
+	authority, _ := NormalizeEndpoint(sd.Spec.MCPConnection.URL)
+	var doc *v1.ProfileDocument
+	prof := &v1.McpServiceProfile{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: sd.Spec.ProfileRef.Name}, prof); err == nil {
+		if res, serr := r.Resolver.Resolve(ctx, prof); serr == nil {
+			doc = res.Document
+		}
+	}
+	return r.claim(ctx, sd, authority, doc)
+}
+
+// freeze reads the credential fingerprint and, when due, lists the live tools through egress.
+func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError {
+	sd := p.sd
+	if ref := sd.Spec.MCPConnection.CredentialRef; ref != nil {
+		secret := &corev1.Secret{}
+		if err := r.SecretReader.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: ref.Name}, secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				return &StageError{Condition: TypeSnapshotFrozen, Reason: ReasonCredentialNotFound, Transient: true,
+					Message: fmt.Sprintf("credential Secret %q does not exist in this namespace", ref.Name)}
+			}
+			return retry(TypeSnapshotFrozen, ReasonCredentialNotFound, err, "credential Secret %q could not be read", ref.Name)
+		}
+		val, ok := secret.Data[ref.Key]
+		if !ok || len(val) == 0 {
+			return &StageError{Condition: TypeSnapshotFrozen, Reason: ReasonCredentialNotFound, Transient: true,
+				Message: fmt.Sprintf("credential Secret %q has no key %q", ref.Name, ref.Key)}
+		}
+		p.credHash = CredentialHash(string(sd.UID), val)
+	}
+	st := &sd.Status
+	if !r.freezeDue(p) {
+		return nil
+	}
+	fctx := ctx
+	if r.FreezeTimeout > 0 {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(ctx, r.FreezeTimeout)
+		defer cancel()
+	}
+	start := time.Now()
+	live, err := r.Freezer.Freeze(fctx, FreezeRequest{Namespace: sd.Namespace, Name: sd.Name, URL: sd.Spec.MCPConnection.URL,
+		Credential: sd.Spec.MCPConnection.CredentialRef, AllowCIDRs: sd.Spec.MCPConnection.Egress.AllowCIDRs})
+	if r.Metrics != nil {
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		r.Metrics.FreezeDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
+	}
+	if err != nil {
+		var serr *StageError
+		if errors.As(err, &serr) {
+			return serr
+		}
+		return retry(TypeSnapshotFrozen, ReasonServerUnreachable, err, "the live tool list of %s could not be read; retrying", SanitizeURL(sd.Spec.MCPConnection.URL))
+	}
+	p.live, p.froze = live, true
+	t := metav1.NewTime(p.now)
+	st.LastFrozenTime = &t
+	st.CredentialHash = p.credHash
+	st.ProfileDigest = p.resolved.ProfileDigest
+	return nil
+}
+
+// freezeDue decides whether this pass must freeze the live server: never frozen, re-verification
+// due, the profile, credential or spec changed since the last freeze, or the last pass ended
+// without a frozen result (neither active nor drifted).
+func (r *DeploymentReconciler) freezeDue(p *pass) bool {
+	st := &p.sd.Status
+	switch {
+	case st.LastFrozenTime == nil,
+		st.ObservedGeneration != p.sd.Generation,
+		st.ProfileDigest != p.resolved.ProfileDigest,
+		st.CredentialHash != p.credHash,
+		st.ActiveSnapshotDigest == "" && st.CandidateSnapshotDigest == "":
+		return true
+	case r.ReverifyInterval > 0:
+		return !p.now.Before(NextVerification(st.LastFrozenTime.Time, r.ReverifyInterval, r.ReverifyJitter, string(p.sd.UID)))
+	}
+	return false
+}
+
+// match compares the live snapshot (or, when no freeze was due, the recorded outcome of the last
+// freeze) with the reviewed snapshot.
+func (r *DeploymentReconciler) match(_ context.Context, p *pass) *StageError {
+	st := &p.sd.Status
+	if !p.froze {
+		if st.CandidateSnapshotDigest != "" && st.Drift != nil {
+			msg := "the live tool list differs from the reviewed snapshot"
+			if c := meta.FindStatusCondition(st.Conditions, TypeSnapshotMatched); c != nil && c.Reason == ReasonSnapshotDrift {
+				msg = c.Message
+			}
+			return &StageError{Condition: TypeSnapshotMatched, Reason: ReasonSnapshotDrift, Message: msg}
+		}
+		return nil
+	}
+	d := DecideMatch(p.resolved.Snapshot, p.live)
+	if d.Matched {
+		return nil
+	}
+	p.drift = &d.Diff
+	st.CandidateSnapshotDigest = p.live.Digest
+	st.Drift = DriftStatus(d.Diff)
+	return refuse(TypeSnapshotMatched, ReasonSnapshotDrift, "%s; candidate %s kept for review", DriftSummary(d.Diff), p.live.Digest)
+}
+
+// announce emits an event, logs and counts when the Ready reason changed or drift was found.
+func (r *DeploymentReconciler) announce(ctx context.Context, sd, orig *v1.ServiceDeployment, o outcome, p *pass) {
+	reason, msg, typ := o.readyReason, o.readyMessage, corev1.EventTypeNormal
+	if o.failed != nil {
+		reason, msg, typ = o.failed.Reason, o.failed.Message, corev1.EventTypeWarning
+	}
+	newDrift := p.drift != nil && sd.Status.CandidateSnapshotDigest != orig.Status.CandidateSnapshotDigest
+	if reason == readyReason(orig.Status.Conditions) && !newDrift {
+		return
+	}
+	log.FromContext(ctx).Info("Deployment state changed", "reason", reason, "activeSnapshot", sd.Status.ActiveSnapshotDigest, "candidateSnapshot", sd.Status.CandidateSnapshotDigest)
+	if r.Events != nil {
+		r.Events.Eventf(sd, nil, typ, reason, "Activate", "%s", msg)
+	}
+	if r.Metrics == nil {
+		return
+	}
+	switch {
+	case o.failed == nil:
+		r.Metrics.Activations.Inc()
+	default:
+		r.Metrics.Refusals.WithLabelValues("ServiceDeployment", reason).Inc()
+	}
+	if newDrift {
+		r.Metrics.DriftDetections.Inc()
+	}
+}
+
+func exposed(sd *v1.ServiceDeployment) int32 {
+	var n int32
+	for _, op := range sd.Spec.Operations {
+		if op.Expose {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *DeploymentReconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}
+
+func (r *DeploymentReconciler) retryInterval() time.Duration {
+	if r.RetryInterval <= 0 {
+		return 30 * time.Second
+	}
+	return r.RetryInterval
+}

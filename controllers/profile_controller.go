@@ -1,0 +1,133 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
+)
+
+// ProfileReconciler verifies McpServiceProfiles: source verification (pack by digest with a
+// provenance policy, or inline where allowed), strict decode and snapshot digest reconstruction.
+type ProfileReconciler struct {
+	// Client reads and patches profiles.
+	Client client.Client
+	// Events records events whose reasons equal condition reasons. Optional.
+	Events events.EventRecorder
+	// Resolver verifies sources under the cluster policy.
+	Resolver *Resolver
+	// Clock is injected for tests; nil means the real clock.
+	Clock clock.PassiveClock
+	// ReverifyInterval re-verifies OCI sources periodically (trusted material may change);
+	// zero disables it.
+	ReverifyInterval time.Duration
+	// RetryInterval is the delay before retrying a transient failure.
+	RetryInterval time.Duration
+	// Metrics is optional.
+	Metrics *Metrics
+}
+
+// +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpserviceprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpserviceprofiles/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers the reconciler.
+func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1.McpServiceProfile{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Named("mcpserviceprofile").
+		Complete(r)
+}
+
+// Reconcile runs one verification pass and writes status once, only when it changed.
+func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	p := &v1.McpServiceProfile{}
+	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	orig := p.DeepCopy()
+	now := r.now()
+
+	resolved, failed := r.Resolver.Resolve(ctx, p)
+	o := outcome{stages: []string{TypeSourceVerified, TypeSnapshotMatched}, failed: failed, readyReason: ReasonVerified}
+	st := &p.Status
+	if failed == nil {
+		st.PackDigest = resolved.PackDigest
+		st.ProfileDigest = resolved.ProfileDigest
+		st.SnapshotDigest = resolved.Snapshot.Digest
+		st.Verified = resolved.Provenance
+		o.readyMessage = fmt.Sprintf("verified profile %s with snapshot %s", resolved.ProfileDigest, resolved.Snapshot.Digest)
+	} else if !failed.Transient {
+		// A refused source proves nothing: keep no digest that could pass for verified.
+		st.PackDigest, st.ProfileDigest, st.SnapshotDigest, st.Verified = "", "", "", nil
+	}
+	applyConditions(&st.Conditions, p.Generation, now, o)
+	if o.terminal() {
+		st.ObservedGeneration = p.Generation
+	}
+
+	if !equality.Semantic.DeepEqual(orig.Status, p.Status) {
+		if err := r.Client.Status().Patch(ctx, p, client.MergeFrom(orig)); err != nil {
+			if apierrors.IsNotFound(err) {
+				return ctrl.Result{}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		r.announce(ctx, p, readyReason(orig.Status.Conditions), o)
+	}
+
+	switch {
+	case failed != nil && failed.Transient:
+		return ctrl.Result{RequeueAfter: r.retryInterval()}, nil
+	case p.Spec.Source.OCI != nil && r.ReverifyInterval > 0:
+		return ctrl.Result{RequeueAfter: r.ReverifyInterval}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// announce emits an event and counts a refusal when the Ready reason changed.
+func (r *ProfileReconciler) announce(ctx context.Context, p *v1.McpServiceProfile, prevReason string, o outcome) {
+	reason, msg, typ := o.readyReason, o.readyMessage, corev1.EventTypeNormal
+	if o.failed != nil {
+		reason, msg, typ = o.failed.Reason, o.failed.Message, corev1.EventTypeWarning
+	}
+	if reason == prevReason {
+		return
+	}
+	log.FromContext(ctx).Info("Profile state changed", "reason", reason)
+	if r.Events != nil {
+		r.Events.Eventf(p, nil, typ, reason, "Verify", "%s", msg)
+	}
+	if r.Metrics != nil && o.failed != nil {
+		r.Metrics.Refusals.WithLabelValues("McpServiceProfile", reason).Inc()
+	}
+}
+
+func (r *ProfileReconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}
+
+func (r *ProfileReconciler) retryInterval() time.Duration {
+	if r.RetryInterval <= 0 {
+		return 30 * time.Second
+	}
+	return r.RetryInterval
+}

@@ -1,0 +1,117 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+// Resolved is a verified profile: its document, the reconstructed recorded snapshot and what was
+// proven about its source.
+type Resolved struct {
+	// Document is the verified profile document. Treat it as read-only.
+	Document *v1.ProfileDocument
+	// Snapshot is the recorded snapshot whose digests were reconstructed and matched.
+	Snapshot *snapshot.ToolSnapshot
+	// PackDigest is the pack manifest digest (OCI sources).
+	PackDigest string
+	// ProfileDigest is the digest of the document's canonical form.
+	ProfileDigest string
+	// Provenance is the verified identity and build provenance (OCI sources).
+	Provenance *v1.VerifiedProvenance
+}
+
+// Resolver turns an McpServiceProfile into a verified document under the cluster policy. It is
+// shared by both reconcilers. Results are memoized per profile UID and generation (a pack
+// source's verification is additionally cached by (digest, policy) inside the SourceVerifier).
+type Resolver struct {
+	// Verifier verifies OCI sources. When nil, OCI sources are refused.
+	Verifier SourceVerifier
+	// RequireProvenance refuses inline sources (the production default).
+	RequireProvenance bool
+
+	mu    sync.Mutex
+	cache map[resolveKey]*Resolved
+}
+
+type resolveKey struct {
+	uid        types.UID
+	generation int64
+}
+
+const maxResolveCache = 4096
+
+// Resolve verifies the profile's source and document. A nil *StageError means success.
+func (r *Resolver) Resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resolved, *StageError) {
+	key := resolveKey{p.UID, p.Generation}
+	if key.uid != "" {
+		r.mu.Lock()
+		res, ok := r.cache[key]
+		r.mu.Unlock()
+		if ok {
+			return res, nil
+		}
+	}
+	res, serr := r.resolve(ctx, p)
+	if serr != nil {
+		return nil, serr
+	}
+	if key.uid != "" {
+		r.mu.Lock()
+		if r.cache == nil || len(r.cache) >= maxResolveCache {
+			r.cache = make(map[resolveKey]*Resolved)
+		}
+		r.cache[key] = res
+		r.mu.Unlock()
+	}
+	return res, nil
+}
+
+func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resolved, *StageError) {
+	src := p.Spec.Source
+	res := &Resolved{}
+	switch {
+	case src.Inline != nil:
+		if r.RequireProvenance {
+			return nil, refuse(TypeSourceVerified, ReasonInlineSourceRefused,
+				"the cluster requires pack provenance; inline profiles are for development clusters only")
+		}
+		res.Document = src.Inline
+	case src.OCI != nil:
+		if r.Verifier == nil {
+			return nil, refuse(TypeSourceVerified, ReasonVerificationFailed, "this manager has no pack verifier configured")
+		}
+		vs, err := r.Verifier.VerifyPack(ctx, VerifyRequest{Namespace: p.Namespace, Ref: src.OCI.Ref, PullSecret: src.OCI.PullSecretRef, Policy: src.OCI.Verify})
+		if err != nil {
+			var serr *StageError
+			if errors.As(err, &serr) {
+				return nil, serr
+			}
+			return nil, retry(TypeSourceVerified, ReasonRegistryUnavailable, err, "the pack could not be fetched; retrying")
+		}
+		res.Document, res.PackDigest, res.ProfileDigest = vs.Document, vs.PackDigest, vs.ProfileDigest
+		prov := vs.Provenance
+		res.Provenance = &prov
+	default:
+		return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "the profile names no source")
+	}
+	rec, serr := CheckProfile(res.Document)
+	if serr != nil {
+		return nil, serr
+	}
+	res.Snapshot = rec
+	if res.ProfileDigest == "" {
+		d, err := ocipack.ProfileDigest(res.Document)
+		if err != nil {
+			return nil, &StageError{Condition: TypeSourceVerified, Reason: ReasonProfileInvalid, Err: err, Message: "the profile document does not encode: " + refusalText(err)}
+		}
+		res.ProfileDigest = d
+	}
+	return res, nil
+}
