@@ -1,0 +1,503 @@
+package ocipack
+
+import (
+	"context"
+	"crypto"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/verify"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+)
+
+// Predicate types recognised in pack bundles.
+const (
+	// PredicateSLSAProvenanceV1 is the SLSA provenance v1 predicate type an attestation must carry.
+	PredicateSLSAProvenanceV1 = "https://slsa.dev/provenance/v1"
+	// PredicateCosignSign is the predicate type of a plain cosign signature statement
+	// (cosign sign --new-bundle-format).
+	PredicateCosignSign = "https://sigstore.dev/cosign/sign/v1"
+	// InTotoPayloadType is the DSSE payload type of an in-toto statement.
+	InTotoPayloadType = "application/vnd.in-toto+json"
+	// InTotoStatementV1 is the in-toto statement type.
+	InTotoStatementV1 = "https://in-toto.io/Statement/v1"
+)
+
+// Policy is what a pack must satisfy: exactly one identity (keyless or public key) and, unless
+// SkipProvenanceUnsafe is set, a provenance policy.
+type Policy struct {
+	// Keyless matches the Fulcio certificate: OIDC issuer exactly, and the subject (SAN) exactly or
+	// by Go regular expression (unanchored, as cosign's --certificate-identity-regexp).
+	Keyless *apiv1.KeylessIdentity
+	// PublicKey verifies bundles signed with a key (cosign --key).
+	PublicKey crypto.PublicKey
+	// Provenance is the SLSA provenance v1 policy: builder id (when set), source repository and
+	// source ref (the merge verification).
+	Provenance *apiv1.ProvenancePolicy
+	// SkipProvenanceUnsafe accepts a pack with a valid signature and no provenance policy. It
+	// drops the merge verification.
+	SkipProvenanceUnsafe bool
+}
+
+// PolicyFromAPI converts the CRD's VerifyPolicy. publicKeyPEM is the content of the Secret key named
+// by p.PublicKey (the caller reads the Secret); it is ignored for keyless policies.
+func PolicyFromAPI(p *apiv1.VerifyPolicy, publicKeyPEM []byte) (Policy, error) {
+	if p == nil {
+		return Policy{}, refuse("invalid_policy", "", ErrInvalidPolicy)
+	}
+	out := Policy{Keyless: p.Keyless, Provenance: p.Provenance}
+	if p.PublicKey != nil {
+		k, err := ParsePublicKey(publicKeyPEM)
+		if err != nil {
+			return Policy{}, err
+		}
+		out.PublicKey = k
+	}
+	return out, out.Validate()
+}
+
+// ParsePublicKey parses a PEM public key (cosign.pub).
+func ParsePublicKey(pemBytes []byte) (crypto.PublicKey, error) {
+	k, err := cryptoutils.UnmarshalPEMToPublicKey(pemBytes)
+	if err != nil {
+		return nil, refuse("invalid_key", "", ErrInvalidKey)
+	}
+	return k, nil
+}
+
+// Validate checks the policy is complete and unambiguous.
+func (p Policy) Validate() error {
+	bad := func(path string) error { return refuse("invalid_policy", path, ErrInvalidPolicy) }
+	switch {
+	case p.Keyless != nil && p.PublicKey != nil:
+		return bad("identity")
+	case p.Keyless == nil && p.PublicKey == nil:
+		return bad("identity")
+	case p.Keyless != nil && p.Keyless.Issuer == "":
+		return bad("keyless.issuer")
+	case p.Keyless != nil && (p.Keyless.Subject == "") == (p.Keyless.SubjectRegExp == ""):
+		return bad("keyless.subject")
+	case p.Provenance == nil && !p.SkipProvenanceUnsafe:
+		return bad("provenance")
+	case p.Provenance != nil && (p.Provenance.SourceRepository == "" || p.Provenance.SourceRef == ""):
+		return bad("provenance")
+	}
+	if p.Keyless != nil && p.Keyless.SubjectRegExp != "" {
+		if _, err := regexp.Compile(p.Keyless.SubjectRegExp); err != nil {
+			return bad("keyless.subjectRegExp")
+		}
+	}
+	return nil
+}
+
+// fingerprint identifies the policy in the verification cache.
+func (p Policy) fingerprint() string {
+	h := sha256.New()
+	b, _ := json.Marshal(struct {
+		K *apiv1.KeylessIdentity
+		P *apiv1.ProvenancePolicy
+		S bool
+	}{p.Keyless, p.Provenance, p.SkipProvenanceUnsafe})
+	h.Write(b)
+	if p.PublicKey != nil {
+		der, _ := x509.MarshalPKIXPublicKey(p.PublicKey)
+		h.Write([]byte{0})
+		h.Write(der)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Result is a successful verification: who signed the pack and how it was built.
+type Result struct {
+	// Reference is the verified pack.
+	Reference string `json:"reference"`
+	// Issuer is the verified OIDC issuer (keyless).
+	Issuer string `json:"issuer,omitempty"`
+	// Subject is the verified certificate subject (keyless).
+	Subject string `json:"subject,omitempty"`
+	// KeyID is the public-key hint of the bundle (public-key policy).
+	KeyID string `json:"keyID,omitempty"`
+	// BuilderID is the provenance builder.id.
+	BuilderID string `json:"builderID,omitempty"`
+	// SourceRepository is the verified source repository.
+	SourceRepository string `json:"sourceRepository,omitempty"`
+	// SourceRef is the verified source ref.
+	SourceRef string `json:"sourceRef,omitempty"`
+	// SourceRevision is the source revision (commit) recorded in the provenance.
+	SourceRevision string `json:"sourceRevision,omitempty"`
+}
+
+// VerifiedProvenance maps the result onto the McpServiceProfile status shape.
+func (r *Result) VerifiedProvenance() apiv1.VerifiedProvenance {
+	subject := r.Subject
+	if subject == "" {
+		subject = r.KeyID
+	}
+	return apiv1.VerifiedProvenance{
+		Issuer: r.Issuer, Subject: subject, BuilderID: r.BuilderID,
+		SourceRepository: r.SourceRepository, SourceRef: r.SourceRef, SourceRevision: r.SourceRevision,
+	}
+}
+
+// Verifier verifies packs against a trusted root (keyless) or a public key, with a cache keyed by
+// (pack reference with digest, policy): a repeat verification makes no registry request.
+type Verifier struct {
+	client  *Client
+	trusted root.TrustedMaterial
+	tlog    int
+	sct     int
+
+	mu       sync.Mutex
+	cache    map[string]Result
+	cacheMax int
+}
+
+// VerifierOption configures a Verifier.
+type VerifierOption func(*Verifier)
+
+// WithTransparencyLog requires at least threshold verified transparency-log entries per bundle
+// (as public-good Sigstore provides).
+func WithTransparencyLog(threshold int) VerifierOption {
+	return func(v *Verifier) { v.tlog = threshold }
+}
+
+// WithSignedCertificateTimestamps requires at least threshold signed certificate timestamps in
+// keyless certificates.
+func WithSignedCertificateTimestamps(threshold int) VerifierOption {
+	return func(v *Verifier) { v.sct = threshold }
+}
+
+// WithCacheSize bounds the verification cache (default 256 entries; 0 disables it).
+func WithCacheSize(n int) VerifierOption {
+	return func(v *Verifier) { v.cacheMax = n }
+}
+
+// NewVerifier returns a verifier fetching through client. trusted is the trusted root for keyless
+// verification (LoadTrustedRoot); it may be nil when only public-key policies are used.
+func NewVerifier(client *Client, trusted root.TrustedMaterial, opts ...VerifierOption) *Verifier {
+	v := &Verifier{client: client, trusted: trusted, cache: map[string]Result{}, cacheMax: 256}
+	for _, o := range opts {
+		o(v)
+	}
+	return v
+}
+
+// LoadTrustedRoot reads a sigstore trusted_root.json (self-hosted Fulcio, TSA, Rekor, CT logs).
+// Public-good Sigstore is trusted only when its trusted_root.json is configured explicitly.
+func LoadTrustedRoot(path string) (*root.TrustedRoot, error) {
+	tr, err := root.NewTrustedRootFromPath(path)
+	if err != nil {
+		return nil, refuse("invalid_trusted_root", "", fmt.Errorf("%w: %w", ErrInvalidPolicy, err))
+	}
+	return tr, nil
+}
+
+// reason ranks how far a bundle got; the refusal reported is the furthest any bundle reached.
+type reason struct {
+	rank int
+	name string
+	err  error
+}
+
+var (
+	reasonMissingSignature = reason{0, "missing_signature", ErrNoSignature}
+	reasonUntrusted        = reason{1, "untrusted_signature", ErrUntrustedSignature}
+	reasonWrongIssuer      = reason{2, "wrong_issuer", ErrWrongIssuer}
+	reasonWrongIdentity    = reason{3, "wrong_identity", ErrWrongIdentity}
+	reasonWrongSubject     = reason{4, "wrong_subject_digest", ErrWrongSubjectDigest}
+
+	reasonMissingAttestation = reason{0, "missing_attestation", ErrNoAttestation}
+	reasonWrongPredicate     = reason{1, "wrong_predicate_type", ErrWrongPredicateType}
+	reasonWrongBuilder       = reason{2, "wrong_builder", ErrWrongBuilder}
+	reasonWrongRepository    = reason{3, "wrong_source_repository", ErrWrongSourceRepository}
+	reasonWrongRef           = reason{4, "wrong_source_ref", ErrWrongSourceRef}
+)
+
+func (r reason) refusal(path string) error { return refuse(r.name, path, r.err) }
+
+// verifiedBundle is a bundle whose signature, identity and subject digest verified.
+type verifiedBundle struct {
+	issuer, subject, keyID string
+	predicateType          string
+	predicate              []byte
+}
+
+// Verify checks the pack ref (pinned by digest) against policy: at least one sigstore bundle
+// attached as a referrer must verify against the trusted root or key, match the identity policy
+// and bind the pack digest (an in-toto statement whose subject is the pack digest); unless the
+// policy skips provenance, one such bundle must be an SLSA provenance v1 attestation whose builder
+// id, source repository and source ref match. A refusal names the furthest check any bundle
+// reached: missing_signature, untrusted_signature, wrong_issuer, wrong_identity,
+// wrong_subject_digest, then missing_attestation, wrong_predicate_type, wrong_builder,
+// wrong_source_repository, wrong_source_ref.
+//
+// Verify does not pull the pack's layers; pull them with Client.Pull, whose reads are verified
+// against the same digest.
+func (v *Verifier) Verify(ctx context.Context, ref Reference, policy Policy) (*Result, error) {
+	if ref.Digest == "" {
+		return nil, refuse("digest_required", "", ErrDigestRequired)
+	}
+	if err := policy.Validate(); err != nil {
+		return nil, err
+	}
+	key := ref.String() + "|" + policy.fingerprint()
+	if v.cacheMax > 0 {
+		v.mu.Lock()
+		r, ok := v.cache[key]
+		v.mu.Unlock()
+		if ok {
+			return &r, nil
+		}
+	}
+	sv, err := v.sigstoreVerifier(policy)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := v.client.Bundles(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	digestHex := strings.TrimPrefix(ref.Digest, "sha256:")
+	best := reasonMissingSignature
+	var verified []verifiedBundle
+	for _, rf := range refs {
+		vb, why := checkBundle(sv, rf.Bundle, policy, digestHex)
+		if vb == nil {
+			if why.rank > best.rank {
+				best = why
+			}
+			continue
+		}
+		verified = append(verified, *vb)
+	}
+	if len(verified) == 0 {
+		return nil, best.refusal(ref.Digest)
+	}
+	res := &Result{Reference: ref.String()}
+	fill := func(b verifiedBundle) {
+		res.Issuer, res.Subject, res.KeyID = b.issuer, b.subject, b.keyID
+	}
+	fill(verified[0])
+	if policy.Provenance != nil {
+		best := reasonMissingAttestation
+		ok := false
+		for _, b := range verified {
+			if b.predicateType == PredicateCosignSign {
+				continue
+			}
+			if b.predicateType != PredicateSLSAProvenanceV1 {
+				if reasonWrongPredicate.rank > best.rank {
+					best = reasonWrongPredicate
+				}
+				continue
+			}
+			src, why := checkProvenance(b.predicate, policy.Provenance)
+			if src == nil {
+				if why.rank > best.rank {
+					best = why
+				}
+				continue
+			}
+			fill(b)
+			res.BuilderID, res.SourceRepository, res.SourceRef, res.SourceRevision = src.builder, src.repository, src.ref, src.revision
+			ok = true
+			break
+		}
+		if !ok {
+			return nil, best.refusal(ref.Digest)
+		}
+	}
+	if v.cacheMax > 0 {
+		v.mu.Lock()
+		if len(v.cache) >= v.cacheMax {
+			for k := range v.cache { // evict an arbitrary entry
+				delete(v.cache, k)
+				break
+			}
+		}
+		v.cache[key] = *res
+		v.mu.Unlock()
+	}
+	return res, nil
+}
+
+func (v *Verifier) sigstoreVerifier(p Policy) (*verify.Verifier, error) {
+	var opts []verify.VerifierOption
+	var material root.TrustedMaterial
+	if p.PublicKey != nil {
+		sv, err := signature.LoadDefaultVerifier(p.PublicKey)
+		if err != nil {
+			return nil, refuse("invalid_key", "", ErrInvalidKey)
+		}
+		key := root.NewExpiringKey(sv, timeZero, timeZero)
+		material = root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) { return key, nil })
+		if v.tlog > 0 && v.trusted != nil {
+			material = root.TrustedMaterialCollection{v.trusted, material}
+			opts = append(opts, verify.WithTransparencyLog(v.tlog), verify.WithIntegratedTimestamps(v.tlog))
+		} else {
+			opts = append(opts, verify.WithNoObserverTimestamps())
+		}
+	} else {
+		if v.trusted == nil {
+			return nil, refuse("invalid_policy", "trustedRoot", ErrInvalidPolicy)
+		}
+		material = v.trusted
+		opts = append(opts, verify.WithObserverTimestamps(1))
+		if v.tlog > 0 {
+			opts = append(opts, verify.WithTransparencyLog(v.tlog))
+		}
+		if v.sct > 0 {
+			opts = append(opts, verify.WithSignedCertificateTimestamps(v.sct))
+		}
+	}
+	sv, err := verify.NewVerifier(material, opts...)
+	if err != nil {
+		return nil, refuse("invalid_policy", "", fmt.Errorf("%w: %w", ErrInvalidPolicy, err))
+	}
+	return sv, nil
+}
+
+// checkBundle verifies one bundle: signature and trust, identity, subject digest.
+func checkBundle(sv *verify.Verifier, raw []byte, p Policy, digestHex string) (*verifiedBundle, reason) {
+	var b bundle.Bundle
+	if err := b.UnmarshalJSON(raw); err != nil {
+		return nil, reasonUntrusted
+	}
+	idOpt := verify.WithKey()
+	if p.Keyless != nil {
+		idOpt = verify.WithoutIdentitiesUnsafe() // matched below, one check at a time, to name the failure
+	}
+	res, err := sv.Verify(&b, verify.NewPolicy(verify.WithoutArtifactUnsafe(), idOpt))
+	if err != nil || res.Signature == nil {
+		return nil, reasonUntrusted
+	}
+	out := &verifiedBundle{}
+	if p.Keyless != nil {
+		cert := res.Signature.Certificate
+		if cert == nil {
+			return nil, reasonUntrusted
+		}
+		im, err := verify.NewIssuerMatcher(p.Keyless.Issuer, "")
+		if err != nil || im.Verify(*cert) != nil {
+			return nil, reasonWrongIssuer
+		}
+		sm, err := verify.NewSANMatcher(p.Keyless.Subject, p.Keyless.SubjectRegExp)
+		if err != nil || sm.Verify(*cert) != nil {
+			return nil, reasonWrongIdentity
+		}
+		out.issuer, out.subject = cert.Issuer, cert.SubjectAlternativeName
+	} else if res.Signature.PublicKeyID != nil {
+		out.keyID = string(*res.Signature.PublicKeyID)
+	}
+	st := res.Statement
+	if st == nil {
+		return nil, reasonWrongSubject // a message signature does not bind the pack digest
+	}
+	bound := false
+	for _, s := range st.GetSubject() {
+		if s.GetDigest()["sha256"] == digestHex {
+			bound = true
+		}
+	}
+	if !bound {
+		return nil, reasonWrongSubject
+	}
+	out.predicateType = st.GetPredicateType()
+	if pr := st.GetPredicate(); pr != nil {
+		out.predicate, _ = protojson.Marshal(pr)
+	}
+	return out, reason{}
+}
+
+// slsaProvenance is the part of an SLSA provenance v1 predicate that policy reads.
+type slsaProvenance struct {
+	BuildDefinition struct {
+		BuildType          string `json:"buildType"`
+		ExternalParameters struct {
+			Source *struct {
+				Repository string `json:"repository"`
+				Ref        string `json:"ref"`
+				Revision   string `json:"revision"`
+			} `json:"source"`
+			Workflow *struct {
+				Repository string `json:"repository"`
+				Ref        string `json:"ref"`
+			} `json:"workflow"`
+		} `json:"externalParameters"`
+		ResolvedDependencies []struct {
+			URI    string            `json:"uri"`
+			Digest map[string]string `json:"digest"`
+		} `json:"resolvedDependencies"`
+	} `json:"buildDefinition"`
+	RunDetails struct {
+		Builder struct {
+			ID string `json:"id"`
+		} `json:"builder"`
+	} `json:"runDetails"`
+}
+
+type sourceFacts struct{ builder, repository, ref, revision string }
+
+// checkProvenance matches an SLSA provenance v1 predicate against policy. The source comes from
+// resolvedDependencies entries of the form "REPO@REF" (with digest gitCommit or sha1 as the
+// revision), or from GitHub's externalParameters.workflow {repository, ref}.
+func checkProvenance(predicate []byte, pol *apiv1.ProvenancePolicy) (*sourceFacts, reason) {
+	var p slsaProvenance
+	if err := json.Unmarshal(predicate, &p); err != nil {
+		return nil, reasonWrongPredicate
+	}
+	if pol.BuilderID != "" && p.RunDetails.Builder.ID != pol.BuilderID {
+		return nil, reasonWrongBuilder
+	}
+	var cands []sourceFacts
+	for _, d := range p.BuildDefinition.ResolvedDependencies {
+		at := strings.LastIndex(d.URI, "@")
+		if at <= 0 {
+			continue
+		}
+		rev := d.Digest["gitCommit"]
+		if rev == "" {
+			rev = d.Digest["sha1"]
+		}
+		cands = append(cands, sourceFacts{repository: d.URI[:at], ref: d.URI[at+1:], revision: rev})
+	}
+	if w := p.BuildDefinition.ExternalParameters.Workflow; w != nil {
+		cands = append(cands, sourceFacts{repository: w.Repository, ref: w.Ref})
+	}
+	repoSeen := false
+	for _, c := range cands {
+		if c.repository != pol.SourceRepository && "git+"+c.repository != pol.SourceRepository {
+			continue
+		}
+		repoSeen = true
+		if c.ref != pol.SourceRef {
+			continue
+		}
+		c.builder = p.RunDetails.Builder.ID
+		c.repository = pol.SourceRepository
+		if c.revision == "" {
+			for _, o := range cands { // GitHub: the revision is on the resolved dependency
+				if o.revision != "" && (o.repository == c.repository || "git+"+o.repository == c.repository || o.repository == "git+"+strings.TrimPrefix(c.repository, "git+")) {
+					c.revision = o.revision
+				}
+			}
+		}
+		return &c, reason{}
+	}
+	if repoSeen {
+		return nil, reasonWrongRef
+	}
+	return nil, reasonWrongRepository
+}
