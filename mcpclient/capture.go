@@ -1,0 +1,359 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The SDK decodes responses into typed structs (and fails on unknown content types). To stay
+// lossless, every inbound message is also seen here, below the SDK, as raw bytes: at the stdio
+// Connection (a connection we own) and at the HTTP RoundTripper. The raw result of each of our own
+// requests is kept in its callState, found by the JSON-RPC id.
+
+// callKey is the context key carrying the *callState of one request.
+type callKey struct{}
+
+// callState is what one of our requests received, recorded below the SDK.
+type callState struct {
+	op     string
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex
+	got     bool
+	result  json.RawMessage
+	rpcErr  bool
+	rpcCode int64
+	rpcData json.RawMessage
+	status  int
+}
+
+func (st *callState) deliver(result json.RawMessage, isErr bool, code int64, data json.RawMessage) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.got {
+		return
+	}
+	st.got = true
+	if isErr {
+		st.rpcErr, st.rpcCode, st.rpcData = true, code, bytes.Clone(data)
+		return
+	}
+	st.result = bytes.Clone(result)
+}
+
+func (st *callState) setStatus(code int) {
+	st.mu.Lock()
+	st.status = code
+	st.mu.Unlock()
+}
+
+// registry maps the ids of in-flight requests to their callState, and records session faults.
+type registry struct {
+	mu       sync.Mutex
+	byID     map[string]*callState
+	inflight map[*callState]struct{}
+	fault    error
+}
+
+func (r *registry) track(st *callState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.inflight == nil {
+		r.inflight = map[*callState]struct{}{}
+	}
+	r.inflight[st] = struct{}{}
+}
+
+func (r *registry) untrack(st *callState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.inflight, st)
+	for id, s := range r.byID {
+		if s == st {
+			delete(r.byID, id)
+		}
+	}
+}
+
+func (r *registry) bind(id string, st *callState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byID == nil {
+		r.byID = map[string]*callState{}
+	}
+	r.byID[id] = st
+}
+
+func (r *registry) lookup(id string) *callState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byID[id]
+}
+
+// failAll records err as the session's fault (the first one wins) and ends every in-flight
+// request with it.
+func (r *registry) failAll(err error) {
+	r.mu.Lock()
+	if r.fault == nil {
+		r.fault = err
+	}
+	states := make([]*callState, 0, len(r.inflight))
+	for st := range r.inflight {
+		states = append(states, st)
+	}
+	r.mu.Unlock()
+	for _, st := range states {
+		st.cancel(err)
+	}
+}
+
+// fail ends the request st with err, or the whole session when st is nil.
+func (r *registry) fail(st *callState, err error) {
+	if st != nil {
+		st.cancel(err)
+		return
+	}
+	r.failAll(err)
+}
+
+func (r *registry) sessionFault() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fault
+}
+
+// idKey normalises a JSON-RPC id to its compact JSON text.
+func idKey(raw any) string {
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// wireMessage is the shape of one JSON-RPC message, with the result kept raw.
+type wireMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code int64           `json:"code"`
+		Data json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+// deliverRaw records the responses among raw (one message or a batch) in their callStates.
+func (r *registry) deliverRaw(raw []byte) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return
+	}
+	if raw[0] == '[' {
+		var batch []json.RawMessage
+		if json.Unmarshal(raw, &batch) == nil {
+			for _, m := range batch {
+				r.deliverRaw(m)
+			}
+		}
+		return
+	}
+	var m wireMessage
+	if json.Unmarshal(raw, &m) != nil || m.Method != "" || len(m.ID) == 0 {
+		return
+	}
+	var id any
+	if json.Unmarshal(m.ID, &id) != nil {
+		return
+	}
+	st := r.lookup(idKey(id))
+	if st == nil {
+		return
+	}
+	if m.Error != nil {
+		st.deliver(nil, true, m.Error.Code, m.Error.Data)
+		return
+	}
+	st.deliver(m.Result, false, 0, nil)
+}
+
+// captureConn wraps the stdio connection (ours; the SDK's HTTP connection is never wrapped) to
+// bind request ids to callStates and record raw responses.
+type captureConn struct {
+	mcp.Connection
+	reg *registry
+}
+
+func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		if st, ok := ctx.Value(callKey{}).(*callState); ok {
+			c.reg.bind(idKey(req.ID.Raw()), st)
+		}
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
+		if st := c.reg.lookup(idKey(resp.ID.Raw())); st != nil {
+			var werr *jsonrpc.Error
+			switch {
+			case errors.As(resp.Error, &werr):
+				st.deliver(nil, true, werr.Code, werr.Data)
+			case resp.Error != nil:
+				st.deliver(nil, true, 0, nil)
+			default:
+				st.deliver(resp.Result, false, 0, nil)
+			}
+		}
+	}
+	return msg, err
+}
+
+// boundTransport is the http.RoundTripper under the SDK: it binds request ids to callStates,
+// bounds every response body (JSON body or SSE event) to the frame limit, and records raw
+// responses. It wraps the configured client's transport, whatever it is.
+type boundTransport struct {
+	base  http.RoundTripper
+	reg   *registry
+	frame int
+}
+
+func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	st, _ := req.Context().Value(callKey{}).(*callState)
+	if st != nil && req.Method == http.MethodPost && req.GetBody != nil {
+		if body, err := req.GetBody(); err == nil {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.NewDecoder(io.LimitReader(body, int64(t.frame))).Decode(&m) == nil && len(m.ID) > 0 && m.Method != "" {
+				var id any
+				if json.Unmarshal(m.ID, &id) == nil {
+					t.reg.bind(idKey(id), st)
+				}
+			}
+			body.Close()
+		}
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	if st != nil {
+		st.setStatus(resp.StatusCode)
+	}
+	if resp.Body == nil || resp.Body == http.NoBody {
+		return resp, nil
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if ct == "text/event-stream" {
+		resp.Body = &sseBody{body: resp.Body, reg: t.reg, st: st, limit: t.frame}
+	} else {
+		resp.Body = &jsonBody{body: resp.Body, reg: t.reg, st: st, limit: t.frame}
+	}
+	resp.ContentLength = -1
+	return resp, nil
+}
+
+func frameRefusal(limit int) *RefusalError {
+	return refuse("frame_too_large", "", int64(limit), ErrFrameTooLarge)
+}
+
+// jsonBody bounds a JSON response body and records the response it carries at EOF.
+type jsonBody struct {
+	body  io.ReadCloser
+	reg   *registry
+	st    *callState
+	limit int
+	buf   []byte
+	err   error
+}
+
+func (b *jsonBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.body.Read(p)
+	if len(b.buf)+n > b.limit {
+		b.err = frameRefusal(b.limit)
+		b.reg.fail(b.st, b.err)
+		return 0, b.err
+	}
+	b.buf = append(b.buf, p[:n]...)
+	if errors.Is(err, io.EOF) {
+		b.reg.deliverRaw(b.buf)
+		b.buf = nil
+	}
+	return n, err
+}
+
+func (b *jsonBody) Close() error { return b.body.Close() }
+
+// sseBody bounds each server-sent event (and each line) and records the responses it carries,
+// before the SDK sees the bytes that complete the event.
+type sseBody struct {
+	body  io.ReadCloser
+	reg   *registry
+	st    *callState
+	limit int
+	line  []byte
+	data  []byte
+	size  int
+	err   error
+}
+
+func (b *sseBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.body.Read(p)
+	for _, c := range p[:n] {
+		if c != '\n' {
+			b.line = append(b.line, c)
+			if len(b.line) > b.limit {
+				return b.overflow()
+			}
+			continue
+		}
+		line := bytes.TrimSuffix(b.line, []byte{'\r'})
+		b.line = b.line[:0]
+		if len(line) == 0 {
+			if len(b.data) > 0 {
+				b.reg.deliverRaw(b.data)
+			}
+			b.data, b.size = b.data[:0], 0
+			continue
+		}
+		b.size += len(line)
+		if b.size > b.limit {
+			return b.overflow()
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			v = bytes.TrimPrefix(v, []byte(" "))
+			if len(b.data) > 0 {
+				b.data = append(b.data, '\n')
+			}
+			b.data = append(b.data, v...)
+		}
+	}
+	return n, err
+}
+
+func (b *sseBody) overflow() (int, error) {
+	b.err = frameRefusal(b.limit)
+	b.line, b.data = nil, nil
+	b.reg.fail(b.st, b.err)
+	return 0, b.err
+}
+
+func (b *sseBody) Close() error { return b.body.Close() }

@@ -1,0 +1,270 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+// Client connects to MCP servers and remembers the negotiated era of each server configuration.
+// It is safe for concurrent use; one Client per process is typical.
+type Client struct {
+	impl mcp.Implementation
+
+	mu   sync.Mutex
+	eras map[string]Era
+}
+
+// Options configure a Client.
+type Options struct {
+	// Name and Version identify this client to servers (clientInfo). Defaults: "connector-mcp",
+	// "v0.1".
+	Name, Version string
+}
+
+// NewClient returns a Client. opts may be nil.
+func NewClient(opts *Options) *Client {
+	c := &Client{impl: mcp.Implementation{Name: "connector-mcp", Version: "v0.1"}, eras: map[string]Era{}}
+	if opts != nil {
+		if opts.Name != "" {
+			c.impl.Name = opts.Name
+		}
+		if opts.Version != "" {
+			c.impl.Version = opts.Version
+		}
+	}
+	return c
+}
+
+// CachedEra returns the era remembered for cfg, if any.
+func (c *Client) CachedEra(cfg ServerConfig) (Era, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.eras[cfg.key()]
+	return e, ok
+}
+
+// ForgetEra drops the era remembered for cfg, so the next Connect negotiates again.
+func (c *Client) ForgetEra(cfg ServerConfig) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.eras, cfg.key())
+}
+
+func (c *Client) remember(cfg ServerConfig, e Era) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.eras[cfg.key()] = e
+}
+
+// Connect connects to the server named by cfg and negotiates the protocol era.
+//
+// With no era cached for cfg, it probes: server/discover at 2026-07-28, falling back to initialize
+// at 2025-11-25 on a non-modern answer, all within Limits.ProbeTimeout. If the probe times out or
+// the connection closes (a stdio server that ignores or exits on server/discover, go-sdk #1177),
+// it connects again on a fresh connection (a fresh process for stdio) with initialize at
+// 2025-11-25, within Limits.CallTimeout. The era that worked is cached for cfg.
+func (c *Client) Connect(ctx context.Context, cfg ServerConfig) (*Session, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Limits = cfg.Limits.withDefaults()
+	if era, ok := c.CachedEra(cfg); ok {
+		return c.open(ctx, cfg, era, false)
+	}
+	s, err := c.open(ctx, cfg, "", true)
+	if err == nil {
+		c.remember(cfg, s.era)
+		return s, nil
+	}
+	if !fallbackWorthy(err) {
+		return nil, err
+	}
+	s, lerr := c.open(ctx, cfg, EraLegacy, false)
+	if lerr != nil {
+		var r *RefusalError
+		if errors.As(err, &r) && r.Name == "probe_timeout" && !errors.As(lerr, new(*RefusalError)) {
+			return nil, err
+		}
+		return nil, lerr
+	}
+	c.remember(cfg, EraLegacy)
+	return s, nil
+}
+
+// fallbackWorthy reports whether a failed probe may be retried with initialize on a fresh
+// connection: the probe timed out or the connection closed. A recognised answer (a JSON-RPC
+// error, an HTTP status, a refusal other than the probe deadline) is final.
+func fallbackWorthy(err error) bool {
+	var r *RefusalError
+	if errors.As(err, &r) {
+		return r.Name == "probe_timeout"
+	}
+	return errors.Is(err, ErrConnectionClosed)
+}
+
+// open starts one connection. era "" probes (SDK default: discover with fallback to initialize).
+func (c *Client) open(ctx context.Context, cfg ServerConfig, era Era, probe bool) (*Session, error) {
+	s := &Session{cfg: cfg, lim: cfg.Limits, reg: &registry{}, listChanged: make(chan struct{}, 1), pages: map[string][]byte{}}
+	copts := &mcp.ClientOptions{
+		Capabilities:   &mcp.ClientCapabilities{},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	}
+	if cfg.WatchToolListChanged {
+		copts.ToolListChangedHandler = s.onToolListChanged
+	}
+	client := mcp.NewClient(&c.impl, copts)
+	client.AddReceivingMiddleware(s.refuseServerRequests)
+
+	var transport mcp.Transport
+	var st *stdioTransport
+	if cfg.Stdio != nil {
+		st = &stdioTransport{cfg: cfg.Stdio, lim: s.lim, reg: s.reg}
+		transport = st
+	} else {
+		transport = &mcp.StreamableClientTransport{
+			Endpoint:             cfg.HTTP.URL,
+			HTTPClient:           boundClient(cfg.HTTP.HTTPClient, s.reg, s.lim.MaxFrameBytes),
+			OAuthHandler:         cfg.HTTP.OAuthHandler,
+			MaxRetries:           -1,
+			DisableStandaloneSSE: !cfg.WatchToolListChanged,
+			MaxEventSize:         s.lim.MaxFrameBytes + 1<<16,
+		}
+	}
+
+	timeout, cause := s.lim.CallTimeout, refuse("call_timeout", "connect", int64(s.lim.CallTimeout.Milliseconds()), ErrCallTimeout)
+	if probe {
+		timeout, cause = s.lim.ProbeTimeout, refuse("probe_timeout", "connect", int64(s.lim.ProbeTimeout.Milliseconds()), ErrProbeTimeout)
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	tctx, stop := context.WithTimeoutCause(cctx, timeout, cause)
+	defer stop()
+	state := &callState{op: "connect", cancel: cancel}
+	s.reg.track(state)
+	defer s.reg.untrack(state)
+	tctx = context.WithValue(tctx, callKey{}, state)
+
+	var sopts *mcp.ClientSessionOptions
+	if era == EraLegacy {
+		sopts = &mcp.ClientSessionOptions{ProtocolVersion: string(EraLegacy)}
+	}
+	cs, err := client.Connect(tctx, transport, sopts)
+	if st != nil {
+		s.proc = st.proc
+	}
+	if err != nil {
+		if s.proc != nil {
+			s.proc.kill()
+		}
+		return nil, s.outcomeErr("connect", tctx, state, err)
+	}
+	s.cs = cs
+	res := cs.InitializeResult()
+	if res == nil {
+		_ = s.Close()
+		return nil, refuse("invalid_response", "connect", 0, ErrInvalidResponse)
+	}
+	s.proto = res.ProtocolVersion
+	switch {
+	case s.proto >= string(EraModern):
+		s.era = EraModern
+	case s.proto != "":
+		s.era = EraLegacy
+	default:
+		_ = s.Close()
+		return nil, refuse("unsupported_protocol_version", "connect", 0, ErrUnsupportedProtocol)
+	}
+	if res.ServerInfo != nil {
+		s.server = snapshot.ServerInfo{Name: res.ServerInfo.Name, Title: res.ServerInfo.Title, Version: res.ServerInfo.Version}
+	}
+	return s, nil
+}
+
+// boundClient returns a copy of hc (or of a default client without environment proxies) whose
+// transport is wrapped by boundTransport.
+func boundClient(hc *http.Client, reg *registry, frame int) *http.Client {
+	var c http.Client
+	if hc != nil {
+		c = *hc
+	}
+	base := c.Transport
+	if base == nil {
+		if hc != nil {
+			base = http.DefaultTransport
+		} else {
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.Proxy = nil
+			base = t
+		}
+	}
+	c.Transport = &boundTransport{base: base, reg: reg, frame: frame}
+	return &c
+}
+
+// outcomeErr maps a failed SDK operation to this package's errors, never passing SDK or server
+// text through: the request's own refusal cause first, then a session fault, then what was
+// observed below the SDK.
+func (s *Session) outcomeErr(op string, ctx context.Context, st *callState, err error) error {
+	var fr *FeatureRefusedError
+	if cause := context.Cause(ctx); cause != nil {
+		if errors.As(cause, &fr) {
+			return &FeatureRefusedError{Feature: fr.Feature, Op: op}
+		}
+		var r *RefusalError
+		if errors.As(cause, &r) {
+			cp := *r
+			if cp.Op == "" {
+				cp.Op = op
+			}
+			return &cp
+		}
+	}
+	if f := s.reg.sessionFault(); f != nil {
+		if errors.As(f, &fr) {
+			return &FeatureRefusedError{Feature: fr.Feature, Op: op}
+		}
+		var r *RefusalError
+		if errors.As(f, &r) {
+			cp := *r
+			cp.Op = op
+			return &cp
+		}
+	}
+	if ctx.Err() != nil && context.Cause(ctx) != nil && errors.Is(context.Cause(ctx), context.Canceled) {
+		return context.Canceled
+	}
+	if st != nil {
+		st.mu.Lock()
+		rpcErr, code, status := st.rpcErr, st.rpcCode, st.status
+		st.mu.Unlock()
+		if rpcErr {
+			return &ServerError{Op: op, Code: code}
+		}
+		if status >= 300 {
+			return &TransportError{Op: op, Status: status, Err: ErrHTTPStatus}
+		}
+	}
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		return &ServerError{Op: op, Code: werr.Code}
+	}
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, os.ErrClosed) || (s.proc != nil && s.proc.hasExited()) || strings.Contains(err.Error(), "closed") {
+		return &TransportError{Op: op, Err: ErrConnectionClosed}
+	}
+	var te *TransportError
+	if errors.As(err, &te) {
+		return te
+	}
+	return &TransportError{Op: op, Err: ErrConnectionClosed}
+}

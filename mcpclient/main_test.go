@@ -1,0 +1,13 @@
+package mcpclient
+
+import (
+	"os"
+	"testing"
+
+	"github.com/b10x/connector-mcp/internal/mcptest"
+)
+
+func TestMain(m *testing.M) {
+	mcptest.RunIfServer()
+	os.Exit(m.Run())
+}

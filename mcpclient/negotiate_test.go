@@ -1,0 +1,75 @@
+package mcpclient
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/b10x/connector-mcp/internal/mcptest"
+)
+
+func stdio(flags ...string) ServerConfig {
+	return ServerConfig{Stdio: &StdioServer{Argv: mcptest.StdioArgv(flags...)}}
+}
+
+func TestNegotiation(t *testing.T) {
+	modernHTTP := mcptest.StartHTTP(mcptest.NewServer("modern", mcptest.DefaultTools()), mcptest.Modern)
+	defer modernHTTP.Close()
+	legacyHTTP := mcptest.StartHTTP(mcptest.NewServer("legacy", mcptest.DefaultTools()), mcptest.Legacy)
+	defer legacyHTTP.Close()
+
+	cases := []struct {
+		name string
+		cfg  ServerConfig
+		want Era
+	}{
+		{"stdio answers discover", stdio(), EraModern},
+		{"stdio legacy-only", stdio("--era", "legacy"), EraLegacy},
+		{"stdio ignores discover", stdio("--discover", "ignore"), EraLegacy},
+		{"stdio exits on discover", stdio("--discover", "exit"), EraLegacy},
+		{"raw stdio legacy (method not found)", stdio("--raw", "--era", "legacy"), EraLegacy},
+		{"http modern stateless", ServerConfig{HTTP: &HTTPServer{URL: modernHTTP.URL}}, EraModern},
+		{"http legacy stateful", ServerConfig{HTTP: &HTTPServer{URL: legacyHTTP.URL}}, EraLegacy},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.cfg.Limits.ProbeTimeout = 2 * time.Second
+			cl := NewClient(nil)
+			ctx := context.Background()
+			s, err := cl.Connect(ctx, c.cfg)
+			if err != nil {
+				t.Fatalf("Connect: %v", err)
+			}
+			defer s.Close()
+			if s.Era() != c.want || s.ProtocolVersion() != string(c.want) {
+				t.Fatalf("era = %s (%s), want %s", s.Era(), s.ProtocolVersion(), c.want)
+			}
+			if s.ServerInfo().Name == "" {
+				t.Errorf("no server info")
+			}
+			snap, err := s.ListTools(ctx)
+			if err != nil {
+				t.Fatalf("ListTools: %v", err)
+			}
+			if len(snap.Tools) == 0 || snap.ProtocolVersion != string(c.want) {
+				t.Fatalf("snapshot = %+v", snap)
+			}
+			if era, ok := cl.CachedEra(c.cfg); !ok || era != c.want {
+				t.Fatalf("cached era = %s %v", era, ok)
+			}
+			// Second connect uses the cached era (no probe) and yields the same digest.
+			s2, err := cl.Connect(ctx, c.cfg)
+			if err != nil {
+				t.Fatalf("second Connect: %v", err)
+			}
+			defer s2.Close()
+			snap2, err := s2.ListTools(ctx)
+			if err != nil {
+				t.Fatalf("second ListTools: %v", err)
+			}
+			if snap2.Digest != snap.Digest {
+				t.Fatalf("digest changed across connections: %s vs %s", snap.Digest, snap2.Digest)
+			}
+		})
+	}
+}

@@ -1,0 +1,313 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+// Session is one connection to a server, tools only. It is safe for concurrent use. Close it when
+// done; for stdio servers Close ends the process.
+type Session struct {
+	cfg ServerConfig
+	lim Limits
+	reg *registry
+	cs  *mcp.ClientSession
+
+	proc   *process
+	era    Era
+	proto  string
+	server snapshot.ServerInfo
+
+	listChanged chan struct{}
+
+	mu    sync.Mutex
+	last  *snapshot.ToolSnapshot
+	pages map[string][]byte // raw tools/list results by cursor, for pages the SDK serves from its TTL cache
+}
+
+// Era returns the negotiated era.
+func (s *Session) Era() Era { return s.era }
+
+// ProtocolVersion returns the negotiated protocol revision, e.g. "2026-07-28".
+func (s *Session) ProtocolVersion() string { return s.proto }
+
+// ServerInfo returns the server identity reported during negotiation (evidence only).
+func (s *Session) ServerInfo() snapshot.ServerInfo { return s.server }
+
+// ToolListChanged delivers a value (coalesced) whenever the server sends
+// notifications/tools/list_changed. It only fires when ServerConfig.WatchToolListChanged is set.
+// A notification never changes an existing snapshot: call ListTools for a new one.
+func (s *Session) ToolListChanged() <-chan struct{} { return s.listChanged }
+
+// Stderr returns the captured beginning of a stdio server's stderr (at most Limits.MaxStderrBytes)
+// and the number of bytes dropped. It is server output: never put it in errors or status.
+func (s *Session) Stderr() ([]byte, int64) {
+	if s.proc == nil {
+		return nil, 0
+	}
+	return s.proc.stderr.bytes()
+}
+
+// Close ends the session (for HTTP, the SDK deletes a legacy session; for stdio the process is
+// stopped: stdin closed, then its process group killed after a short grace period).
+func (s *Session) Close() error {
+	var err error
+	if s.cs != nil {
+		err = s.cs.Close()
+	}
+	if s.proc != nil {
+		s.proc.Close()
+	}
+	if err != nil {
+		return &TransportError{Op: "close", Err: ErrConnectionClosed}
+	}
+	return nil
+}
+
+func (s *Session) onToolListChanged(context.Context, *mcp.ToolListChangedRequest) {
+	s.mu.Lock()
+	clear(s.pages)
+	s.mu.Unlock()
+	select {
+	case s.listChanged <- struct{}{}:
+	default:
+	}
+}
+
+// serverRequestFeature names the feature behind a server-to-client request.
+func serverRequestFeature(method string) string {
+	switch method {
+	case "sampling/createMessage":
+		return "sampling"
+	case "elicitation/create":
+		return "elicitation"
+	case "roots/list":
+		return "roots"
+	}
+	if i := strings.IndexByte(method, '/'); i > 0 {
+		return method[:i]
+	}
+	return "server_request"
+}
+
+// refuseServerRequests answers every server-to-client request except ping with a JSON-RPC error
+// naming the refused feature, and ends in-flight requests with the same named refusal.
+func (s *Session) refuseServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "ping" || strings.HasPrefix(method, "notifications/") {
+			return next(ctx, method, req)
+		}
+		feature := serverRequestFeature(method)
+		s.reg.failAll(&FeatureRefusedError{Feature: feature})
+		return nil, &jsonrpc.Error{Code: -32601, Message: "refused: " + feature}
+	}
+}
+
+// begin prepares one bounded request: a context with the call deadline, cancellable with a
+// refusal cause, carrying the callState the transports fill in.
+func (s *Session) begin(ctx context.Context, op string) (context.Context, *callState, func()) {
+	cctx, cancel := context.WithCancelCause(ctx)
+	tctx, stop := context.WithTimeoutCause(cctx, s.lim.CallTimeout,
+		refuse("call_timeout", op, int64(s.lim.CallTimeout.Milliseconds()), ErrCallTimeout))
+	st := &callState{op: op, cancel: cancel}
+	s.reg.track(st)
+	return context.WithValue(tctx, callKey{}, st), st, func() {
+		s.reg.untrack(st)
+		stop()
+		cancel(nil)
+	}
+}
+
+// exchange runs fn (one SDK request) under ctx and returns the raw result recorded below the SDK.
+// served reports the SDK answered without a request (its TTL cache).
+func (s *Session) exchange(ctx context.Context, op string, st *callState, fn func(context.Context) error) (raw json.RawMessage, served bool, err error) {
+	if f := s.reg.sessionFault(); f != nil {
+		return nil, false, s.outcomeErr(op, ctx, nil, f)
+	}
+	// A fresh state per request, sharing the operation's cancel function.
+	req := &callState{op: op, cancel: st.cancel}
+	s.reg.track(req)
+	defer s.reg.untrack(req)
+	rctx := context.WithValue(ctx, callKey{}, req)
+	sdkErr := fn(rctx)
+	if cause := context.Cause(rctx); cause != nil {
+		var fr *FeatureRefusedError
+		var r *RefusalError
+		if errors.As(cause, &fr) || errors.As(cause, &r) {
+			return nil, false, s.outcomeErr(op, rctx, req, cause)
+		}
+	}
+	req.mu.Lock()
+	got, result, rpcErr := req.got, req.result, req.rpcErr
+	req.mu.Unlock()
+	if got && !rpcErr {
+		return result, false, nil
+	}
+	if sdkErr == nil && !got {
+		return nil, true, nil
+	}
+	if sdkErr == nil {
+		sdkErr = errors.New("error response")
+	}
+	return nil, false, s.outcomeErr(op, rctx, req, sdkErr)
+}
+
+// ListTools lists every tool (all pages, within the bounds) and freezes the listing into a new
+// immutable snapshot of the raw descriptors as received.
+func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error) {
+	const op = "tools/list"
+	ctx, st, done := s.begin(ctx, op)
+	defer done()
+	var descs []json.RawMessage
+	seen := map[string]bool{}
+	cursor := ""
+	for page := 0; ; page++ {
+		if page >= s.lim.MaxPages {
+			return nil, refuse("too_many_pages", op, int64(s.lim.MaxPages), ErrTooManyPages)
+		}
+		params := &mcp.ListToolsParams{Cursor: cursor}
+		raw, served, err := s.exchange(ctx, op, st, func(ctx context.Context) error {
+			_, err := s.cs.ListTools(ctx, params)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		if served {
+			raw = s.pages[cursor]
+		} else {
+			s.pages[cursor] = raw
+		}
+		s.mu.Unlock()
+		if raw == nil {
+			return nil, refuse("invalid_response", op, 0, ErrInvalidResponse)
+		}
+		if _, err := snapshot.Canonicalize(raw); err != nil {
+			return nil, err
+		}
+		var res struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor *string           `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil || res.Tools == nil {
+			return nil, refuse("invalid_response", op, 0, ErrInvalidResponse)
+		}
+		for _, d := range res.Tools {
+			if len(d) > s.lim.MaxDescriptorBytes {
+				return nil, refuse("descriptor_too_large", op, int64(s.lim.MaxDescriptorBytes), ErrDescriptorTooLarge)
+			}
+			if len(descs) >= s.lim.MaxTools {
+				return nil, refuse("too_many_tools", op, int64(s.lim.MaxTools), ErrTooManyTools)
+			}
+			descs = append(descs, d)
+		}
+		if res.NextCursor == nil || *res.NextCursor == "" {
+			break
+		}
+		if seen[*res.NextCursor] || *res.NextCursor == cursor {
+			return nil, refuse("repeated_cursor", op, 0, ErrRepeatedCursor)
+		}
+		seen[*res.NextCursor] = true
+		cursor = *res.NextCursor
+	}
+	snap, err := snapshot.New(s.proto, s.server, descs)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.last = snap
+	s.mu.Unlock()
+	return snap, nil
+}
+
+// CallTool calls the tool name with args (one JSON object; nil or empty means {}) and returns the
+// complete result object exactly as received. A result with "isError": true is returned as a
+// *ToolError carrying the same JSON. Multi-round results ("resultType" other than "complete") are
+// refused by name ("input_required", "multi_round"), as is a tool whose descriptor requires task
+// execution ("tasks"). If this session has not listed tools yet, CallTool lists them first to
+// learn the descriptor.
+func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	const op = "tools/call"
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	if len(args) > s.lim.MaxArgumentBytes {
+		return nil, refuse("argument_too_large", op, int64(s.lim.MaxArgumentBytes), ErrArgumentTooLarge)
+	}
+	if _, err := snapshot.Canonicalize(args); err != nil || args[0] != '{' {
+		return nil, refuse("invalid_arguments", op, 0, ErrInvalidArguments)
+	}
+	s.mu.Lock()
+	snap := s.last
+	s.mu.Unlock()
+	if snap == nil {
+		var err error
+		if snap, err = s.ListTools(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if t, ok := snap.Lookup(name); ok && taskRequired(t.Descriptor) {
+		return nil, &FeatureRefusedError{Feature: "tasks", Op: op}
+	}
+
+	ctx, st, done := s.begin(ctx, op)
+	defer done()
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	raw, _, err := s.exchange(ctx, op, st, func(ctx context.Context) error {
+		_, err := s.cs.CallTool(ctx, params)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, refuse("invalid_response", op, 0, ErrInvalidResponse)
+	}
+	if len(raw) > s.lim.MaxResultBytes {
+		return nil, refuse("result_too_large", op, int64(s.lim.MaxResultBytes), ErrResultTooLarge)
+	}
+	if _, err := snapshot.Canonicalize(raw); err != nil {
+		return nil, err
+	}
+	var res struct {
+		IsError    bool   `json:"isError"`
+		ResultType string `json:"resultType"`
+	}
+	if bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &res) != nil {
+		return nil, refuse("invalid_response", op, 0, ErrInvalidResponse)
+	}
+	switch res.ResultType {
+	case "", "complete":
+	case "input_required":
+		return nil, &FeatureRefusedError{Feature: "input_required", Op: op}
+	case "task":
+		return nil, &FeatureRefusedError{Feature: "tasks", Op: op}
+	default:
+		return nil, &FeatureRefusedError{Feature: "multi_round", Op: op}
+	}
+	if res.IsError {
+		return nil, &ToolError{Tool: name, Result: raw}
+	}
+	return raw, nil
+}
+
+// taskRequired reports whether a descriptor demands task-augmented execution.
+func taskRequired(desc []byte) bool {
+	var d struct {
+		Execution struct {
+			TaskSupport string `json:"taskSupport"`
+		} `json:"execution"`
+	}
+	return json.Unmarshal(desc, &d) == nil && d.Execution.TaskSupport == "required"
+}

@@ -1,0 +1,218 @@
+package mcpclient
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// terminateGrace is how long a stdio server may take to exit after its stdin is closed before it
+// (and its process group) is killed.
+const terminateGrace = 2 * time.Second
+
+// stdioTransport starts the server process itself (argv only, exact environment, bounded stderr,
+// bounded lines) and hands the pipes to the SDK's IOTransport.
+type stdioTransport struct {
+	cfg   *StdioServer
+	lim   Limits
+	reg   *registry
+	proc  *process
+	fresh bool // kill without grace (a failed probe)
+}
+
+func childEnv(cfg *StdioServer) []string {
+	lookup := cfg.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	env := []string{} // non-nil: exec must not inherit the parent environment
+	seen := map[string]bool{}
+	for _, name := range cfg.InheritEnv {
+		if name == "" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		if v, ok := lookup(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
+}
+
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	path, err := exec.LookPath(t.cfg.Argv[0])
+	if err != nil {
+		return nil, &TransportError{Op: "spawn", Err: ErrSpawn}
+	}
+	cmd := exec.Command(path, t.cfg.Argv[1:]...)
+	cmd.Args[0] = t.cfg.Argv[0]
+	cmd.Env = childEnv(t.cfg)
+	cmd.Dir = t.cfg.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr := &boundedBuffer{max: t.lim.MaxStderrBytes}
+	cmd.Stderr = stderr
+	cmd.WaitDelay = time.Second
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, &TransportError{Op: "spawn", Err: ErrSpawn}
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, &TransportError{Op: "spawn", Err: ErrSpawn}
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	if err := cmd.Start(); err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, &TransportError{Op: "spawn", Err: ErrSpawn}
+	}
+	inR.Close()
+	outW.Close()
+	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: stderr, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	t.proc = p
+	lines := &lineLimitReader{r: outR, limit: t.lim.MaxFrameBytes, reg: t.reg}
+	inner, err := (&mcp.IOTransport{
+		Reader: readCloser{lines, p},
+		Writer: p,
+		// The SDK's own cap sits above ours so that ours (a named refusal) fires first.
+		MaxLineLength: t.lim.MaxFrameBytes + 1<<16,
+	}).Connect(ctx)
+	if err != nil {
+		p.kill()
+		return nil, &TransportError{Op: "spawn", Err: ErrSpawn}
+	}
+	return &captureConn{Connection: inner, reg: t.reg}, nil
+}
+
+// process is a running stdio server.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  *os.File
+	stdout *os.File
+	stderr *boundedBuffer
+	exited chan struct{}
+	once   sync.Once
+}
+
+// Write sends bytes to the server's stdin.
+func (p *process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+
+// Close closes stdin, waits briefly for the server to exit, then kills its process group.
+func (p *process) Close() error {
+	p.once.Do(func() {
+		p.stdin.Close()
+		select {
+		case <-p.exited:
+		case <-time.After(terminateGrace):
+			p.killGroup()
+			<-p.exited
+		}
+		p.stdout.Close()
+	})
+	return nil
+}
+
+// kill ends the server at once (a failed probe).
+func (p *process) kill() {
+	p.once.Do(func() {
+		p.stdin.Close()
+		p.killGroup()
+		<-p.exited
+		p.stdout.Close()
+	})
+}
+
+func (p *process) killGroup() {
+	if p.cmd.Process != nil {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+func (p *process) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// readCloser closes the process when the SDK closes the reading side.
+type readCloser struct {
+	io.Reader
+	p *process
+}
+
+func (r readCloser) Close() error { return r.p.Close() }
+
+// lineLimitReader refuses a stdio line longer than limit bytes.
+type lineLimitReader struct {
+	r     io.Reader
+	limit int
+	n     int
+	reg   *registry
+	err   error
+}
+
+func (l *lineLimitReader) Read(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	n, err := l.r.Read(p)
+	for _, c := range p[:n] {
+		if c == '\n' {
+			l.n = 0
+			continue
+		}
+		l.n++
+		if l.n > l.limit {
+			l.err = frameRefusal(l.limit)
+			l.reg.failAll(l.err)
+			return 0, l.err
+		}
+	}
+	return n, err
+}
+
+// boundedBuffer keeps the first max bytes written to it and counts the rest.
+type boundedBuffer struct {
+	mu      sync.Mutex
+	max     int
+	buf     []byte
+	dropped int64
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	room := b.max - len(b.buf)
+	if room > len(p) {
+		room = len(p)
+	}
+	if room > 0 {
+		b.buf = append(b.buf, p[:room]...)
+	}
+	b.dropped += int64(len(p) - max(room, 0))
+	return len(p), nil
+}
+
+func (b *boundedBuffer) bytes() ([]byte, int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.buf...), b.dropped
+}
