@@ -32,8 +32,8 @@ const (
 // Every remote tool of the snapshot is mapped to exactly one locally owned operation, and every
 // operation maps exactly one remote tool.
 //
-// +kubebuilder:validation:XValidation:rule="self.operations.all(o, self.snapshot.tools.exists(t, t.name == o.remoteName))",message="every operation must map a tool of the snapshot (operations[].remoteName)"
-// +kubebuilder:validation:XValidation:rule="self.snapshot.tools.all(t, self.operations.exists(o, o.remoteName == t.name))",message="every snapshot tool must be mapped by an operation (operations[].remoteName)"
+// +kubebuilder:validation:XValidation:rule="sets.contains(self.snapshot.tools.map(t, t.name), self.operations.map(o, o.remoteName))",message="every operation must map a tool of the snapshot (operations[].remoteName)"
+// +kubebuilder:validation:XValidation:rule="sets.contains(self.operations.map(o, o.remoteName), self.snapshot.tools.map(t, t.name))",message="every snapshot tool must be mapped by an operation (operations[].remoteName)"
 type ProfileDocument struct {
 	// Contract is the contract identity; exactly "b10x.connector-mcp-service.v1".
 	// +kubebuilder:validation:Enum=b10x.connector-mcp-service.v1
@@ -55,7 +55,7 @@ type ProfileDocument struct {
 	// +listMapKey=remoteName
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=512
-	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.operationRef == a.operationRef))",message="operationRef must be unique across operations"
+	// +kubebuilder:validation:XValidation:rule="self.map(o, o.operationRef).distinct().size() == self.size()",message="operationRef must be unique across operations"
 	Operations []OperationMapping `json:"operations"`
 }
 

@@ -2,7 +2,7 @@
 // hack/control-plane.sh) with the project's CRDs installed, writes an admin kubeconfig, and runs
 // until Ctrl-C or SIGTERM, then stops the control plane and removes its data.
 //
-// Usage: go run ./hack/devcluster --kubeconfig /tmp/connector-mcp.kubeconfig
+// Usage: go run ./hack/devcluster --write-kubeconfig /tmp/connector-mcp.kubeconfig
 package main
 
 import (
@@ -24,10 +24,12 @@ func main() {
 }
 
 func run() error {
-	kubeconfig := flag.String("kubeconfig", "connector-mcp.kubeconfig", "where to write the admin kubeconfig (0600)")
-	crdDir := flag.String("crd-dir", "", "directory of CRD manifests to install (default: <repo>/config/crd/bases)")
-	verbose := flag.Bool("v", false, "show etcd and kube-apiserver output")
-	flag.Parse()
+	// An own FlagSet: controller-runtime registers --kubeconfig on the global one.
+	fs := flag.NewFlagSet("devcluster", flag.ExitOnError)
+	kubeconfig := fs.String("write-kubeconfig", "connector-mcp.kubeconfig", "where to write the admin kubeconfig (0600)")
+	crdDir := fs.String("crd-dir", "", "directory of CRD manifests to install (default: <repo>/config/crd/bases)")
+	verbose := fs.Bool("v", false, "show etcd and kube-apiserver output")
+	_ = fs.Parse(os.Args[1:])
 
 	opts := devcluster.Options{AttachOutput: *verbose}
 	if *crdDir != "" {
