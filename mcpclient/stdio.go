@@ -56,28 +56,33 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	cmd.Dir = t.cfg.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr := &boundedBuffer{max: t.lim.MaxStderrBytes}
-	cmd.Stderr = stderr
-	cmd.WaitDelay = time.Second
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, &TransportError{Op: "spawn", Err: ErrSpawn}
+	var files []*os.File // child ends and our ends, in pairs
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, &TransportError{Op: "spawn", Err: ErrSpawn}
+	for range 3 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return nil, &TransportError{Op: "spawn", Err: ErrSpawn}
+		}
+		files = append(files, r, w)
 	}
-	cmd.Stdin, cmd.Stdout = inR, outW
+	inR, inW, outR, outW, errR, errW := files[0], files[1], files[2], files[3], files[4], files[5]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err := cmd.Start(); err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
+		closeAll()
 		return nil, &TransportError{Op: "spawn", Err: ErrSpawn}
 	}
 	inR.Close()
 	outW.Close()
+	errW.Close()
+	go func() {
+		_, _ = io.Copy(stderr, errR)
+		errR.Close()
+	}()
 	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: stderr, exited: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()

@@ -24,7 +24,8 @@ const serverFlag = "-mcptest-server"
 // Call it first thing in TestMain; it does not return in that case.
 func RunIfServer() {
 	if len(os.Args) > 1 && os.Args[1] == serverFlag {
-		os.Exit(Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+		// syscall.Exit skips the race detector's exit delay (a second per server under -race).
+		syscall.Exit(Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 }
 
@@ -186,7 +187,7 @@ func (c *discoverConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			case "ignore":
 				continue
 			case "exit":
-				os.Exit(0)
+				syscall.Exit(0)
 			}
 		}
 		return msg, err

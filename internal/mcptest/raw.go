@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -114,7 +114,7 @@ func (r *Raw) answer(ctx context.Context, m rawMsg) [][]byte {
 		case "ignore":
 			return nil
 		case "exit":
-			os.Exit(0)
+			syscall.Exit(0)
 		}
 		if r.Era == Legacy {
 			return rpcErr(-32601, "Method not found")
@@ -231,6 +231,8 @@ func (r *Raw) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 			}
 		}
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	for sc.Scan() {
@@ -238,7 +240,11 @@ func (r *Raw) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 		if json.Unmarshal(sc.Bytes(), &m) != nil {
 			continue
 		}
-		go write(r.answer(ctx, m))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			write(r.answer(ctx, m))
+		}()
 	}
 	return sc.Err()
 }
