@@ -333,6 +333,21 @@ func (v *Verifier) Verify(ctx context.Context, ref Reference, policy Policy) (*R
 	return res, nil
 }
 
+// VerifyAndPull verifies the pack ref against policy (Verify), then pulls it (Client.Pull): every
+// layer read through a digest-verifying reader, decoded strictly and validated. This is the
+// "source verified" stage of activation.
+func (v *Verifier) VerifyAndPull(ctx context.Context, ref Reference, policy Policy) (*Result, *Pack, error) {
+	res, err := v.Verify(ctx, ref, policy)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := v.client.Pull(ctx, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, p, nil
+}
+
 func (v *Verifier) sigstoreVerifier(p Policy) (*verify.Verifier, error) {
 	var opts []verify.VerifierOption
 	var material root.TrustedMaterial

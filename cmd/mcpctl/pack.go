@@ -1,0 +1,420 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/ocipack"
+)
+
+func init() {
+	register("pack", verb{summary: "push, pull, sign and verify profile packs (OCI, by digest)", run: runPack})
+}
+
+const packUsage = `usage:
+  mcpctl pack push FILE... --to REPO
+  mcpctl pack pull REPO@sha256:DIGEST
+  mcpctl pack sign REPO@sha256:DIGEST --key cosign.key [--provenance-...]
+  mcpctl pack verify REPO@sha256:DIGEST (--key cosign.pub | --certificate-identity[-regexp] ID --certificate-oidc-issuer URL --trusted-root FILE) [--provenance-...] [--policy FILE]`
+
+func runPack(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) == 0 {
+		return usagef("%s", packUsage)
+	}
+	switch args[0] {
+	case "push":
+		return packPush(ctx, env, args[1:])
+	case "pull":
+		return packPull(ctx, env, args[1:])
+	case "sign":
+		return packSign(ctx, env, args[1:])
+	case "verify":
+		return packVerify(ctx, env, args[1:])
+	default:
+		return usagef("unknown pack command %q\n%s", args[0], packUsage)
+	}
+}
+
+// registryFlags are shared by every pack verb.
+type registryFlags struct {
+	plainHTTP      bool
+	registryConfig string
+	egress         egressFlags
+}
+
+func (f *registryFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.plainHTTP, "plain-http", false, "reach a loopback registry without TLS (refused for any other host)")
+	fs.StringVar(&f.registryConfig, "registry-config", "", "Docker config file with registry credentials (default $DOCKER_CONFIG/config.json or ~/.docker/config.json when present)")
+	f.egress.register(fs)
+}
+
+// client returns the registry client for registry host, refusing plain HTTP off loopback.
+func (f *registryFlags) client(env *cliEnv, host string) (*ocipack.Client, error) {
+	if f.plainHTTP && !ocipack.IsLoopbackHost(host) {
+		return nil, &ocipack.RefusalError{Name: "plain_http_not_loopback", Path: host, Err: ocipack.ErrPlainHTTPNotLoopback}
+	}
+	c := &ocipack.Client{PlainHTTP: f.plainHTTP}
+	scheme := "https"
+	if f.plainHTTP {
+		scheme = "http"
+	}
+	hc, err := f.egress.httpClient(&url.URL{Scheme: scheme, Host: host})
+	if err != nil {
+		return nil, err
+	}
+	c.HTTPClient = hc
+	path := f.registryConfig
+	if path == "" {
+		if d := env.getenv("DOCKER_CONFIG"); d != "" {
+			path = filepath.Join(d, "config.json")
+		} else if h := env.getenv("HOME"); h != "" {
+			path = filepath.Join(h, ".docker", "config.json")
+		}
+		if _, err := os.Stat(path); err != nil {
+			path = ""
+		}
+	}
+	if path != "" {
+		b, err := readBounded(path, 1<<20)
+		if err != nil {
+			return nil, err
+		}
+		creds, err := ocipack.CredentialsFromDockerConfig(b)
+		if err != nil {
+			return nil, err
+		}
+		c.Credentials = creds
+	}
+	return c, nil
+}
+
+// readBounded reads a local file of at most max bytes.
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, max)
+	}
+	return b, nil
+}
+
+func newFlagSet(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SetInterspersed(true)
+	return fs
+}
+
+func parseFlags(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return usagef("%s: %v", fs.Name(), err)
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func packPush(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet("pack push")
+	var rf registryFlags
+	rf.register(fs)
+	to := fs.String("to", "", "target repository REGISTRY/REPOSITORY (no tag)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *to == "" || fs.NArg() == 0 {
+		return usagef("usage: mcpctl pack push FILE... --to REPO")
+	}
+	repo, err := ocipack.ParseRepository(*to)
+	if err != nil {
+		return err
+	}
+	var docs []*apiv1.ProfileDocument
+	for _, path := range fs.Args() {
+		b, err := readBounded(path, ocipack.MaxProfileSize)
+		if err != nil {
+			return err
+		}
+		doc, err := ocipack.DecodeProfile(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		docs = append(docs, doc)
+	}
+	c, err := rf.client(env, repo.Registry)
+	if err != nil {
+		return err
+	}
+	ref, err := c.Push(ctx, repo, docs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.stderr, "pushed", len(docs), "profile(s)")
+	_, err = fmt.Fprintln(env.stdout, ref.String())
+	return err
+}
+
+// pulledProfile is one profile of "pack pull" output.
+type pulledProfile struct {
+	ProfileDigest  string                 `json:"profileDigest"`
+	SnapshotDigest string                 `json:"snapshotDigest"`
+	ServiceRef     string                 `json:"serviceRef"`
+	Document       *apiv1.ProfileDocument `json:"document,omitempty"`
+}
+
+// pullResult is the output of "pack pull".
+type pullResult struct {
+	Reference string          `json:"reference"`
+	Profiles  []pulledProfile `json:"profiles"`
+}
+
+func packPull(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet("pack pull")
+	var rf registryFlags
+	rf.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("usage: mcpctl pack pull REPO@sha256:DIGEST")
+	}
+	ref, err := ocipack.ParseDigestReference(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	c, err := rf.client(env, ref.Registry)
+	if err != nil {
+		return err
+	}
+	p, err := c.Pull(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return writeJSON(env.stdout, pullOutput(p, true))
+}
+
+func pullOutput(p *ocipack.Pack, documents bool) pullResult {
+	out := pullResult{Reference: p.Reference.String()}
+	for _, d := range p.Profiles {
+		pd, _ := ocipack.ProfileDigest(d)
+		pp := pulledProfile{ProfileDigest: pd, SnapshotDigest: d.Snapshot.Digest, ServiceRef: d.Service.Ref}
+		if documents {
+			pp.Document = d
+		}
+		out.Profiles = append(out.Profiles, pp)
+	}
+	return out
+}
+
+// provenanceFlags are the --provenance-* flags of sign and verify.
+type provenanceFlags struct {
+	repo, ref, revision, builder string
+}
+
+func (f *provenanceFlags) register(fs *pflag.FlagSet, withRevision bool) {
+	fs.StringVar(&f.repo, "provenance-source-repo", "", "source repository URI, e.g. git+https://github.com/org/repo")
+	fs.StringVar(&f.ref, "provenance-ref", "", "source ref, e.g. refs/heads/main")
+	fs.StringVar(&f.builder, "provenance-builder-id", "", "builder id")
+	if withRevision {
+		fs.StringVar(&f.revision, "provenance-revision", "", "source revision (commit)")
+	}
+}
+
+func packSign(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet("pack sign")
+	var rf registryFlags
+	rf.register(fs)
+	var pf provenanceFlags
+	pf.register(fs, true)
+	key := fs.String("key", "", "private key: cosign.key (encrypted, password from COSIGN_PASSWORD) or a PEM private key")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || *key == "" {
+		return usagef("usage: mcpctl pack sign REPO@sha256:DIGEST --key cosign.key [--provenance-source-repo URI --provenance-ref REF --provenance-revision SHA --provenance-builder-id ID]")
+	}
+	ref, err := ocipack.ParseDigestReference(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	var prov *ocipack.Provenance
+	if pf.repo != "" || pf.ref != "" || pf.revision != "" || pf.builder != "" {
+		if pf.repo == "" || pf.ref == "" {
+			return usagef("--provenance-source-repo and --provenance-ref are both required for a provenance attestation")
+		}
+		prov = &ocipack.Provenance{BuilderID: pf.builder, SourceRepository: pf.repo, SourceRef: pf.ref, SourceRevision: pf.revision}
+	}
+	pemBytes, err := readBounded(*key, 64<<10)
+	if err != nil {
+		return err
+	}
+	priv, err := ocipack.LoadPrivateKey(pemBytes, []byte(env.getenv("COSIGN_PASSWORD")))
+	if err != nil {
+		return err
+	}
+	kp, err := ocipack.NewKeypair(priv)
+	if err != nil {
+		return err
+	}
+	c, err := rf.client(env, ref.Registry)
+	if err != nil {
+		return err
+	}
+	descs, err := (&ocipack.Signer{Keypair: kp}).Sign(ctx, c, ref, prov)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Reference string   `json:"reference"`
+		Referrers []string `json:"referrers"`
+	}{Reference: ref.String()}
+	for _, d := range descs {
+		out.Referrers = append(out.Referrers, d.Digest.String())
+	}
+	fmt.Fprintf(env.stderr, "attached %d bundle(s)\n", len(descs))
+	return writeJSON(env.stdout, out)
+}
+
+// policyFile is the --policy FILE format (JSON or YAML). Paths are relative to the file.
+type policyFile struct {
+	// Keyless is the certificate identity (issuer + subject or subjectRegExp).
+	Keyless *apiv1.KeylessIdentity `json:"keyless,omitempty"`
+	// PublicKeyFile is a PEM public key (cosign.pub).
+	PublicKeyFile string `json:"publicKeyFile,omitempty"`
+	// TrustedRoot is a sigstore trusted_root.json.
+	TrustedRoot string `json:"trustedRoot,omitempty"`
+	// Provenance is the SLSA provenance policy.
+	Provenance *apiv1.ProvenancePolicy `json:"provenance,omitempty"`
+}
+
+func packVerify(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet("pack verify")
+	var rf registryFlags
+	rf.register(fs)
+	var pf provenanceFlags
+	pf.register(fs, false)
+	key := fs.String("key", "", "PEM public key (cosign.pub)")
+	identity := fs.String("certificate-identity", "", "exact certificate subject (keyless)")
+	identityRE := fs.String("certificate-identity-regexp", "", "certificate subject regular expression (keyless)")
+	issuer := fs.String("certificate-oidc-issuer", "", "exact OIDC issuer (keyless)")
+	trustedRoot := fs.String("trusted-root", "", "sigstore trusted_root.json (self-hosted or public-good)")
+	policyPath := fs.String("policy", "", "policy file (JSON or YAML): keyless, publicKeyFile, trustedRoot, provenance")
+	skipProv := fs.Bool("skip-provenance-unsafe", false, "accept a signature without a provenance attestation (drops the merge verification)")
+	tlog := fs.Int("tlog-threshold", 0, "require this many verified transparency-log entries per bundle")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("%s", packUsage)
+	}
+	ref, err := ocipack.ParseDigestReference(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	var file policyFile
+	if *policyPath != "" {
+		b, err := readBounded(*policyPath, 1<<20)
+		if err != nil {
+			return err
+		}
+		if err := yaml.UnmarshalStrict(b, &file); err != nil {
+			return usagef("--policy %s: %v", *policyPath, err)
+		}
+		base := filepath.Dir(*policyPath)
+		rel := func(p string) string {
+			if p == "" || filepath.IsAbs(p) {
+				return p
+			}
+			return filepath.Join(base, p)
+		}
+		file.PublicKeyFile, file.TrustedRoot = rel(file.PublicKeyFile), rel(file.TrustedRoot)
+	}
+	// Flags override the file.
+	if *identity != "" || *identityRE != "" || *issuer != "" {
+		file.Keyless = &apiv1.KeylessIdentity{Issuer: *issuer, Subject: *identity, SubjectRegExp: *identityRE}
+	}
+	if *key != "" {
+		file.PublicKeyFile = *key
+	}
+	if *trustedRoot != "" {
+		file.TrustedRoot = *trustedRoot
+	}
+	if pf.repo != "" || pf.ref != "" || pf.builder != "" {
+		if file.Provenance == nil {
+			file.Provenance = &apiv1.ProvenancePolicy{}
+		}
+		if pf.repo != "" {
+			file.Provenance.SourceRepository = pf.repo
+		}
+		if pf.ref != "" {
+			file.Provenance.SourceRef = pf.ref
+		}
+		if pf.builder != "" {
+			file.Provenance.BuilderID = pf.builder
+		}
+	}
+	policy := ocipack.Policy{Keyless: file.Keyless, Provenance: file.Provenance, SkipProvenanceUnsafe: *skipProv}
+	if file.PublicKeyFile != "" {
+		b, err := readBounded(file.PublicKeyFile, 64<<10)
+		if err != nil {
+			return err
+		}
+		if policy.PublicKey, err = ocipack.ParsePublicKey(b); err != nil {
+			return err
+		}
+	}
+	if err := policy.Validate(); err != nil {
+		return err
+	}
+	c, err := rf.client(env, ref.Registry)
+	if err != nil {
+		return err
+	}
+	var opts []ocipack.VerifierOption
+	if *tlog > 0 {
+		opts = append(opts, ocipack.WithTransparencyLog(*tlog))
+	}
+	var v *ocipack.Verifier
+	if file.TrustedRoot != "" {
+		tr, err := ocipack.LoadTrustedRoot(file.TrustedRoot)
+		if err != nil {
+			return err
+		}
+		v = ocipack.NewVerifier(c, tr, opts...)
+	} else {
+		if policy.Keyless != nil {
+			return usagef("keyless verification needs --trusted-root (public-good Sigstore is trusted only when its trusted_root.json is given)")
+		}
+		v = ocipack.NewVerifier(c, nil, opts...)
+	}
+	res, p, err := v.VerifyAndPull(ctx, ref, policy)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.stderr, "verified", ref.String())
+	out := struct {
+		Verified *ocipack.Result `json:"verified"`
+		Profiles []pulledProfile `json:"profiles"`
+	}{Verified: res, Profiles: pullOutput(p, false).Profiles}
+	return writeJSON(env.stdout, out)
+}

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/elliptic"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/sign"
+	"github.com/sigstore/sigstore-go/pkg/testing/ca"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/ocipack/ocitest"
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+const (
+	cliRepo    = "git+https://github.com/acme/profiles"
+	cliRef     = "refs/heads/main"
+	cliBuilder = "https://ci.acme.example/pack"
+	cliRev     = "89abcdef0123456789abcdef0123456789abcdef"
+	cliIssuer  = "https://token.actions.example.com"
+	cliSubject = "https://github.com/acme/profiles/.github/workflows/pack.yml@refs/heads/main"
+)
+
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(t *testing.T, env map[string]string, args ...string) cliResult {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), &cliEnv{
+		stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+		getenv: func(k string) string { return env[k] },
+	}, args)
+	return cliResult{code, out.String(), errb.String()}
+}
+
+func (r cliResult) wantRefusal(t *testing.T, name string) {
+	t.Helper()
+	if r.code != exitRefused || !strings.Contains(r.stderr, "refused: "+name+"\n") {
+		t.Fatalf("want refusal %s (exit 3), got exit %d\nstderr: %s", name, r.code, r.stderr)
+	}
+}
+
+// writeProfile writes a reviewed (or draft) profile as YAML and returns its path.
+func writeProfile(t *testing.T, dir, name string, reviewed bool) string {
+	t.Helper()
+	s, err := snapshot.New("2026-07-28", snapshot.ServerInfo{Name: name}, []json.RawMessage{
+		json.RawMessage(`{"name":"search","inputSchema":{"type":"object"}}`),
+		json.RawMessage(`{"name":"delete","inputSchema":{"type":"object"}}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := ocipack.Draft(s)
+	if reviewed {
+		for i := range doc.Operations {
+			doc.Operations[i].Effect = apiv1.EffectWrite
+		}
+	}
+	b, err := ocipack.EncodeProfile(doc, ocipack.FormatYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// cosignKeyPair writes a cosign-format key pair (encrypted private key, as
+// "cosign generate-key-pair" makes) and returns the paths.
+func cosignKeyPair(t *testing.T, dir, password string) (priv, pub string) {
+	t.Helper()
+	privPEM, pubPEM, err := cryptoutils.GeneratePEMEncodedECDSAKeyPair(elliptic.P256(), cryptoutils.StaticPasswordFunc([]byte(password)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(privPEM, []byte("ENCRYPTED SIGSTORE PRIVATE KEY")) {
+		t.Fatalf("not the cosign encrypted format: %s", privPEM[:40])
+	}
+	priv, pub = filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
+	if err := os.WriteFile(priv, privPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pub, pubPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return priv, pub
+}
+
+func pushCLI(t *testing.T, host string, files ...string) string {
+	t.Helper()
+	r := runCLI(t, nil, append(append([]string{"pack", "push"}, files...), "--to", host+"/team/acme", "--plain-http")...)
+	if r.code != 0 {
+		t.Fatalf("push: exit %d: %s", r.code, r.stderr)
+	}
+	ref := strings.TrimSpace(r.stdout)
+	if !strings.HasPrefix(ref, host+"/team/acme@sha256:") {
+		t.Fatalf("push printed %q", ref)
+	}
+	return ref
+}
+
+func TestPackPushSignVerifyWithKey(t *testing.T) {
+	for _, referrers := range []bool{true, false} {
+		name := "referrers-api"
+		if !referrers {
+			name = "tag-schema-fallback"
+		}
+		t.Run(name, func(t *testing.T) {
+			reg := ocitest.New(ocitest.Options{Referrers: referrers})
+			defer reg.Close()
+			dir := t.TempDir()
+			ref := pushCLI(t, reg.Host, writeProfile(t, dir, "acme", true))
+			key, pub := cosignKeyPair(t, dir, "hunter2")
+			env := map[string]string{"COSIGN_PASSWORD": "hunter2"}
+
+			r := runCLI(t, env, "pack", "sign", ref, "--key", key, "--plain-http",
+				"--provenance-source-repo", cliRepo, "--provenance-ref", cliRef,
+				"--provenance-revision", cliRev, "--provenance-builder-id", cliBuilder)
+			if r.code != 0 {
+				t.Fatalf("sign: exit %d: %s", r.code, r.stderr)
+			}
+			verifyArgs := []string{"pack", "verify", ref, "--key", pub, "--plain-http",
+				"--provenance-source-repo", cliRepo, "--provenance-ref", cliRef, "--provenance-builder-id", cliBuilder}
+			r = runCLI(t, nil, verifyArgs...)
+			if r.code != 0 {
+				t.Fatalf("verify: exit %d: %s", r.code, r.stderr)
+			}
+			var out struct {
+				Verified ocipack.Result `json:"verified"`
+				Profiles []struct {
+					ProfileDigest string `json:"profileDigest"`
+					ServiceRef    string `json:"serviceRef"`
+				} `json:"profiles"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+				t.Fatalf("%v: %s", err, r.stdout)
+			}
+			if out.Verified.SourceRevision != cliRev || out.Verified.SourceRef != cliRef || out.Verified.KeyID == "" ||
+				len(out.Profiles) != 1 || out.Profiles[0].ServiceRef != "acme" {
+				t.Fatalf("verify output: %s", r.stdout)
+			}
+
+			// Must-fail twins, each with its reason.
+			runCLI(t, nil, replaceArg(verifyArgs, cliRef, "refs/heads/feature")...).wantRefusal(t, "wrong_source_ref")
+			runCLI(t, nil, replaceArg(verifyArgs, cliBuilder, "https://laptop.example")...).wantRefusal(t, "wrong_builder")
+			runCLI(t, nil, replaceArg(verifyArgs, cliRepo, "git+https://github.com/mallory/profiles")...).wantRefusal(t, "wrong_source_repository")
+			_, otherPub := cosignKeyPair(t, t.TempDir(), "x")
+			runCLI(t, nil, replaceArg(verifyArgs, pub, otherPub)...).wantRefusal(t, "untrusted_signature")
+			tag := strings.SplitN(ref, "@", 2)[0] + ":latest"
+			runCLI(t, nil, replaceArg(verifyArgs, ref, tag)...).wantRefusal(t, "digest_required")
+
+			// A pack signed without provenance has no attestation.
+			ref2 := pushCLI(t, reg.Host, writeProfile(t, dir, "other", true))
+			if r := runCLI(t, env, "pack", "sign", ref2, "--key", key, "--plain-http"); r.code != 0 {
+				t.Fatalf("sign: %s", r.stderr)
+			}
+			runCLI(t, nil, replaceArg(verifyArgs, ref, ref2)...).wantRefusal(t, "missing_attestation")
+		})
+	}
+}
+
+func TestPackVerifyTamperedLayerRefused(t *testing.T) {
+	reg := ocitest.New(ocitest.Options{Referrers: true})
+	defer reg.Close()
+	dir := t.TempDir()
+	ref := pushCLI(t, reg.Host, writeProfile(t, dir, "acme", true))
+	key, pub := cosignKeyPair(t, dir, "pw")
+	if r := runCLI(t, map[string]string{"COSIGN_PASSWORD": "pw"}, "pack", "sign", ref, "--key", key, "--plain-http",
+		"--provenance-source-repo", cliRepo, "--provenance-ref", cliRef); r.code != 0 {
+		t.Fatalf("sign: %s", r.stderr)
+	}
+	r := runCLI(t, nil, "pack", "pull", ref, "--plain-http")
+	if r.code != 0 {
+		t.Fatalf("pull: %s", r.stderr)
+	}
+	parsed, _ := ocipack.ParseDigestReference(ref)
+	p, err := (&ocipack.Client{PlainHTTP: true}).Pull(context.Background(), parsed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := ocipack.ParseManifest(p.Manifest, ocipack.Limits{})
+	reg.Tamper(m.Layers[0].Digest.String(), bytes.Replace(p.Layers[0], []byte(`"write"`), []byte(`"read!"`), 1))
+	runCLI(t, nil, "pack", "verify", ref, "--key", pub, "--plain-http",
+		"--provenance-source-repo", cliRepo, "--provenance-ref", cliRef).wantRefusal(t, "blob_digest_mismatch")
+	runCLI(t, nil, "pack", "pull", ref, "--plain-http").wantRefusal(t, "blob_digest_mismatch")
+}
+
+func TestPackCLIRefusals(t *testing.T) {
+	dir := t.TempDir()
+	draft := writeProfile(t, dir, "draft", false)
+	reg := ocitest.New(ocitest.Options{Referrers: true})
+	defer reg.Close()
+	runCLI(t, nil, "pack", "push", draft, "--to", reg.Host+"/team/acme", "--plain-http").wantRefusal(t, "unreviewed_effect")
+	runCLI(t, nil, "pack", "push", writeProfile(t, dir, "ok", true), "--to", "registry.example.com/team/acme", "--plain-http").wantRefusal(t, "plain_http_not_loopback")
+	runCLI(t, nil, "pack", "pull", reg.Host+"/team/acme:v1", "--plain-http").wantRefusal(t, "digest_required")
+	if r := runCLI(t, nil, "pack", "push", "--to", reg.Host+"/team/acme"); r.code != exitUsage {
+		t.Fatalf("push without files: exit %d", r.code)
+	}
+	if r := runCLI(t, nil, "pack", "frobnicate"); r.code != exitUsage {
+		t.Fatalf("unknown pack command: exit %d", r.code)
+	}
+}
+
+func TestPackVerifyKeylessWithTrustedRootFile(t *testing.T) {
+	reg := ocitest.New(ocitest.Options{Referrers: false})
+	defer reg.Close()
+	dir := t.TempDir()
+	ref := pushCLI(t, reg.Host, writeProfile(t, dir, "acme", true))
+	vs, err := ca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, priv, err := vs.GenerateLeafCert(cliSubject, cliIssuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := ocipack.NewKeypair(priv.(crypto.Signer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := &ocipack.Signer{Keypair: kp, CertificateProvider: certProvider(cert.Raw),
+		Timestamp: func(_ context.Context, sig []byte) ([]byte, error) { return vs.TimestampResponse(sig) }}
+	parsed, _ := ocipack.ParseDigestReference(ref)
+	if _, err := signer.Sign(context.Background(), &ocipack.Client{PlainHTTP: true}, parsed,
+		&ocipack.Provenance{SourceRepository: cliRepo, SourceRef: cliRef, SourceRevision: cliRev, BuilderID: cliBuilder}); err != nil {
+		t.Fatal(err)
+	}
+	// A self-hosted trusted_root.json: the virtual Fulcio CA and TSA.
+	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, vs.FulcioCertificateAuthorities(), nil, vs.TimestampingAuthorities(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trJSON, err := tr.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trPath := filepath.Join(dir, "trusted_root.json")
+	if err := os.WriteFile(trPath, trJSON, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"pack", "verify", ref, "--plain-http", "--trusted-root", trPath,
+		"--certificate-identity", cliSubject, "--certificate-oidc-issuer", cliIssuer,
+		"--provenance-source-repo", cliRepo, "--provenance-ref", cliRef}
+	r := runCLI(t, nil, args...)
+	if r.code != 0 || !strings.Contains(r.stdout, `"subject": "`+cliSubject+`"`) || !strings.Contains(r.stdout, cliRev) {
+		t.Fatalf("verify: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	runCLI(t, nil, replaceArg(args, cliSubject, "https://github.com/mallory/x")...).wantRefusal(t, "wrong_identity")
+	runCLI(t, nil, replaceArg(args, cliIssuer, "https://accounts.example.org")...).wantRefusal(t, "wrong_issuer")
+
+	// The same policy from a file.
+	policy := "keyless:\n  issuer: " + cliIssuer + "\n  subjectRegExp: '^https://github\\.com/acme/'\ntrustedRoot: trusted_root.json\nprovenance:\n  sourceRepository: " + cliRepo + "\n  sourceRef: " + cliRef + "\n"
+	pp := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(pp, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, nil, "pack", "verify", ref, "--plain-http", "--policy", pp); r.code != 0 {
+		t.Fatalf("verify --policy: exit %d: %s", r.code, r.stderr)
+	}
+	// Another root does not trust the signer.
+	other, _ := ca.NewVirtualSigstore()
+	otr, _ := root.NewTrustedRoot(root.TrustedRootMediaType01, other.FulcioCertificateAuthorities(), nil, other.TimestampingAuthorities(), nil)
+	otrJSON, _ := otr.MarshalJSON()
+	otrPath := filepath.Join(dir, "other_root.json")
+	_ = os.WriteFile(otrPath, otrJSON, 0o600)
+	runCLI(t, nil, replaceArg(args, trPath, otrPath)...).wantRefusal(t, "untrusted_signature")
+}
+
+type certProvider []byte
+
+func (c certProvider) GetCertificate(context.Context, sign.Keypair, *sign.CertificateProviderOptions) ([]byte, error) {
+	return c, nil
+}
+
+func replaceArg(args []string, from, to string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == from {
+			a = to
+		}
+		out[i] = a
+	}
+	return out
+}
