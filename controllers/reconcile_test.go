@@ -1,0 +1,583 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+// fakeFreezer answers with a configurable live snapshot and counts freezes.
+type fakeFreezer struct {
+	mu    sync.Mutex
+	live  *snapshot.ToolSnapshot
+	err   error
+	calls int
+	last  FreezeRequest
+}
+
+func (f *fakeFreezer) Freeze(_ context.Context, req FreezeRequest) (*snapshot.ToolSnapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	f.last = req
+	return f.live, f.err
+}
+
+func (f *fakeFreezer) set(live *snapshot.ToolSnapshot, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.live, f.err = live, err
+}
+
+func (f *fakeFreezer) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+// harness is a fake API server with a write counter, both reconcilers and a fake clock.
+type harness struct {
+	t       *testing.T
+	c       client.Client
+	writes  int
+	clock   *clocktesting.FakePassiveClock
+	freezer *fakeFreezer
+	events  *events.FakeRecorder
+	prof    *ProfileReconciler
+	dep     *DeploymentReconciler
+	doc     *v1.ProfileDocument
+}
+
+const ns = "team"
+
+func newHarness(t *testing.T, objs ...client.Object) *harness {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, clock: clocktesting.NewFakePassiveClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)),
+		freezer: &fakeFreezer{}, events: events.NewFakeRecorder(100)}
+	count := func() { h.writes++ }
+	h.c = fake.NewClientBuilder().WithScheme(scheme).
+		WithStatusSubresource(&v1.McpServiceProfile{}, &v1.ServiceDeployment{}).
+		WithObjects(objs...).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+				count()
+				return c.Create(ctx, o, opts...)
+			},
+			Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+				count()
+				return c.Update(ctx, o, opts...)
+			},
+			Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+				count()
+				return c.Patch(ctx, o, p, opts...)
+			},
+			Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+				count()
+				return c.Delete(ctx, o, opts...)
+			},
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
+				count()
+				return c.SubResource(sub).Update(ctx, o, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				count()
+				return c.SubResource(sub).Patch(ctx, o, p, opts...)
+			},
+		}).Build()
+	resolver := &Resolver{}
+	h.prof = &ProfileReconciler{Client: h.c, Events: h.events, Resolver: resolver, Clock: h.clock, RetryInterval: 5 * time.Second}
+	h.dep = &DeploymentReconciler{Client: h.c, SecretReader: h.c, Events: h.events, Resolver: resolver, Freezer: h.freezer,
+		Clock: h.clock, ReverifyInterval: time.Hour, ReverifyJitter: 0.1, RetryInterval: 5 * time.Second, FreezeTimeout: time.Second, Metrics: NewMetrics()}
+	return h
+}
+
+// world returns a reviewed inline profile, a grant (Role + RoleBinding), a credential Secret and
+// a deployment binding every operation, with the live server answering the reviewed tools.
+func world(t *testing.T) (*v1.ProfileDocument, []client.Object) {
+	doc := testDoc(t, "2026-07-28", toolA, toolB)
+	created := metav1.NewTime(time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC))
+	prof := &v1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "svc", UID: "prof-uid", Generation: 1},
+		Spec: v1.McpServiceProfileSpec{Source: v1.ProfileSource{Inline: doc.DeepCopy()}}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoker"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"invoke"}, APIGroups: []string{"connectors.b10x.io"}, Resources: []string{"servicedeployments"}, ResourceNames: []string{"sd"}}}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "grant"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "invoker"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "agent", Namespace: ns}}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tok"}, Data: map[string][]byte{"token": []byte("s3cret")}}
+	cred := &v1.CredentialRef{Name: "tok", Key: "token"}
+	sd := &v1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sd", UID: "sd-uid", Generation: 1, CreationTimestamp: created},
+		Spec: v1.ServiceDeploymentSpec{ProfileRef: v1.LocalObjectReference{Name: "svc"}, ProviderID: "prov",
+			MCPConnection: v1.MCPConnection{URL: "https://mcp.example.com/mcp", CredentialRef: cred}}}
+	for _, op := range doc.Operations {
+		sd.Spec.Operations = append(sd.Spec.Operations, v1.OperationBinding{OperationRef: op.OperationRef, EndpointRef: "mcp_connection",
+			CredentialRef: cred.DeepCopy(), GrantRefs: []string{"grant"}, Expose: op.OperationRef == "op-a"})
+	}
+	return doc, []client.Object{prof, role, rb, secret, sd}
+}
+
+func (h *harness) reconcileProfile(name string) ctrl.Result {
+	h.t.Helper()
+	res, err := h.prof.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return res
+}
+
+func (h *harness) reconcileDeployment(name string) ctrl.Result {
+	h.t.Helper()
+	res, err := h.dep.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return res
+}
+
+func (h *harness) deployment(name string) *v1.ServiceDeployment {
+	h.t.Helper()
+	sd := &v1.ServiceDeployment{}
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, sd); err != nil {
+		h.t.Fatal(err)
+	}
+	return sd
+}
+
+func (h *harness) profile(name string) *v1.McpServiceProfile {
+	h.t.Helper()
+	p := &v1.McpServiceProfile{}
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, p); err != nil {
+		h.t.Fatal(err)
+	}
+	return p
+}
+
+// kstatusOf computes the kstatus a GitOps tool would read.
+func kstatusOf(t *testing.T, o client.Object) status.Status {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := status.Compute(&unstructured.Unstructured{Object: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Status
+}
+
+func cond(conds []metav1.Condition, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(conds, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{Type: typ, Status: "Absent"}
+}
+
+func (h *harness) activate() {
+	h.t.Helper()
+	h.freezer.set(liveSnapshot(h.t, "2026-07-28", toolB, toolA2), nil)
+	h.reconcileProfile("svc")
+	h.reconcileDeployment("sd")
+	sd := h.deployment("sd")
+	if c := cond(sd.Status.Conditions, TypeReady); c.Status != metav1.ConditionTrue || c.Reason != ReasonActivated {
+		h.t.Fatalf("Ready = %+v; conditions %+v", c, sd.Status.Conditions)
+	}
+}
+
+func TestActivationAndNoOpReconcile(t *testing.T) {
+	doc, objs := world(t)
+	h := newHarness(t, objs...)
+	h.activate()
+
+	p := h.profile("svc")
+	if p.Status.SnapshotDigest != doc.Snapshot.Digest || !strings.HasPrefix(p.Status.ProfileDigest, "sha256:") || p.Status.ObservedGeneration != 1 {
+		t.Fatalf("profile status = %+v", p.Status)
+	}
+	if got := kstatusOf(t, p); got != status.CurrentStatus {
+		t.Fatalf("profile kstatus = %s", got)
+	}
+	sd := h.deployment("sd")
+	st := sd.Status
+	if st.ActiveSnapshotDigest != doc.Snapshot.Digest || st.ExposedOperations != 1 || st.ObservedGeneration != 1 ||
+		st.ProfileDigest != p.Status.ProfileDigest || st.CredentialHash != CredentialHash("sd-uid", []byte("s3cret")) || st.LastFrozenTime == nil {
+		t.Fatalf("deployment status = %+v", st)
+	}
+	for _, typ := range deploymentStages {
+		if c := cond(st.Conditions, typ); c.Status != metav1.ConditionTrue {
+			t.Fatalf("%s = %+v", typ, c)
+		}
+	}
+	if c := cond(st.Conditions, TypeReconciling); c.Status != "Absent" {
+		t.Fatalf("Reconciling = %+v", c)
+	}
+	if got := kstatusOf(t, sd); got != status.CurrentStatus {
+		t.Fatalf("deployment kstatus = %s", got)
+	}
+	if h.freezer.last.Credential == nil || h.freezer.last.URL != "https://mcp.example.com/mcp" || h.freezer.last.Namespace != ns {
+		t.Fatalf("freeze request = %+v", h.freezer.last)
+	}
+	if e := <-h.events.Events; !strings.Contains(e, "Normal Verified") {
+		t.Fatalf("event %q", e)
+	}
+	if e := <-h.events.Events; !strings.Contains(e, "Normal Activated") {
+		t.Fatalf("event %q", e)
+	}
+
+	// A second pass over unchanged objects makes zero API writes, freezes nothing, emits nothing.
+	writes, freezes := h.writes, h.freezer.count()
+	h.reconcileProfile("svc")
+	res := h.reconcileDeployment("sd")
+	if h.writes != writes || h.freezer.count() != freezes {
+		t.Fatalf("no-op pass: %d writes, %d freezes", h.writes-writes, h.freezer.count()-freezes)
+	}
+	if len(h.events.Events) != 0 {
+		t.Fatalf("no-op pass emitted %q", <-h.events.Events)
+	}
+	if res.RequeueAfter < time.Hour-time.Second || res.RequeueAfter > 66*time.Minute {
+		t.Fatalf("requeue after %v, want the jittered re-verification interval", res.RequeueAfter)
+	}
+
+	// Re-verification when due freezes again; an unchanged server changes only lastFrozenTime.
+	h.clock.SetTime(h.clock.Now().Add(2 * time.Hour))
+	writes = h.writes
+	h.reconcileDeployment("sd")
+	if h.freezer.count() != freezes+1 || h.writes != writes+1 {
+		t.Fatalf("re-verification: %d freezes, %d writes", h.freezer.count()-freezes, h.writes-writes)
+	}
+	if c := cond(h.deployment("sd").Status.Conditions, TypeReady); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready after re-verification = %+v", c)
+	}
+}
+
+func TestDriftRefusesWithDiffAndRecoversWithNewProfile(t *testing.T) {
+	doc, objs := world(t)
+	h := newHarness(t, objs...)
+	h.activate()
+
+	// The live server changes tool a and adds c.
+	h.freezer.set(liveSnapshot(t, "2026-07-28", toolAx, toolB, toolC), nil)
+	h.clock.SetTime(h.clock.Now().Add(2 * time.Hour))
+	h.reconcileDeployment("sd")
+	sd := h.deployment("sd")
+	st := sd.Status
+	if c := cond(st.Conditions, TypeReady); c.Status != metav1.ConditionFalse || c.Reason != ReasonSnapshotDrift {
+		t.Fatalf("Ready = %+v", c)
+	}
+	if c := cond(st.Conditions, TypeStalled); c.Status != metav1.ConditionTrue || c.Reason != ReasonSnapshotDrift {
+		t.Fatalf("Stalled = %+v", c)
+	}
+	if c := cond(st.Conditions, TypeSnapshotMatched); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, `changed "a"`) || !strings.Contains(c.Message, `added "c"`) {
+		t.Fatalf("SnapshotMatched = %+v", c)
+	}
+	live := liveSnapshot(t, "2026-07-28", toolAx, toolB, toolC)
+	if st.ActiveSnapshotDigest != "" || st.CandidateSnapshotDigest != live.Digest || st.ExposedOperations != 0 {
+		t.Fatalf("status = %+v", st)
+	}
+	if st.Drift == nil || len(st.Drift.Added) != 1 || st.Drift.Added[0].Name != "c" || len(st.Drift.Changed) != 1 ||
+		st.Drift.Changed[0].From != digestOf(t, toolA) || st.Drift.Changed[0].To != digestOf(t, toolAx) || len(st.Drift.Removed) != 0 {
+		t.Fatalf("drift = %+v", st.Drift)
+	}
+	if got := kstatusOf(t, sd); got != status.FailedStatus {
+		t.Fatalf("kstatus = %s, want Failed", got)
+	}
+	drained := strings.Join(drain(h.events), "\n")
+	if !strings.Contains(drained, "Warning SnapshotDrift") {
+		t.Fatalf("events %q", drained)
+	}
+
+	// The refusal is stable: a second pass writes nothing.
+	writes := h.writes
+	h.reconcileDeployment("sd")
+	if h.writes != writes {
+		t.Fatalf("drifted no-op pass wrote %d times", h.writes-writes)
+	}
+
+	// A new reviewed profile that matches the live server re-activates without manual steps.
+	newDoc := testDoc(t, "2026-07-28", toolAx, toolB, toolC)
+	newDoc.Service = doc.Service
+	p := h.profile("svc")
+	p.Spec.Source.Inline = newDoc
+	p.Generation = 2
+	if err := h.c.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcileProfile("svc")
+	sd = h.deployment("sd")
+	sd.Spec.Operations = append(sd.Spec.Operations, v1.OperationBinding{OperationRef: "op-c", EndpointRef: "mcp_connection",
+		CredentialRef: sd.Spec.MCPConnection.CredentialRef.DeepCopy(), GrantRefs: []string{"grant"}})
+	sd.Generation = 2
+	if err := h.c.Update(context.Background(), sd); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcileDeployment("sd")
+	st = h.deployment("sd").Status
+	if c := cond(st.Conditions, TypeReady); c.Status != metav1.ConditionTrue || st.ActiveSnapshotDigest != live.Digest || st.Drift != nil || st.CandidateSnapshotDigest != "" || st.ObservedGeneration != 2 {
+		t.Fatalf("after new profile: Ready %+v, status %+v", c, st)
+	}
+}
+
+func TestProtocolEraChangeIsDrift(t *testing.T) {
+	_, objs := world(t)
+	h := newHarness(t, objs...)
+	h.activate()
+	h.freezer.set(liveSnapshot(t, "2025-11-25", toolA, toolB), nil)
+	h.clock.SetTime(h.clock.Now().Add(2 * time.Hour))
+	h.reconcileDeployment("sd")
+	st := h.deployment("sd").Status
+	if st.Drift == nil || st.Drift.ProtocolFrom != "2026-07-28" || st.Drift.ProtocolTo != "2025-11-25" || len(st.Drift.Changed)+len(st.Drift.Added)+len(st.Drift.Removed) != 0 {
+		t.Fatalf("drift = %+v", st.Drift)
+	}
+}
+
+func drain(r *events.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func TestServerUnreachableRetriesWithoutStalling(t *testing.T) {
+	_, objs := world(t)
+	h := newHarness(t, objs...)
+	h.freezer.set(nil, errors.New("dial tcp 10.0.0.1:443: connect: connection refused"))
+	h.reconcileProfile("svc")
+	res := h.reconcileDeployment("sd")
+	sd := h.deployment("sd")
+	st := sd.Status
+	if c := cond(st.Conditions, TypeReady); c.Status != metav1.ConditionFalse || c.Reason != ReasonServerUnreachable || strings.Contains(c.Message, "10.0.0.1") {
+		t.Fatalf("Ready = %+v", c)
+	}
+	if c := cond(st.Conditions, TypeReconciling); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Reconciling = %+v", c)
+	}
+	if c := cond(st.Conditions, TypeStalled); c.Status != "Absent" {
+		t.Fatalf("Stalled = %+v", c)
+	}
+	if st.ObservedGeneration != 0 || res.RequeueAfter != 5*time.Second {
+		t.Fatalf("observedGeneration %d, requeue %v", st.ObservedGeneration, res.RequeueAfter)
+	}
+	if got := kstatusOf(t, sd); got != status.InProgressStatus {
+		t.Fatalf("kstatus = %s", got)
+	}
+	// The server comes back: the retry activates.
+	h.freezer.set(liveSnapshot(t, "2026-07-28", toolA, toolB), nil)
+	h.reconcileDeployment("sd")
+	if c := cond(h.deployment("sd").Status.Conditions, TypeReady); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready after retry = %+v", c)
+	}
+}
+
+func TestCredentialMissingAndRotated(t *testing.T) {
+	_, objs := world(t)
+	var kept []client.Object
+	for _, o := range objs {
+		if _, ok := o.(*corev1.Secret); !ok {
+			kept = append(kept, o)
+		}
+	}
+	h := newHarness(t, kept...)
+	h.freezer.set(liveSnapshot(t, "2026-07-28", toolA, toolB), nil)
+	h.reconcileProfile("svc")
+	h.reconcileDeployment("sd")
+	st := h.deployment("sd").Status
+	if c := cond(st.Conditions, TypeReady); c.Reason != ReasonCredentialNotFound || cond(st.Conditions, TypeReconciling).Status != metav1.ConditionTrue {
+		t.Fatalf("Ready = %+v", c)
+	}
+	if h.freezer.count() != 0 {
+		t.Fatal("froze without a credential")
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tok"}, Data: map[string][]byte{"token": []byte("v1")}}
+	if err := h.c.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcileDeployment("sd")
+	st = h.deployment("sd").Status
+	if cond(st.Conditions, TypeReady).Status != metav1.ConditionTrue || st.CredentialHash != CredentialHash("sd-uid", []byte("v1")) {
+		t.Fatalf("status = %+v", st)
+	}
+	// Rotation: noticed on the next pass, re-frozen with the new credential, value never stored.
+	secret.Data["token"] = []byte("v2")
+	if err := h.c.Update(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	freezes := h.freezer.count()
+	h.reconcileDeployment("sd")
+	st = h.deployment("sd").Status
+	if h.freezer.count() != freezes+1 || st.CredentialHash != CredentialHash("sd-uid", []byte("v2")) {
+		t.Fatalf("rotation not noticed: %d freezes, hash %s", h.freezer.count()-freezes, st.CredentialHash)
+	}
+}
+
+func TestInlineRefusedWhenProvenanceRequired(t *testing.T) {
+	_, objs := world(t)
+	h := newHarness(t, objs...)
+	h.prof.Resolver.RequireProvenance = true
+	h.reconcileProfile("svc")
+	p := h.profile("svc")
+	if c := cond(p.Status.Conditions, TypeSourceVerified); c.Status != metav1.ConditionFalse || c.Reason != ReasonInlineSourceRefused {
+		t.Fatalf("SourceVerified = %+v", c)
+	}
+	if p.Status.SnapshotDigest != "" || kstatusOf(t, p) != status.FailedStatus {
+		t.Fatalf("status %+v kstatus %s", p.Status, kstatusOf(t, p))
+	}
+	h.reconcileDeployment("sd")
+	sd := h.deployment("sd")
+	if c := cond(sd.Status.Conditions, TypeReady); c.Reason != ReasonProfileNotReady || kstatusOf(t, sd) != status.FailedStatus {
+		t.Fatalf("Ready = %+v kstatus %s", c, kstatusOf(t, sd))
+	}
+	if h.freezer.count() != 0 {
+		t.Fatal("froze for an unverified profile")
+	}
+}
+
+func TestTamperedInlineProfile(t *testing.T) {
+	_, objs := world(t)
+	objs[0].(*v1.McpServiceProfile).Spec.Source.Inline.Snapshot.Tools[0].Descriptor.Raw = []byte(toolAx)
+	h := newHarness(t, objs...)
+	h.reconcileProfile("svc")
+	p := h.profile("svc")
+	if c := cond(p.Status.Conditions, TypeSnapshotMatched); c.Status != metav1.ConditionFalse || c.Reason != ReasonSnapshotDigestMismatch {
+		t.Fatalf("SnapshotMatched = %+v (all %+v)", c, p.Status.Conditions)
+	}
+	if c := cond(p.Status.Conditions, TypeSourceVerified); c.Status != metav1.ConditionTrue {
+		t.Fatalf("SourceVerified = %+v", c)
+	}
+}
+
+func TestBindingRefusals(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(objs []client.Object) []client.Object
+		reason string
+	}{
+		{"missing grant RoleBinding", func(objs []client.Object) []client.Object { return without[*rbacv1.RoleBinding](objs) }, ReasonGrantNotFound},
+		{"missing role", func(objs []client.Object) []client.Object { return without[*rbacv1.Role](objs) }, ReasonGrantNotFound},
+		{"role allows another name", func(objs []client.Object) []client.Object {
+			for _, o := range objs {
+				if r, ok := o.(*rbacv1.Role); ok {
+					r.Rules[0].ResourceNames = []string{"other"}
+				}
+			}
+			return objs
+		}, ReasonGrantDenied},
+		{"wrong endpoint ref", func(objs []client.Object) []client.Object {
+			sdOf(objs).Spec.Operations[0].EndpointRef = "elsewhere"
+			return objs
+		}, ReasonEndpointRefInvalid},
+		{"wrong credential ref", func(objs []client.Object) []client.Object {
+			sdOf(objs).Spec.Operations[1].CredentialRef.Key = "other"
+			return objs
+		}, ReasonCredentialRefMismatch},
+		{"operation set differs", func(objs []client.Object) []client.Object {
+			sdOf(objs).Spec.Operations = sdOf(objs).Spec.Operations[:1]
+			return objs
+		}, ReasonOperationSetMismatch},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, objs := world(t)
+			h := newHarness(t, tc.mutate(objs)...)
+			h.freezer.set(liveSnapshot(t, "2026-07-28", toolA, toolB), nil)
+			h.reconcileProfile("svc")
+			h.reconcileDeployment("sd")
+			sd := h.deployment("sd")
+			if c := cond(sd.Status.Conditions, TypeBound); c.Status != metav1.ConditionFalse || c.Reason != tc.reason {
+				t.Fatalf("Bound = %+v", c)
+			}
+			if c := cond(sd.Status.Conditions, TypeSnapshotFrozen); c.Status != "Absent" {
+				t.Fatalf("SnapshotFrozen = %+v (stage after a refusal must not be reported)", c)
+			}
+			if h.freezer.count() != 0 {
+				t.Fatal("an unbound deployment dialled its endpoint")
+			}
+			if kstatusOf(t, sd) != status.FailedStatus {
+				t.Fatalf("kstatus = %s", kstatusOf(t, sd))
+			}
+		})
+	}
+}
+
+func TestCollisionSecondRefusedNamingFirst(t *testing.T) {
+	_, objs := world(t)
+	first := sdOf(objs)
+	second := first.DeepCopy()
+	second.Name, second.UID = "sd2", "sd2-uid"
+	second.CreationTimestamp = metav1.NewTime(first.CreationTimestamp.Add(time.Minute))
+	second.Spec.ProviderID = "prov2"
+	second.Spec.MCPConnection.URL = "https://other.example.com/mcp"
+	for _, o := range objs {
+		if r, ok := o.(*rbacv1.Role); ok {
+			r.Rules[0].ResourceNames = nil
+		}
+	}
+	h := newHarness(t, append(objs, second)...)
+	h.activate()
+	h.reconcileDeployment("sd2")
+	c := cond(h.deployment("sd2").Status.Conditions, TypeBound)
+	if c.Reason != ReasonOperationCollision || !strings.Contains(c.Message, "team/sd") {
+		t.Fatalf("Bound = %+v", c)
+	}
+	if c := cond(h.deployment("sd").Status.Conditions, TypeReady); c.Status != metav1.ConditionTrue {
+		t.Fatalf("the first deployment lost its claim: %+v", c)
+	}
+	// The holder goes away: the second one takes over.
+	if err := h.c.Delete(context.Background(), h.deployment("sd")); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcileDeployment("sd2")
+	if c := cond(h.deployment("sd2").Status.Conditions, TypeReady); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready after the holder left = %+v", c)
+	}
+}
+
+func without[T client.Object](objs []client.Object) []client.Object {
+	var out []client.Object
+	for _, o := range objs {
+		if _, ok := o.(T); !ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func sdOf(objs []client.Object) *v1.ServiceDeployment {
+	for _, o := range objs {
+		if sd, ok := o.(*v1.ServiceDeployment); ok {
+			return sd
+		}
+	}
+	return nil
+}
