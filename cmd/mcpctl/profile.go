@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/b10x/connector-mcp/mcpclient"
+	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+func init() {
+	register("profile", verb{summary: "draft a profile from a snapshot (init) or check a profile against a live server (check)", run: runProfile})
+}
+
+const profileUsage = `usage:
+  mcpctl profile init --snapshot FILE [--service-ref REF] [--connection-ref REF]
+  mcpctl profile check --profile FILE (--url URL | -- CMD ARGS...)`
+
+func runProfile(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) == 0 {
+		return usagef("%s", profileUsage)
+	}
+	switch args[0] {
+	case "init":
+		return profileInit(env, args[1:])
+	case "check":
+		return profileCheck(ctx, env, args[1:])
+	default:
+		return usagef("unknown profile command %q\n%s", args[0], profileUsage)
+	}
+}
+
+// maxSnapshotFile bounds a snapshot file read by "profile init".
+const maxSnapshotFile = 16 << 20
+
+// readSnapshot reads a ToolSnapshot as printed by "mcpctl snapshot" (path "-" is stdin) and
+// reconstructs its digests; a snapshot whose digests do not reconstruct is refused.
+func readSnapshot(env *cliEnv, path string) (*snapshot.ToolSnapshot, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(io.LimitReader(env.stdin, maxSnapshotFile+1))
+		if err == nil && len(b) > maxSnapshotFile {
+			err = fmt.Errorf("stdin: snapshot larger than %d bytes", maxSnapshotFile)
+		}
+	} else {
+		b, err = readBounded(path, maxSnapshotFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Refuse duplicate keys and invalid UTF-8 before decoding: the descriptors are evidence.
+	if _, err := snapshot.Canonicalize(b); err != nil {
+		return nil, err
+	}
+	var s snapshot.ToolSnapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: not a tool snapshot: %w", path, err)
+	}
+	if len(s.Tools) == 0 {
+		return nil, fmt.Errorf("%s: snapshot has no tools", path)
+	}
+	if err := s.Verify(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func profileInit(env *cliEnv, args []string) error {
+	fs := newFlagSet("profile init")
+	snap := fs.String("snapshot", "", "snapshot JSON file from \"mcpctl snapshot\" (- for stdin)")
+	serviceRef := fs.String("service-ref", "", "service reference (default: derived from the server name)")
+	connRef := fs.String("connection-ref", "", "Connection reference (default: the service reference)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *snap == "" || fs.NArg() != 0 {
+		return usagef("usage: mcpctl profile init --snapshot FILE")
+	}
+	s, err := readSnapshot(env, *snap)
+	if err != nil {
+		return err
+	}
+	doc := ocipack.Draft(s)
+	if *serviceRef != "" {
+		doc.Service.Ref, doc.Service.ConnectionRef = *serviceRef, *serviceRef
+	}
+	if *connRef != "" {
+		doc.Service.ConnectionRef = *connRef
+	}
+	if err := ocipack.ValidateFields(doc); err != nil {
+		return err
+	}
+	y, err := ocipack.EncodeProfile(doc, ocipack.FormatYAML)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stderr, "draft profile with %d operation(s); set every effect (read, write, destructive) before packing\n", len(doc.Operations))
+	fmt.Fprint(env.stdout, "# Draft profile: every effect is \"unreviewed\" and is refused until a reviewer sets read,\n# write or destructive. Titles and operation references are placeholders.\n")
+	_, err = env.stdout.Write(y)
+	return err
+}
+
+// checkReport is the JSON output of "profile check".
+type checkReport struct {
+	// Service is the profile's service reference.
+	Service string `json:"service"`
+	// Recorded is the profile's snapshot digest.
+	Recorded string `json:"recorded"`
+	// Live is the live snapshot digest.
+	Live string `json:"live"`
+	// Drift is true when the live snapshot differs from the recorded one.
+	Drift bool `json:"drift"`
+	// Diff lists protocol, added, removed and changed tools by name and digest.
+	Diff snapshot.Diff `json:"diff"`
+}
+
+func profileCheck(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet("profile check")
+	profilePath := fs.String("profile", "", "profile document (YAML or JSON)")
+	sf := newProfileServerFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *profilePath == "" {
+		return usagef("usage: mcpctl profile check --profile FILE (--url URL | -- CMD ARGS...)")
+	}
+	b, err := readBounded(*profilePath, ocipack.MaxProfileSize)
+	if err != nil {
+		return err
+	}
+	doc, err := ocipack.DecodeProfile(b)
+	if err != nil {
+		return err
+	}
+	// A draft may be checked too: only the recorded snapshot matters here.
+	if err := ocipack.ValidateDraft(doc); err != nil {
+		return err
+	}
+	recorded, err := ocipack.SnapshotOf(doc)
+	if err != nil {
+		return err
+	}
+	live, err := sf.liveSnapshot(ctx, env, fs.Args())
+	if err != nil {
+		return err
+	}
+	diff := snapshot.Compare(recorded, live)
+	rep := checkReport{Service: doc.Service.Ref, Recorded: recorded.Digest, Live: live.Digest, Drift: !diff.Empty(), Diff: diff}
+	if err := writeJSON(env.stdout, rep); err != nil {
+		return err
+	}
+	if !rep.Drift {
+		fmt.Fprintln(env.stderr, "no drift: live snapshot", live.Digest, "matches the profile")
+		return nil
+	}
+	fmt.Fprint(env.stderr, formatDiff(diff))
+	return &driftError{msg: summarizeDiff(diff)}
+}
+
+// formatDiff renders a diff for people, one line per change, names and digests only.
+func formatDiff(d snapshot.Diff) string {
+	var b strings.Builder
+	if d.ProtocolFrom != d.ProtocolTo {
+		fmt.Fprintf(&b, "~ protocol %s -> %s\n", d.ProtocolFrom, d.ProtocolTo)
+	}
+	for _, t := range d.Removed {
+		fmt.Fprintf(&b, "- removed %q %s\n", t.Name, t.Digest)
+	}
+	for _, t := range d.Added {
+		fmt.Fprintf(&b, "+ added   %q %s\n", t.Name, t.Digest)
+	}
+	for _, t := range d.Changed {
+		fmt.Fprintf(&b, "~ changed %q %s -> %s\n", t.Name, t.From, t.To)
+	}
+	return b.String()
+}
+
+func summarizeDiff(d snapshot.Diff) string {
+	var parts []string
+	if d.ProtocolFrom != d.ProtocolTo {
+		parts = append(parts, "protocol changed")
+	}
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{len(d.Added), "added"}, {len(d.Removed), "removed"}, {len(d.Changed), "changed"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d tool(s) %s", p.n, p.what))
+		}
+	}
+	return "live server differs from the profile: " + strings.Join(parts, ", ")
+}
+
+// profileServerFlags select the live server of "profile check": --url URL (Streamable HTTP) or
+// -- CMD ARGS... (stdio, argv only) with --inherit-env NAME.
+//
+// TODO(ocipack): switch to the shared server flags of serverflags.go once they land, so that every
+// verb names a server the same way (OAuth, egress policy).
+type profileServerFlags struct {
+	url        string
+	inheritEnv []string
+	egress     egressFlags
+}
+
+func newProfileServerFlags(fs *pflag.FlagSet) *profileServerFlags {
+	f := &profileServerFlags{}
+	fs.StringVar(&f.url, "url", "", "Streamable HTTP endpoint of the server")
+	fs.StringArrayVar(&f.inheritEnv, "inherit-env", nil, "environment variable passed to a stdio server (repeatable)")
+	f.egress.register(fs)
+	return f
+}
+
+// liveSnapshot connects to the server and lists its tools into a snapshot.
+func (f *profileServerFlags) liveSnapshot(ctx context.Context, env *cliEnv, argv []string) (*snapshot.ToolSnapshot, error) {
+	var cfg mcpclient.ServerConfig
+	switch {
+	case f.url != "" && len(argv) > 0:
+		return nil, usagef("give either --url or -- CMD ARGS..., not both")
+	case f.url != "":
+		u, err := url.Parse(f.url)
+		if err != nil {
+			return nil, usagef("--url: not a URL")
+		}
+		hc, err := f.egress.httpClient(u)
+		if err != nil {
+			return nil, err
+		}
+		cfg.HTTP = &mcpclient.HTTPServer{URL: f.url, HTTPClient: hc}
+	case len(argv) > 0:
+		cfg.Stdio = &mcpclient.StdioServer{Argv: argv, InheritEnv: f.inheritEnv, LookupEnv: func(k string) (string, bool) {
+			v := env.getenv(k)
+			return v, v != ""
+		}}
+	default:
+		return nil, usagef("name the server: --url URL or -- CMD ARGS...")
+	}
+	sess, err := mcpclient.NewClient(nil).Connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	return sess.ListTools(ctx)
+}
