@@ -1,0 +1,68 @@
+package oauth
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+
+	"github.com/b10x/connector-mcp/egress"
+)
+
+// maxOAuthResponse bounds every metadata, registration and token response.
+const maxOAuthResponse = 1 << 20
+
+// NewHTTPClient returns the HTTP client for OAuth discovery, registration, token and refresh
+// requests: egress's guarded client with no endpoint binding, so the IP policy is judged at
+// dial time on the resolved address (private, link-local, metadata and — unless ip.Loopback
+// allows it, for development — loopback are refused), the proxy environment is ignored,
+// redirects are refused, and responses are bounded to 1 MiB with egress's default deadline. The
+// zero IPPolicy is the strict one. go-sdk's own discovery checks step aside for a client with
+// its own transport, so this one carries the whole policy.
+func NewHTTPClient(ip egress.IPPolicy) (*http.Client, error) {
+	return egress.NewHTTPClient(egress.Policy{IP: ip, MaxResponseBytes: maxOAuthResponse})
+}
+
+// refusalRecorder remembers the last named refusal of the transport (an egress policy refusal,
+// free of secrets and prose) so a failed discovery can say why, although the SDK flattens the
+// errors of its metadata fetches.
+type refusalRecorder struct {
+	mu   sync.Mutex
+	last error
+	next http.RoundTripper
+}
+
+func (r *refusalRecorder) reset() {
+	r.mu.Lock()
+	r.last = nil
+	r.mu.Unlock()
+}
+
+// RoundTrip implements [http.RoundTripper].
+func (r *refusalRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	var named interface{ Refusal() string }
+	if err != nil && errors.As(err, &named) {
+		r.mu.Lock()
+		r.last = named.(error)
+		r.mu.Unlock()
+	}
+	return resp, err
+}
+
+// wrap returns a copy of c whose transport records refusals.
+func (r *refusalRecorder) wrap(c *http.Client) *http.Client {
+	r.next = c.Transport
+	if r.next == nil {
+		r.next = http.DefaultTransport
+	}
+	cc := *c
+	cc.Transport = r
+	return &cc
+}
+
+// dialRefusal returns the last recorded refusal, or nil.
+func (h *Handler) dialRefusal() error {
+	h.refusals.mu.Lock()
+	defer h.refusals.mu.Unlock()
+	return h.refusals.last
+}
