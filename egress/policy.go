@@ -119,14 +119,17 @@ func (p Policy) endpointBinding() (*binding, error) {
 		return nil, nil
 	}
 	u, err := url.Parse(p.Endpoint)
-	if err != nil || u.Host == "" || u.Opaque != "" {
+	if err != nil || !u.IsAbs() {
 		return nil, fmt.Errorf("%w: endpoint is not an absolute URL", ErrInvalidPolicy)
-	}
-	if u.User != nil {
-		return nil, fmt.Errorf("%w: endpoint carries userinfo", ErrInvalidPolicy)
 	}
 	if err := p.checkScheme(u.Scheme); err != nil {
 		return nil, err
+	}
+	if u.Host == "" || u.Opaque != "" {
+		return nil, fmt.Errorf("%w: endpoint has no host", ErrInvalidPolicy)
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("%w: endpoint carries userinfo", ErrInvalidPolicy)
 	}
 	b := bindingOf(u)
 	if b.host == "" {
