@@ -123,15 +123,6 @@ func (e *AuthorizationError) Error() string {
 	return s
 }
 
-// Refusal returns "authorization_denied" when the user or server denied access, and "" otherwise
-// (a plain failure, not a refusal).
-func (e *AuthorizationError) Refusal() string {
-	if e.Code == "access_denied" {
-		return RefusalAuthorizationDenied
-	}
-	return ""
-}
-
 // Unwrap returns [ErrAuthorizationFailed] and the sanitized cause, if any.
 func (e *AuthorizationError) Unwrap() []error {
 	if e.err != nil {
@@ -139,6 +130,18 @@ func (e *AuthorizationError) Unwrap() []error {
 	}
 	return []error{ErrAuthorizationFailed}
 }
+
+// DeniedError reports that the user or the authorization server denied the authorization
+// (error=access_denied in the authorization response).
+type DeniedError struct{}
+
+func (e *DeniedError) Error() string { return "oauth: authorization denied" }
+
+// Refusal returns "authorization_denied".
+func (e *DeniedError) Refusal() string { return RefusalAuthorizationDenied }
+
+// Unwrap returns [ErrAuthorizationFailed].
+func (e *DeniedError) Unwrap() error { return ErrAuthorizationFailed }
 
 // RefreshError reports a failed refresh; Code is a registered OAuth error code or "".
 type RefreshError struct {

@@ -381,8 +381,8 @@ func TestDeniedAuthorizationIsNamedWithoutProse(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = h.Login(context.Background())
-	var ae *oauth.AuthorizationError
-	if !errors.As(err, &ae) || ae.Code != "access_denied" || ae.Refusal() != "authorization_denied" {
+	var de *oauth.DeniedError
+	if !errors.As(err, &de) || de.Refusal() != "authorization_denied" || !errors.Is(err, oauth.ErrAuthorizationFailed) {
 		t.Fatalf("got %v, want authorization_denied", err)
 	}
 	assertClean(t, err)

@@ -72,8 +72,8 @@ func (l *LoopbackRedirect) callback(w http.ResponseWriter, r *http.Request) {
 
 // Fetcher returns an [auth.AuthorizationCodeFetcher] that hands the authorization URL to open
 // (which prints it, and may start a browser), prints one progress line to progress, and waits
-// until the redirect arrives, ctx ends, or timeout passes ([ErrAuthorizationTimeout]). An error
-// response from the authorization server becomes an [*AuthorizationError] carrying only its
+// until the redirect arrives, ctx ends, or timeout passes ([ErrAuthorizationTimeout]). A denial
+// becomes a [*DeniedError]; another error response an [*AuthorizationError] carrying only its
 // registered error code.
 func (l *LoopbackRedirect) Fetcher(open func(authURL string) error, progress io.Writer, timeout time.Duration) auth.AuthorizationCodeFetcher {
 	return func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
@@ -99,7 +99,9 @@ func (l *LoopbackRedirect) Fetcher(open func(authURL string) error, progress io.
 		defer timer.Stop()
 		select {
 		case q := <-l.results:
-			if e := q.Get("error"); e != "" {
+			if e := q.Get("error"); e == "access_denied" {
+				return nil, &DeniedError{}
+			} else if e != "" {
 				return nil, &AuthorizationError{Stage: "authorization", Code: sanitizeCode(e)}
 			}
 			return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/b10x/connector-mcp/mcpclient/oauth"
+	"github.com/spf13/pflag"
+)
+
+func init() {
+	register("login", verb{
+		summary: "authorize mcpctl for an OAuth-protected MCP server (--url URL); the token is kept in XDG state",
+		run:     runLogin,
+	})
+}
+
+// credentialView is the JSON form of a stored credential: never a token or secret value.
+type credentialView struct {
+	Resource    string     `json:"resource"`
+	Issuer      string     `json:"issuer"`
+	Audience    string     `json:"audience,omitempty"`
+	ClientID    string     `json:"client_id"`
+	Scopes      []string   `json:"scopes"`
+	Expiry      *time.Time `json:"expiry,omitempty"`
+	Expired     bool       `json:"expired"`
+	Refreshable bool       `json:"refreshable"`
+	Updated     time.Time  `json:"updated"`
+}
+
+func viewOf(c *oauth.Credential, now time.Time) credentialView {
+	v := credentialView{
+		Resource: c.Resource, Issuer: c.Issuer, Audience: c.Audience, ClientID: c.ClientID,
+		Scopes: c.Scopes, Refreshable: c.RefreshToken != "", Updated: c.Updated,
+	}
+	if v.Scopes == nil {
+		v.Scopes = []string{}
+	}
+	if !c.Expiry.IsZero() {
+		e := c.Expiry.UTC()
+		v.Expiry = &e
+		v.Expired = now.After(c.Expiry)
+	}
+	return v
+}
+
+func runLogin(ctx context.Context, env *cliEnv, args []string) error {
+	fs := pflag.NewFlagSet("login", pflag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	var (
+		serverURL, clientID, secretEnv, metadataURL string
+		scopes                                      []string
+		timeout                                     time.Duration
+		noBrowser                                   bool
+	)
+	fs.StringVar(&serverURL, "url", "", "MCP server URL (Streamable HTTP)")
+	fs.StringVar(&clientID, "client-id", "", "pre-registered OAuth client id (preferred over the others)")
+	fs.StringVar(&secretEnv, "client-secret-env", "", "name of the environment variable holding the pre-registered client's secret")
+	fs.StringVar(&metadataURL, "client-metadata-url", "", "Client ID Metadata Document URL (https), used when the authorization server supports it")
+	fs.StringArrayVar(&scopes, "scope", nil, "scope to request in addition to those the server asks for (repeatable)")
+	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the authorization in the browser")
+	fs.BoolVar(&noBrowser, "no-browser", false, "only print the authorization URL, do not try to open a browser")
+	if err := fs.Parse(args); err != nil {
+		return usagef("login: %v", err)
+	}
+	switch {
+	case serverURL == "":
+		return usagef("login: --url is required")
+	case fs.NArg() > 0:
+		return usagef("login: unexpected arguments %q", fs.Args())
+	case clientID != "" && metadataURL != "":
+		return usagef("login: --client-id and --client-metadata-url are exclusive")
+	case secretEnv != "" && clientID == "":
+		return usagef("login: --client-secret-env needs --client-id")
+	case timeout <= 0:
+		return usagef("login: --timeout must be positive")
+	}
+	if _, err := oauth.CanonicalResource(serverURL); err != nil {
+		return usagef("login: --url must be an http(s) URL without user information")
+	}
+	var secret string
+	if secretEnv != "" {
+		if secret = env.getenv(secretEnv); secret == "" {
+			return usagef("login: environment variable %s is empty", secretEnv)
+		}
+	}
+	store, err := oauthStore(env)
+	if err != nil {
+		return err
+	}
+	client, err := oauthHTTPClient(serverURL)
+	if err != nil {
+		return err
+	}
+	lb, err := oauth.ListenLoopback()
+	if err != nil {
+		return err
+	}
+	defer lb.Close()
+	open := func(authURL string) error {
+		fmt.Fprintf(env.stderr, "Open this URL in a browser to authorize mcpctl:\n\n  %s\n\n", authURL)
+		if !noBrowser {
+			openBrowser(env, authURL)
+		}
+		return nil
+	}
+	h, err := oauth.NewHandler(oauth.Options{
+		ServerURL: serverURL, Store: store, HTTPClient: client,
+		ClientID: clientID, ClientSecret: secret, ClientMetadataURL: metadataURL,
+		ClientName: "mcpctl", Scopes: scopes,
+		RedirectURL: lb.URL(), Fetcher: lb.Fetcher(open, env.stderr, timeout),
+	})
+	if err != nil {
+		return usagef("login: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
+	defer cancel()
+	fmt.Fprintf(env.stderr, "Contacting %s...\n", h.Resource())
+	cred, err := h.Login(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stderr, "Logged in: %v (stored under %s)\n", cred, store.Dir())
+	return writeJSON(env.stdout, viewOf(cred, time.Now()))
+}
