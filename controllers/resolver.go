@@ -35,6 +35,8 @@ type Resolver struct {
 	Verifier SourceVerifier
 	// RequireProvenance refuses inline sources (the production default).
 	RequireProvenance bool
+	// Metrics counts verification cache hits and misses of OCI sources. Optional.
+	Metrics *Metrics
 
 	mu    sync.Mutex
 	cache map[resolveKey]*Resolved
@@ -55,8 +57,14 @@ func (r *Resolver) Resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 		res, ok := r.cache[key]
 		r.mu.Unlock()
 		if ok {
+			if r.Metrics != nil && p.Spec.Source.OCI != nil {
+				r.Metrics.VerificationCacheHits.Inc()
+			}
 			return res, nil
 		}
+	}
+	if r.Metrics != nil && p.Spec.Source.OCI != nil {
+		r.Metrics.VerificationCacheMisses.Inc()
 	}
 	res, serr := r.resolve(ctx, p)
 	if serr != nil {

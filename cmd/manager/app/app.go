@@ -1,0 +1,235 @@
+// Package app wires the connector-mcp manager: flags for the cluster policy, the real
+// adapters (mcpclient and egress for live freezes, ocipack for pack verification), metrics and
+// both reconcilers. cmd/manager runs it; the envtest user stories run the same wiring against a
+// test control plane.
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/controllers"
+	"github.com/b10x/connector-mcp/controllers/adapters"
+	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/mcpclient"
+	"github.com/b10x/connector-mcp/ocipack"
+)
+
+// Options is the cluster policy and tuning of the manager.
+type Options struct {
+	// RequireProvenance refuses inline profiles and packs verified without a provenance
+	// (merge verification) policy. On by default.
+	RequireProvenance bool
+	// TrustedRootPath is a sigstore trusted_root.json for keyless verification.
+	TrustedRootPath string
+	// DefaultIssuer, DefaultSubject and DefaultSubjectRegExp form the default keyless identity.
+	DefaultIssuer, DefaultSubject, DefaultSubjectRegExp string
+	// DefaultPublicKeyPath is a PEM public key used when a profile names no identity.
+	DefaultPublicKeyPath string
+	// DefaultBuilderID, DefaultSourceRepository and DefaultSourceRef form the default
+	// provenance policy.
+	DefaultBuilderID, DefaultSourceRepository, DefaultSourceRef string
+	// EgressAllowCIDRs are private ranges every endpoint may resolve to.
+	EgressAllowCIDRs []string
+	// AllowLoopbackUnsafe lets freezes and pack pulls reach loopback (plain HTTP included):
+	// development and tests only.
+	AllowLoopbackUnsafe bool
+	// ReverifyInterval is the period of live re-verification; ReverifyJitter its extra fraction.
+	ReverifyInterval time.Duration
+	ReverifyJitter   float64
+	// RetryInterval is the delay before retrying a transient failure.
+	RetryInterval time.Duration
+	// FreezeTimeout bounds one live freeze; ProbeTimeout the era negotiation; ExchangeTimeout
+	// one HTTP exchange.
+	FreezeTimeout, ProbeTimeout, ExchangeTimeout time.Duration
+	// MaxTools and MaxResponseBytes bound a freeze.
+	MaxTools         int
+	MaxResponseBytes int64
+}
+
+// DefaultOptions returns the production defaults.
+func DefaultOptions() Options {
+	return Options{
+		RequireProvenance: true,
+		ReverifyInterval:  10 * time.Minute,
+		ReverifyJitter:    0.1,
+		RetryInterval:     30 * time.Second,
+		FreezeTimeout:     60 * time.Second,
+		ProbeTimeout:      mcpclient.DefaultProbeTimeout,
+		ExchangeTimeout:   egress.DefaultTimeout,
+		MaxTools:          mcpclient.DefaultMaxTools,
+		MaxResponseBytes:  egress.DefaultMaxResponseBytes,
+	}
+}
+
+// BindFlags registers the policy flags on fs with o's values as defaults.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.RequireProvenance, "require-provenance", o.RequireProvenance, "Refuse inline profiles and packs without a provenance (source repository and ref) policy.")
+	fs.StringVar(&o.TrustedRootPath, "trusted-root", o.TrustedRootPath, "Path of a sigstore trusted_root.json for keyless verification.")
+	fs.StringVar(&o.DefaultIssuer, "default-identity-issuer", o.DefaultIssuer, "Default keyless OIDC issuer for profiles that name no identity.")
+	fs.StringVar(&o.DefaultSubject, "default-identity-subject", o.DefaultSubject, "Default keyless certificate subject.")
+	fs.StringVar(&o.DefaultSubjectRegExp, "default-identity-subject-regexp", o.DefaultSubjectRegExp, "Default keyless certificate subject regular expression.")
+	fs.StringVar(&o.DefaultPublicKeyPath, "default-public-key", o.DefaultPublicKeyPath, "PEM public key used when a profile names no identity and no default keyless identity is set.")
+	fs.StringVar(&o.DefaultBuilderID, "default-builder-id", o.DefaultBuilderID, "Default SLSA builder.id a pack's provenance must name.")
+	fs.StringVar(&o.DefaultSourceRepository, "default-source-repository", o.DefaultSourceRepository, "Default source repository a pack's provenance must name.")
+	fs.StringVar(&o.DefaultSourceRef, "default-source-ref", o.DefaultSourceRef, "Default source ref (e.g. refs/heads/main) a pack's provenance must name.")
+	fs.StringSliceVar(&o.EgressAllowCIDRs, "egress-allow-cidr", o.EgressAllowCIDRs, "Private CIDR every MCP endpoint and registry may resolve to (repeatable).")
+	fs.BoolVar(&o.AllowLoopbackUnsafe, "allow-loopback-unsafe", o.AllowLoopbackUnsafe, "Development only: allow MCP servers and registries on loopback, over plain HTTP.")
+	fs.DurationVar(&o.ReverifyInterval, "reverify-interval", o.ReverifyInterval, "Period of live re-verification of every deployment (0 disables it).")
+	fs.Float64Var(&o.ReverifyJitter, "reverify-jitter", o.ReverifyJitter, "Maximum extra fraction of the re-verification interval, per deployment.")
+	fs.DurationVar(&o.RetryInterval, "retry-interval", o.RetryInterval, "Delay before retrying a transient failure.")
+	fs.DurationVar(&o.FreezeTimeout, "freeze-timeout", o.FreezeTimeout, "Deadline of one live freeze (connect, negotiate, list all tools).")
+	fs.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline of protocol era negotiation.")
+	fs.DurationVar(&o.ExchangeTimeout, "exchange-timeout", o.ExchangeTimeout, "Deadline of one outbound HTTP exchange.")
+	fs.IntVar(&o.MaxTools, "max-tools", o.MaxTools, "Maximum number of tools in one live listing.")
+	fs.Int64Var(&o.MaxResponseBytes, "max-response-bytes", o.MaxResponseBytes, "Maximum size of one outbound HTTP response body.")
+}
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	var errs []error
+	if (o.DefaultSubject != "" || o.DefaultSubjectRegExp != "") && o.DefaultIssuer == "" {
+		errs = append(errs, errors.New("--default-identity-subject needs --default-identity-issuer"))
+	}
+	if o.DefaultSubject != "" && o.DefaultSubjectRegExp != "" {
+		errs = append(errs, errors.New("set at most one of --default-identity-subject and --default-identity-subject-regexp"))
+	}
+	if (o.DefaultSourceRepository == "") != (o.DefaultSourceRef == "") {
+		errs = append(errs, errors.New("--default-source-repository and --default-source-ref go together"))
+	}
+	if o.ReverifyJitter < 0 || o.ReverifyJitter > 1 {
+		errs = append(errs, errors.New("--reverify-jitter must be within 0..1"))
+	}
+	if _, err := egress.ParseCIDRs(o.EgressAllowCIDRs); err != nil {
+		errs = append(errs, fmt.Errorf("--egress-allow-cidr: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Wired is what Setup registered, for tests.
+type Wired struct {
+	// Profiles and Deployments are the reconcilers.
+	Profiles    *controllers.ProfileReconciler
+	Deployments *controllers.DeploymentReconciler
+	// Metrics are the registered metrics.
+	Metrics *controllers.Metrics
+}
+
+// Setup builds the adapters from o and registers both reconcilers with mgr. Metrics are
+// registered with controller-runtime's registry unless reg is false (tests running several
+// managers in one process).
+func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	ip, err := ipPolicy(mgr.GetConfig(), o)
+	if err != nil {
+		return nil, err
+	}
+	m := controllers.NewMetrics()
+	if registerMetrics {
+		if err := m.Register(metrics.Registry); err != nil {
+			return nil, err
+		}
+	}
+	verifier, err := packVerifier(mgr, o, ip)
+	if err != nil {
+		return nil, err
+	}
+	resolver := &controllers.Resolver{Verifier: verifier, RequireProvenance: o.RequireProvenance, Metrics: m}
+	freezer := &adapters.Freezer{
+		Client:           mcpclient.NewClient(&mcpclient.Options{Name: "connector-mcp-manager"}),
+		Secrets:          mgr.GetAPIReader(),
+		IP:               ip,
+		ExchangeTimeout:  o.ExchangeTimeout,
+		MaxResponseBytes: o.MaxResponseBytes,
+		Limits:           mcpclient.Limits{ProbeTimeout: o.ProbeTimeout, CallTimeout: o.FreezeTimeout, MaxTools: o.MaxTools},
+	}
+	w := &Wired{Metrics: m}
+	w.Profiles = &controllers.ProfileReconciler{
+		Client: mgr.GetClient(), Events: mgr.GetEventRecorder("connector-mcp"), Resolver: resolver,
+		RetryInterval: o.RetryInterval, Metrics: m,
+	}
+	if err := w.Profiles.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	w.Deployments = &controllers.DeploymentReconciler{
+		Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder("connector-mcp"),
+		Resolver: resolver, Freezer: freezer, ReverifyInterval: o.ReverifyInterval, ReverifyJitter: o.ReverifyJitter,
+		FreezeTimeout: o.FreezeTimeout, RetryInterval: o.RetryInterval, Metrics: m,
+	}
+	if err := w.Deployments.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// ipPolicy is the cluster's dial-time policy: the apiserver is always denied, private ranges
+// only through the allow-list, loopback only in development.
+func ipPolicy(cfg *rest.Config, o Options) (egress.IPPolicy, error) {
+	allow, err := egress.ParseCIDRs(o.EgressAllowCIDRs)
+	if err != nil {
+		return egress.IPPolicy{}, err
+	}
+	var endpoints []string
+	if u, err := url.Parse(cfg.Host); err == nil {
+		if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !(o.AllowLoopbackUnsafe && ip.IsLoopback()) {
+			endpoints = append(endpoints, ip.String())
+		}
+	}
+	p := egress.IPPolicy{AllowCIDRs: allow, DenyPrefixes: egress.APIServerPrefixes(os.Getenv, endpoints...)}
+	if o.AllowLoopbackUnsafe {
+		p.Loopback = egress.LoopbackAllowedUnsafe
+	}
+	return p, p.Validate()
+}
+
+// packVerifier builds the OCI pack verifier over an egress-guarded registry client.
+func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy) (*adapters.PackVerifier, error) {
+	hc, err := egress.NewHTTPClient(egress.Policy{IP: ip, Timeout: o.ExchangeTimeout, MaxRedirects: 3})
+	if err != nil {
+		return nil, err
+	}
+	trusted, err := loadTrustedRoot(o.TrustedRootPath)
+	if err != nil {
+		return nil, err
+	}
+	reg := ocipack.Client{HTTPClient: hc, PlainHTTP: o.AllowLoopbackUnsafe}
+	v := &adapters.PackVerifier{
+		Registry:          reg,
+		Secrets:           mgr.GetAPIReader(),
+		RequireProvenance: o.RequireProvenance,
+		NewVerifier: func(c *ocipack.Client) *ocipack.Verifier {
+			return ocipack.NewVerifier(c, trusted, ocipack.WithCacheSize(0))
+		},
+	}
+	shared := reg
+	v.Verifier = ocipack.NewVerifier(&shared, trusted)
+	if o.DefaultIssuer != "" {
+		v.DefaultKeyless = &v1.KeylessIdentity{Issuer: o.DefaultIssuer, Subject: o.DefaultSubject, SubjectRegExp: o.DefaultSubjectRegExp}
+	}
+	if o.DefaultPublicKeyPath != "" {
+		pem, err := os.ReadFile(o.DefaultPublicKeyPath)
+		if err != nil {
+			return nil, fmt.Errorf("--default-public-key: %w", err)
+		}
+		if _, err := ocipack.ParsePublicKey(pem); err != nil {
+			return nil, fmt.Errorf("--default-public-key: %w", err)
+		}
+		v.DefaultPublicKeyPEM = pem
+	}
+	if o.DefaultSourceRepository != "" {
+		v.DefaultProvenance = &v1.ProvenancePolicy{BuilderID: o.DefaultBuilderID, SourceRepository: o.DefaultSourceRepository, SourceRef: o.DefaultSourceRef}
+	}
+	return v, nil
+}

@@ -1,0 +1,113 @@
+// Command manager runs the connector-mcp operator: it verifies McpServiceProfiles and activates
+// ServiceDeployments only when the live MCP server matches the reviewed, signed snapshot.
+//
+// Metrics are served over HTTPS behind Kubernetes authentication and authorization (HTTP/2 off),
+// probes on --health-probe-bind-address, and leader election keeps one active replica. On
+// SIGTERM the manager cancels in-flight freezes and stops within --graceful-shutdown-timeout.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/cmd/manager/app"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	var (
+		metricsAddr, probeAddr, leaderNS string
+		secureMetrics, enableHTTP2       bool
+		leaderElect                      bool
+		shutdownTimeout                  time.Duration
+	)
+	opts := app.DefaultOptions()
+	fs := pflag.CommandLine
+	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint (\"0\" disables it).")
+	fs.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS behind Kubernetes authentication and authorization.")
+	fs.BoolVar(&enableHTTP2, "enable-http2", false, "Enable HTTP/2 on served endpoints (off by default: CVE-2023-44487, CVE-2023-39325).")
+	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the liveness and readiness probes.")
+	fs.BoolVar(&leaderElect, "leader-elect", false, "Enable leader election so that only one replica is active.")
+	fs.StringVar(&leaderNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
+	fs.DurationVar(&shutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "Time given to reconcilers to stop on shutdown.")
+	opts.BindFlags(fs)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	fs.AddGoFlagSet(flag.CommandLine)
+	pflag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		log.Error(err, "Unable to build the scheme")
+		return 1
+	}
+	if err := v1.AddToScheme(scheme); err != nil {
+		log.Error(err, "Unable to build the scheme")
+		return 1
+	}
+
+	tlsOpts := []func(*tls.Config){}
+	if !enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
+	if secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		log.Error(err, "Unable to load the kubeconfig")
+		return 1
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsOpts,
+		WebhookServer:                 webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
+		HealthProbeBindAddress:        probeAddr,
+		LeaderElection:                leaderElect,
+		LeaderElectionID:              "connector-mcp.connectors.b10x.io",
+		LeaderElectionNamespace:       leaderNS,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &shutdownTimeout,
+	})
+	if err != nil {
+		log.Error(err, "Unable to create the manager")
+		return 1
+	}
+	if _, err := app.Setup(mgr, opts, true); err != nil {
+		log.Error(err, "Unable to set up the controllers")
+		return 1
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "Unable to add the health check")
+		return 1
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "Unable to add the readiness check")
+		return 1
+	}
+	log.Info("Starting the manager", "requireProvenance", opts.RequireProvenance, "allowLoopbackUnsafe", opts.AllowLoopbackUnsafe)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "The manager stopped with an error")
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,125 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/b10x/connector-mcp/controllers"
+	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/mcpclient"
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+// Freezer lists a deployment's live tools through egress with mcpclient.
+type Freezer struct {
+	// Client negotiates and remembers eras; share one per manager.
+	Client *mcpclient.Client
+	// Secrets reads credential Secrets by name (uncached reader).
+	Secrets client.Reader
+	// IP is the cluster's dial-time address policy (apiserver denied, cluster allow-list,
+	// loopback only in development). A deployment's allowCIDRs are added to its AllowCIDRs.
+	IP egress.IPPolicy
+	// ExchangeTimeout bounds each HTTP exchange (zero: egress default).
+	ExchangeTimeout time.Duration
+	// MaxResponseBytes bounds each response body (zero: egress default).
+	MaxResponseBytes int64
+	// Limits are the MCP bounds (zero fields: mcpclient defaults).
+	Limits mcpclient.Limits
+}
+
+var _ controllers.Freezer = (*Freezer)(nil)
+
+// Freeze connects to req.URL through a fresh egress port bound to that endpoint, negotiates and
+// lists every tool within bounds.
+func (f *Freezer) Freeze(ctx context.Context, req controllers.FreezeRequest) (*snapshot.ToolSnapshot, error) {
+	ip := f.IP
+	if len(req.AllowCIDRs) > 0 {
+		extra, err := egress.ParseCIDRs(req.AllowCIDRs)
+		if err != nil {
+			return nil, &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonEndpointRefused, Err: err,
+				Message: "mcpConnection.egress.allowCIDRs holds an invalid or disallowed prefix"}
+		}
+		ip.AllowCIDRs = append(slices.Clone(ip.AllowCIDRs), extra...)
+	}
+	pol := egress.Policy{Endpoint: req.URL, IP: ip, Timeout: f.ExchangeTimeout, MaxResponseBytes: f.MaxResponseBytes}
+	if req.Credential != nil {
+		pol.Credential = &egress.CredentialRef{Name: req.Credential.Name, Key: req.Credential.Key}
+		pol.Secrets = egress.NewKubernetesSecretStore(f.Secrets, req.Namespace)
+	}
+	tr, err := egress.NewTransport(pol)
+	if err != nil {
+		return nil, &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonEndpointRefused, Err: err,
+			Message: "the endpoint is not acceptable to the egress policy: " + refusal(err)}
+	}
+	defer tr.CloseIdleConnections()
+	cfg := mcpclient.ServerConfig{HTTP: &mcpclient.HTTPServer{URL: req.URL, HTTPClient: tr.HTTPClient()}, Limits: f.Limits}
+	sess, err := f.Client.Connect(ctx, cfg)
+	if err != nil {
+		// A server may have changed era since the last connect: negotiate afresh next time.
+		f.Client.ForgetEra(cfg)
+		return nil, classify(err, controllers.SanitizeURL(req.URL))
+	}
+	defer func() { _ = sess.Close() }()
+	snap, err := sess.ListTools(ctx)
+	if err != nil {
+		f.Client.ForgetEra(cfg)
+		return nil, classify(err, controllers.SanitizeURL(req.URL))
+	}
+	return snap, nil
+}
+
+// classify maps a freeze error onto a stage outcome: named refusals of egress, mcpclient and
+// snapshot need a human (FreezeRefused); a missing credential and transport failures are retried.
+func classify(err error, where string) error {
+	var cred *egress.CredentialError
+	var dest *egress.DestinationError
+	switch {
+	case errors.As(err, &dest) && dest.Reason == "resolve":
+		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonServerUnreachable, Transient: true, Err: err,
+			Message: fmt.Sprintf("the host of %s does not resolve; retrying", where)}
+	case errors.As(err, &cred):
+		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonCredentialNotFound, Transient: true, Err: err,
+			Message: fmt.Sprintf("the credential for %s is unavailable", where)}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, egress.ErrDeadlineExceeded),
+		errors.Is(err, mcpclient.ErrCallTimeout), errors.Is(err, mcpclient.ErrProbeTimeout),
+		errors.Is(err, mcpclient.ErrConnectionClosed), errors.Is(err, mcpclient.ErrHTTPStatus):
+		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonServerUnreachable, Transient: true, Err: err,
+			Message: fmt.Sprintf("%s did not answer the tool listing (%s); retrying", where, refusal(err))}
+	}
+	var named interface{ Refusal() string }
+	if errors.As(err, &named) {
+		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonFreezeRefused, Err: err,
+			Message: fmt.Sprintf("the live tool listing of %s was refused: %s", where, clip(named.Refusal()))}
+	}
+	return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonServerUnreachable, Transient: true, Err: err,
+		Message: fmt.Sprintf("%s could not be reached; retrying", where)}
+}
+
+// refusal returns the stable refusal name of err, or a generic word.
+func refusal(err error) string {
+	var named interface{ Refusal() string }
+	if errors.As(err, &named) {
+		return clip(named.Refusal())
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline_exceeded"
+	case errors.Is(err, mcpclient.ErrConnectionClosed):
+		return "connection_closed"
+	case errors.Is(err, mcpclient.ErrHTTPStatus):
+		return "http_status"
+	}
+	return "error"
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64]
+	}
+	return s
+}
