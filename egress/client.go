@@ -10,7 +10,7 @@ import (
 // MaxResponseBytes bound (a read past it fails with a [*TooLargeError]) and request bodies are
 // streamed through MaxRequestBytes. The deadline covers reading the body. Use it for the OCI
 // registry client (several hosts, redirects to blob storage re-checked at dial time) and OAuth
-// discovery.
+// discovery. Like [Transport.RoundTrip], it declines a GET for text/event-stream locally.
 func NewHTTPClient(p Policy) (*http.Client, error) {
 	t, err := NewTransport(p)
 	if err != nil {
@@ -27,6 +27,9 @@ type streamingTransport struct{ t *Transport }
 
 // RoundTrip sends req through the port and returns a response whose body is bounded.
 func (s *streamingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if resp := declineStream(req); resp != nil {
+		return resp, nil
+	}
 	resp, cancel, err := s.t.send(req.Context(), req, false)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -108,28 +109,15 @@ func (t *Transport) Exchange(ctx context.Context, req *http.Request) (*Response,
 // "the server offers no stream"; nothing is sent. The body of the returned response is the
 // complete bounded body.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodGet && strings.Contains(strings.ToLower(req.Header.Get("Accept")), "text/event-stream") {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return &http.Response{
-			Status:        "405 Method Not Allowed",
-			StatusCode:    http.StatusMethodNotAllowed,
-			Proto:         "HTTP/1.1",
-			ProtoMajor:    1,
-			ProtoMinor:    1,
-			Header:        http.Header{"Allow": {"POST, DELETE"}, "Content-Type": {"text/plain; charset=utf-8"}},
-			Body:          http.NoBody,
-			ContentLength: 0,
-			Request:       req,
-		}, nil
+	if resp := declineStream(req); resp != nil {
+		return resp, nil
 	}
 	r, err := t.Exchange(req.Context(), req)
 	if err != nil {
 		return nil, err
 	}
 	return &http.Response{
-		Status:        http.StatusText(r.StatusCode),
+		Status:        strconv.Itoa(r.StatusCode) + " " + http.StatusText(r.StatusCode),
 		StatusCode:    r.StatusCode,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
@@ -139,6 +127,28 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ContentLength: int64(len(r.Body)),
 		Request:       req,
 	}, nil
+}
+
+// declineStream answers a GET asking for text/event-stream (a server-push stream, which an
+// exchange port does not carry) with a local 405 Method Not Allowed; nil for any other request.
+func declineStream(req *http.Request) *http.Response {
+	if req.Method != http.MethodGet || !strings.Contains(strings.ToLower(req.Header.Get("Accept")), "text/event-stream") {
+		return nil
+	}
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	return &http.Response{
+		Status:        "405 Method Not Allowed",
+		StatusCode:    http.StatusMethodNotAllowed,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Allow": {"POST, DELETE"}, "Content-Type": {"text/plain; charset=utf-8"}},
+		Body:          http.NoBody,
+		ContentLength: 0,
+		Request:       req,
+	}
 }
 
 // HTTPClient returns an [http.Client] whose every request goes through the port (see
