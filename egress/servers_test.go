@@ -115,3 +115,10 @@ func refusalOf(err error) string {
 	}
 	return refusalName(err)
 }
+
+// serveOnB starts h on 127.0.0.1 for a benchmark and returns its base URL.
+func serveOnB(b *testing.B, h http.Handler) string {
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	return srv.URL
+}

@@ -269,7 +269,7 @@ func (t *Transport) checkURL(u *url.URL) error {
 		return &DestinationError{Addr: b.String(), Reason: "invalid"}
 	}
 	if t.bind != nil && b != *t.bind {
-		if b.scheme != t.bind.scheme {
+		if b.host == t.bind.host && b.port == t.bind.port {
 			return &SchemeError{Scheme: u.Scheme, Reason: "scheme differs from the bound endpoint"}
 		}
 		return &DestinationError{Addr: b.String(), Reason: "binding"}
