@@ -26,9 +26,10 @@ type ProfileSource struct {
 // OCISource names a profile pack by immutable digest.
 type OCISource struct {
 	// Ref is "REPOSITORY@sha256:<hex>", e.g. "registry.example.com/team/github@sha256:...".
-	// A tag is never trusted and is rejected.
+	// A tag is never trusted and is rejected; a registry port is only accepted before a path, so
+	// "name:123@sha256:..." (a numeric tag) is rejected too.
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]+(([._]|__|[-]+)[a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+(([._]|__|[-]+)[a-z0-9]+)*)*@sha256:[a-f0-9]{64}$`
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+(([._]|__|[-]+)[a-z0-9]+)*((:[0-9]+)?(/[a-z0-9]+(([._]|__|[-]+)[a-z0-9]+)*)+)?@sha256:[a-f0-9]{64}$`
 	Ref string `json:"ref"`
 
 	// PullSecretRef names a kubernetes.io/dockerconfigjson Secret in this namespace holding

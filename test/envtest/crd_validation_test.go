@@ -344,6 +344,14 @@ func TestAdmission(t *testing.T) {
 			msg:      "should match",
 		},
 		{
+			name:     "OCI numeric tag is not a registry port",
+			sample:   sampleOCI,
+			accepted: set("spec.source.oci.ref", "profiles@"+validDigest),
+			rejected: set("spec.source.oci.ref", "profiles:2204@"+validDigest),
+			field:    "spec.source.oci.ref",
+			msg:      "should match",
+		},
+		{
 			name:     "OCI digest algorithm",
 			sample:   sampleOCI,
 			accepted: nil,
