@@ -211,7 +211,8 @@ func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 	if cur := h.Credential(); cur != nil && cur.Key == key {
 		earlier = union(earlier, cur.Scopes)
 	}
-	cfg, err := h.sdkConfig(ctx, d, earlier)
+	capture := &registrationCapture{}
+	cfg, err := h.sdkConfig(ctx, d, earlier, capture)
 	if err != nil {
 		return err
 	}
@@ -231,7 +232,14 @@ func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 		return &AuthorizationError{Stage: "registration"}
 	}
 	handedOver = true
-	if err := sdk.Authorize(ctx, req, resp); err != nil {
+	err = sdk.Authorize(ctx, req, resp)
+	// A registration made on the way is kept whether or not the rest of the flow succeeded.
+	if reg := capture.result(); reg != nil {
+		if serr := h.saveRegistration(ctx, d, reg); serr != nil && err == nil {
+			return serr
+		}
+	}
+	if err != nil {
 		return h.sanitize(ctx, err, fetchErr)
 	}
 	ts, err := sdk.TokenSource(ctx)
@@ -247,7 +255,7 @@ func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 }
 
 // sdkConfig builds the go-sdk handler configuration for one authorization at d's issuer.
-func (h *Handler) sdkConfig(ctx context.Context, d *discovered, earlier []string) (*auth.AuthorizationCodeHandlerConfig, error) {
+func (h *Handler) sdkConfig(ctx context.Context, d *discovered, earlier []string, capture *registrationCapture) (*auth.AuthorizationCodeHandlerConfig, error) {
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:              h.opts.RedirectURL,
 		AuthorizationCodeFetcher: h.opts.Fetcher,
@@ -270,48 +278,55 @@ func (h *Handler) sdkConfig(ctx context.Context, d *discovered, earlier []string
 	case h.opts.ClientMetadataURL != "" && d.asm.ClientIDMetadataDocumentSupported:
 		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: h.opts.ClientMetadataURL}
 	default:
-		reg, err := h.registration(ctx, d)
+		reg, err := h.storedRegistration(ctx, d)
 		if err != nil {
 			return nil, err
 		}
-		pre := &oauthex.ClientCredentials{ClientID: reg.ClientID, Issuer: d.issuer}
-		if reg.ClientSecret != "" {
-			pre.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: reg.ClientSecret}
+		if reg != nil {
+			pre := &oauthex.ClientCredentials{ClientID: reg.ClientID, Issuer: d.issuer}
+			if reg.ClientSecret != "" {
+				pre.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: reg.ClientSecret}
+			}
+			cfg.PreregisteredClient = pre
+			break
 		}
-		cfg.PreregisteredClient = pre
+		if d.asm.RegistrationEndpoint == "" {
+			return nil, &AuthorizationError{Stage: "registration"}
+		}
+		// The SDK registers (so the registered token endpoint auth method is honoured) and the
+		// capture persists the registration for the next authorization at this issuer.
+		md := &oauthex.ClientRegistrationMetadata{
+			RedirectURIs:  []string{h.opts.RedirectURL},
+			GrantTypes:    []string{"authorization_code", "refresh_token"},
+			ResponseTypes: []string{"code"},
+			ClientName:    h.opts.ClientName,
+		}
+		cfg.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: md}
+		cfg.Client = capture.wrap(h.client, d.asm.RegistrationEndpoint)
 	}
 	return cfg, nil
 }
 
-// registration returns the persisted dynamic registration at d's issuer when it is still usable
-// with the redirect URL, else registers (RFC 7591, through the SDK) and persists the result.
-func (h *Handler) registration(ctx context.Context, d *discovered) (*Registration, error) {
+// storedRegistration returns the persisted dynamic registration at d's issuer when it is still
+// usable with the redirect URL, or nil.
+func (h *Handler) storedRegistration(ctx context.Context, d *discovered) (*Registration, error) {
 	reg, err := h.opts.Store.LoadRegistration(ctx, d.issuer)
 	switch {
 	case err == nil:
 		if (reg.SecretExpiresAt.IsZero() || time.Now().Before(reg.SecretExpiresAt)) && redirectRegistered(reg.RedirectURIs, h.opts.RedirectURL) {
 			return reg, nil
 		}
-	case !errors.Is(err, ErrNotFound):
+		return nil, nil
+	case errors.Is(err, ErrNotFound):
+		return nil, nil
+	default:
 		return nil, err
 	}
-	if d.asm.RegistrationEndpoint == "" {
-		return nil, &AuthorizationError{Stage: "registration"}
-	}
-	md := &oauthex.ClientRegistrationMetadata{
-		RedirectURIs:  []string{h.opts.RedirectURL},
-		GrantTypes:    []string{"authorization_code", "refresh_token"},
-		ResponseTypes: []string{"code"},
-		ClientName:    h.opts.ClientName,
-	}
-	if loopbackRedirect(h.opts.RedirectURL) {
-		md.ApplicationType = "native"
-	}
-	resp, err := oauthex.RegisterClient(ctx, d.asm.RegistrationEndpoint, md, h.client)
-	if err != nil || resp.ClientID == "" {
-		return nil, &AuthorizationError{Stage: "registration", err: h.dialRefusal()}
-	}
-	reg = &Registration{
+}
+
+// saveRegistration persists a registration the SDK made during an authorization at d's issuer.
+func (h *Handler) saveRegistration(ctx context.Context, d *discovered, resp *oauthex.ClientRegistrationResponse) error {
+	reg := &Registration{
 		Issuer:          d.issuer,
 		ClientID:        resp.ClientID,
 		ClientSecret:    resp.ClientSecret,
@@ -323,10 +338,7 @@ func (h *Handler) registration(ctx context.Context, d *discovered) (*Registratio
 	if len(resp.RedirectURIs) > 0 {
 		reg.RedirectURIs = resp.RedirectURIs
 	}
-	if err := h.opts.Store.SaveRegistration(ctx, reg); err != nil {
-		return nil, err
-	}
-	return reg, nil
+	return h.opts.Store.SaveRegistration(ctx, reg)
 }
 
 // newTokenSource is the SDK's NewTokenSource hook, called once the code is exchanged: it checks
@@ -385,12 +397,12 @@ func (h *Handler) sanitize(ctx context.Context, err, fetchErr error) error {
 	switch {
 	case strings.Contains(msg, "state mismatch"):
 		return &AuthorizationError{Stage: "state"}
-	case strings.Contains(msg, "iss"):
+	case strings.Contains(msg, "register"):
+		return &AuthorizationError{Stage: "registration", err: h.dialRefusal()}
+	case strings.Contains(msg, "issuer"), strings.Contains(msg, "RFC 9207"):
 		return &AuthorizationError{Stage: "issuer_check"}
 	case strings.Contains(msg, "token exchange"):
 		return &AuthorizationError{Stage: "token", err: h.dialRefusal()}
-	case strings.Contains(msg, "register"), strings.Contains(msg, "registration"):
-		return &AuthorizationError{Stage: "registration", err: h.dialRefusal()}
 	}
 	return &AuthorizationError{Stage: "authorization", err: h.dialRefusal()}
 }

@@ -1,11 +1,15 @@
 package oauth
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"sync"
 
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 // maxOAuthResponse bounds every metadata, registration and token response.
@@ -65,4 +69,52 @@ func (h *Handler) dialRefusal() error {
 	h.refusals.mu.Lock()
 	defer h.refusals.mu.Unlock()
 	return h.refusals.last
+}
+
+// registrationCapture observes the SDK's dynamic client registration: the successful response
+// to a POST at the registration endpoint is decoded (as the SDK decodes it) so the registration
+// can be persisted per issuer. Nothing else is read or changed.
+type registrationCapture struct {
+	next     http.RoundTripper
+	endpoint string
+
+	mu  sync.Mutex
+	got *oauthex.ClientRegistrationResponse
+}
+
+// wrap returns a copy of c that records registrations at endpoint.
+func (r *registrationCapture) wrap(c *http.Client, endpoint string) *http.Client {
+	r.next, r.endpoint = c.Transport, endpoint
+	if r.next == nil {
+		r.next = http.DefaultTransport
+	}
+	cc := *c
+	cc.Transport = r
+	return &cc
+}
+
+// RoundTrip implements [http.RoundTripper].
+func (r *registrationCapture) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	if err != nil || req.Method != http.MethodPost || req.URL.String() != r.endpoint ||
+		(resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK) {
+		return resp, err
+	}
+	body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxOAuthResponse))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var reg oauthex.ClientRegistrationResponse
+	if rerr == nil && json.Unmarshal(body, &reg) == nil && reg.ClientID != "" {
+		r.mu.Lock()
+		r.got = &reg
+		r.mu.Unlock()
+	}
+	return resp, nil
+}
+
+// result returns the captured registration, or nil.
+func (r *registrationCapture) result() *oauthex.ClientRegistrationResponse {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.got
 }
