@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -136,7 +137,14 @@ type Options struct {
 	Scheme *runtime.Scheme
 	// AttachOutput copies etcd's and kube-apiserver's output to this process's stdout/stderr.
 	AttachOutput bool
+	// StartTimeout bounds the start of each of etcd and kube-apiserver; zero means
+	// DefaultStartTimeout.
+	StartTimeout time.Duration
 }
+
+// DefaultStartTimeout is generous: on a loaded two-core CI machine, with test binaries linking
+// beside it, kube-apiserver can take far longer than its usual few seconds to become ready.
+const DefaultStartTimeout = 3 * time.Minute
 
 // Cluster is a running local control plane. Stop it when done.
 type Cluster struct {
@@ -172,7 +180,12 @@ func Start(opts Options) (*Cluster, error) {
 	if err := os.Setenv(AssetsEnv, bin); err != nil {
 		return nil, fmt.Errorf("devcluster: %w", err)
 	}
+	timeout := opts.StartTimeout
+	if timeout == 0 {
+		timeout = DefaultStartTimeout
+	}
 	env := &envtest.Environment{
+		ControlPlaneStartTimeout: timeout,
 		BinaryAssetsDirectory:    bin,
 		CRDDirectoryPaths:        crdDirs,
 		ErrorIfCRDPathMissing:    true,
