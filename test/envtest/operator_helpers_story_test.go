@@ -1,0 +1,384 @@
+package envtest
+
+// Shared helpers of the operator user stories (*_story_test.go): a manager per test, scoped to
+// the test's namespace and wired exactly as cmd/manager wires it (cmd/manager/app), with a
+// client that counts the manager's API writes.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/cmd/manager/app"
+	"github.com/b10x/connector-mcp/controllers"
+	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/mcpclient"
+	"github.com/b10x/connector-mcp/ocipack"
+)
+
+// operator is a running manager for one test namespace.
+type operator struct {
+	wired  *app.Wired
+	writes atomic.Int64
+	// gets counts the manager's reads of each ServiceDeployment ("ns/name"), i.e. reconciles.
+	mu   sync.Mutex
+	gets map[string]int
+}
+
+func (o *operator) reconciles(key string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.gets[key]
+}
+
+// devOptions are the options of a development cluster: inline profiles allowed, loopback
+// servers reachable, fast retries.
+func devOptions() app.Options {
+	o := app.DefaultOptions()
+	o.RequireProvenance = false
+	o.AllowLoopbackUnsafe = true
+	o.RetryInterval = 300 * time.Millisecond
+	o.FreezeTimeout = 10 * time.Second
+	o.ProbeTimeout = 3 * time.Second
+	o.ExchangeTimeout = 5 * time.Second
+	o.ReverifyInterval = 0
+	return o
+}
+
+// startOperator starts a manager watching namespace ns with options o. It stops when the test
+// ends; the stop must complete within the graceful shutdown timeout.
+func startOperator(t *testing.T, ns string, o app.Options) *operator {
+	t.Helper()
+	op := &operator{gets: map[string]int{}}
+	count := func() { op.writes.Add(1) }
+	newClient := func(c *rest.Config, opts client.Options) (client.Client, error) {
+		base, err := client.NewWithWatch(c, opts)
+		if err != nil {
+			return nil, err
+		}
+		return interceptor.NewClient(base, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, ok := obj.(*apiv1.ServiceDeployment); ok {
+					op.mu.Lock()
+					op.gets[key.String()]++
+					op.mu.Unlock()
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+			Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+				count()
+				return c.Create(ctx, o, opts...)
+			},
+			Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+				count()
+				return c.Update(ctx, o, opts...)
+			},
+			Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+				count()
+				return c.Patch(ctx, o, p, opts...)
+			},
+			Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+				count()
+				return c.Delete(ctx, o, opts...)
+			},
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
+				count()
+				return c.SubResource(sub).Update(ctx, o, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				count()
+				return c.SubResource(sub).Patch(ctx, o, p, opts...)
+			},
+		}), nil
+	}
+	shutdown := 5 * time.Second
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
+		NewClient:               newClient,
+		GracefulShutdownTimeout: &shutdown,
+	})
+	if err != nil {
+		t.Fatalf("manager: %v", err)
+	}
+	if op.wired, err = app.Setup(mgr, o, false); err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("manager stopped with %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("manager did not stop within 30s of cancellation")
+		}
+	})
+	return op
+}
+
+// switchable is a loopback MCP endpoint whose handler can be swapped at run time (tool changes,
+// protocol era changes, hangs), at a stable URL.
+type switchable struct {
+	URL string
+	h   atomic.Pointer[http.Handler]
+	ts  *httptest.Server
+	// hits counts requests.
+	hits atomic.Int64
+}
+
+func startSwitchable(t *testing.T, h http.Handler) *switchable {
+	t.Helper()
+	s := &switchable{}
+	s.set(h)
+	s.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.hits.Add(1)
+		(*s.h.Load()).ServeHTTP(w, r)
+	}))
+	s.URL = s.ts.URL + "/mcp"
+	t.Cleanup(s.ts.Close)
+	return s
+}
+
+func (s *switchable) set(h http.Handler) { s.h.Store(&h) }
+
+// reviewedProfile freezes a live server with mcpclient and turns the draft into a reviewed
+// profile document (every effect set by the "reviewer").
+func reviewedProfile(t *testing.T, url string) *apiv1.ProfileDocument {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sess, err := mcpclient.NewClient(nil).Connect(ctx, mcpclient.ServerConfig{HTTP: &mcpclient.HTTPServer{URL: url}})
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	defer func() { _ = sess.Close() }()
+	snap, err := sess.ListTools(ctx)
+	if err != nil {
+		t.Fatalf("list tools: %v", err)
+	}
+	doc := ocipack.Draft(snap)
+	doc.Service = apiv1.ServiceIdentity{Ref: "demo", ConnectionRef: "demo"}
+	for i := range doc.Operations {
+		doc.Operations[i].Effect = apiv1.EffectRead
+		doc.Operations[i].Title = "Reviewed " + doc.Operations[i].RemoteName
+	}
+	if err := ocipack.Validate(doc); err != nil {
+		t.Fatalf("reviewed profile does not validate: %v", err)
+	}
+	return doc
+}
+
+func modernServer(tools []*mcp.Tool) (*mcp.Server, http.Handler) {
+	srv := mcptest.NewServer("demo", tools)
+	return srv, mcptest.HTTPHandler(srv, mcptest.Modern)
+}
+
+// grant creates a Role allowing invoke on the named deployments (all when names is empty) and
+// a RoleBinding named name for it.
+func makeGrant(t *testing.T, ns, name string, names ...string) {
+	t.Helper()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-role"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"invoke"}, APIGroups: []string{apiv1.GroupVersion.Group}, Resources: []string{"servicedeployments"}, ResourceNames: names}}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "agent", Namespace: ns}}}
+	mustCreate(t, role)
+	mustCreate(t, rb)
+}
+
+func mustCreate(t *testing.T, o client.Object) {
+	t.Helper()
+	if err := k8sClient.Create(context.Background(), o); err != nil {
+		t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+	}
+}
+
+func inlineProfile(ns, name string, doc *apiv1.ProfileDocument) *apiv1.McpServiceProfile {
+	return &apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: apiv1.McpServiceProfileSpec{Source: apiv1.ProfileSource{Inline: doc.DeepCopy()}}}
+}
+
+// deployment binds every operation of doc with the given grant, exposing all of them.
+func newDeployment(ns, name, profile, provider, url string, doc *apiv1.ProfileDocument, cred *apiv1.CredentialRef, grantRef string) *apiv1.ServiceDeployment {
+	sd := &apiv1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: apiv1.ServiceDeploymentSpec{ProfileRef: apiv1.LocalObjectReference{Name: profile}, ProviderID: provider,
+			MCPConnection: apiv1.MCPConnection{URL: url, CredentialRef: cred}}}
+	for _, op := range doc.Operations {
+		b := apiv1.OperationBinding{OperationRef: op.OperationRef, EndpointRef: apiv1.EndpointRefMCPConnection, GrantRefs: []string{grantRef}, Expose: true}
+		if cred != nil {
+			b.CredentialRef = cred.DeepCopy()
+		}
+		sd.Spec.Operations = append(sd.Spec.Operations, b)
+	}
+	return sd
+}
+
+// waitFor polls obj until cond holds, failing with the last observed status after timeout.
+func waitObj[T client.Object](t *testing.T, obj T, timeout time.Duration, what string, cond func(T) bool) T {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	key := client.ObjectKeyFromObject(obj)
+	for {
+		err := k8sClient.Get(context.Background(), key, obj)
+		if err == nil && cond(obj) {
+			return obj
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %s: timed out waiting for %s (err %v): %s", kindName(obj), key, what, err, describeStatus(obj))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func kindName(o client.Object) string { return strings.TrimPrefix(fmt.Sprintf("%T", o), "*v1.") }
+
+func describeStatus(o client.Object) string {
+	switch x := o.(type) {
+	case *apiv1.ServiceDeployment:
+		return fmt.Sprintf("%+v", x.Status)
+	case *apiv1.McpServiceProfile:
+		return fmt.Sprintf("%+v", x.Status)
+	}
+	return ""
+}
+
+func conditionsOf(o client.Object) []metav1.Condition {
+	switch x := o.(type) {
+	case *apiv1.ServiceDeployment:
+		return x.Status.Conditions
+	case *apiv1.McpServiceProfile:
+		return x.Status.Conditions
+	}
+	return nil
+}
+
+// hasCondition reports whether o has condition typ with status and reason ("" matches any).
+func hasCondition(o client.Object, typ string, st metav1.ConditionStatus, reason string) bool {
+	c := meta.FindStatusCondition(conditionsOf(o), typ)
+	return c != nil && c.Status == st && (reason == "" || c.Reason == reason)
+}
+
+func condOf(o client.Object, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(conditionsOf(o), typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// isReady reports Ready True for the current generation.
+func isReady[T client.Object](o T) bool {
+	return hasCondition(o, controllers.TypeReady, metav1.ConditionTrue, "") && observedGen(o) == o.GetGeneration()
+}
+
+func observedGen(o client.Object) int64 {
+	switch x := o.(type) {
+	case *apiv1.ServiceDeployment:
+		return x.Status.ObservedGeneration
+	case *apiv1.McpServiceProfile:
+		return x.Status.ObservedGeneration
+	}
+	return -1
+}
+
+// kstatusOf computes the status a GitOps tool (Flux, Argo CD health via kstatus) reads.
+func kstatusOf(t *testing.T, o client.Object) status.Status {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := status.Compute(&unstructured.Unstructured{Object: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Status
+}
+
+// eventReasons returns the reasons of the events regarding the named object.
+func eventReasons(t *testing.T, ns, name string) []string {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == name {
+			out = append(out, e.Type+"/"+e.Reason)
+		}
+	}
+	return out
+}
+
+func waitEvent(t *testing.T, ns, name, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := eventReasons(t, ns, name)
+		for _, g := range got {
+			if g == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no event %s for %s; got %v", want, name, got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func newSecret(ns, name, key, value string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{key: []byte(value)}}
+}
+
+// mutate re-reads obj and applies fn, retrying on update conflicts (the manager writes status).
+func mutate[T client.Object](t *testing.T, obj T, fn func(T)) {
+	t.Helper()
+	for i := 0; ; i++ {
+		if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Fatal(err)
+		}
+		fn(obj)
+		err := k8sClient.Update(context.Background(), obj)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || i == 20 {
+			t.Fatalf("update %s: %v", obj.GetName(), err)
+		}
+	}
+}
