@@ -19,6 +19,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/errcode"
+	k8sjson "sigs.k8s.io/json"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 )
@@ -253,7 +254,7 @@ func (c *Client) Bundles(ctx context.Context, ref Reference) ([]Referrer, error)
 			return nil, err
 		}
 		var m ocispec.Manifest
-		if json.Unmarshal(mb, &m) != nil || m.Subject == nil || m.Subject.Digest.String() != ref.Digest ||
+		if k8sjson.UnmarshalCaseSensitivePreserveInts(mb, &m) != nil || m.Subject == nil || m.Subject.Digest.String() != ref.Digest ||
 			len(m.Layers) != 1 || m.Layers[0].MediaType != BundleMediaType || m.Layers[0].Size > lim.MaxBundleBytes {
 			continue
 		}

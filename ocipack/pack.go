@@ -10,6 +10,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry"
+	k8sjson "sigs.k8s.io/json"
 
 	"github.com/b10x/connector-mcp/snapshot"
 )
@@ -117,7 +118,7 @@ func ParseDigestReference(s string) (Reference, error) {
 		return Reference{}, refuse("invalid_reference", "", ErrInvalidReference)
 	}
 	d := digest.Digest(ref.Reference)
-	if d.Algorithm() != digest.SHA256 || d.Validate() != nil {
+	if d.Validate() != nil || d.Algorithm() != digest.SHA256 {
 		return Reference{}, refuse("invalid_reference", "", ErrInvalidReference)
 	}
 	return Reference{Registry: ref.Registry, Repository: ref.Repository, Digest: d.String()}, nil
@@ -160,8 +161,8 @@ func ParseManifest(b []byte, lim Limits) (*ocispec.Manifest, error) {
 		return nil, refuse("invalid_pack", "", ErrInvalidPack)
 	}
 	var m ocispec.Manifest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&m); err != nil {
+	// Member names match exactly: encoding/json would accept "mediaTYPE" for "mediaType".
+	if err := k8sjson.UnmarshalCaseSensitivePreserveInts(b, &m); err != nil {
 		return nil, refuse("invalid_pack", "", ErrInvalidPack)
 	}
 	switch {
@@ -184,7 +185,7 @@ func ParseManifest(b []byte, lim Limits) (*ocispec.Manifest, error) {
 		if l.MediaType != ProfileMediaType {
 			return nil, refuse("invalid_pack", p+".mediaType", ErrInvalidPack)
 		}
-		if l.Digest.Algorithm() != digest.SHA256 || l.Digest.Validate() != nil || l.Size <= 0 {
+		if l.Digest.Validate() != nil || l.Digest.Algorithm() != digest.SHA256 || l.Size <= 0 {
 			return nil, refuse("invalid_pack", p+".digest", ErrInvalidPack)
 		}
 		if l.Size > lim.MaxLayerBytes {

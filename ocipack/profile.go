@@ -169,13 +169,55 @@ func EncodeProfile(doc *apiv1.ProfileDocument, format Format) ([]byte, error) {
 	case FormatJSON:
 		return canon, nil
 	case FormatYAML:
-		y, err := yaml.JSONToYAML(canon)
-		if err != nil {
-			return nil, refuse("invalid_profile", "", ErrInvalidProfile)
-		}
-		return y, nil
+		return canonicalToYAML(canon)
 	default:
 		return nil, fmt.Errorf("ocipack: unknown profile format %d", format)
+	}
+}
+
+// canonicalToYAML renders canonical JSON as YAML with yaml.v3, whose emitter escapes every
+// character YAML cannot carry raw (a JSON-to-YAML reparse would refuse them). Numbers keep their
+// value: integers that fit int64 stay integers, others become float64, exactly as RFC 8785 reads
+// them.
+func canonicalToYAML(canon []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(canon))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, refuse("invalid_profile", "", ErrInvalidProfile)
+	}
+	var buf bytes.Buffer
+	enc := yamlv3.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(yamlValue(v)); err != nil {
+		return nil, refuse("invalid_profile", "", ErrInvalidProfile)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, refuse("invalid_profile", "", ErrInvalidProfile)
+	}
+	return buf.Bytes(), nil
+}
+
+func yamlValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = yamlValue(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = yamlValue(e)
+		}
+		return x
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	default:
+		return v
 	}
 }
 

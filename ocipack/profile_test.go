@@ -195,3 +195,5 @@ func TestSnapshotOfReconstructs(t *testing.T) {
 		t.Fatalf("snapshot not reconstructed: %+v", snapshot.Compare(s, got))
 	}
 }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }
