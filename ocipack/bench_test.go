@@ -1,0 +1,76 @@
+package ocipack
+
+import (
+	"context"
+	"testing"
+
+	"github.com/b10x/connector-mcp/ocipack/ocitest"
+)
+
+// signedPack pushes a one-profile pack to an in-process registry and signs it keylessly with a
+// provenance attestation.
+func signedPack(b *testing.B) (*ocitest.Registry, *Client, Reference, *Verifier) {
+	b.Helper()
+	reg := ocitest.New(ocitest.Options{Referrers: true})
+	ref, c := pushed(b, reg, 1)
+	vs := virtualSigstore(b)
+	if _, err := keylessSigner(b, vs, testIdentity, testIssuer).Sign(context.Background(), c, ref, testProvenance()); err != nil {
+		b.Fatal(err)
+	}
+	return reg, c, ref, NewVerifier(c, vs)
+}
+
+// BenchmarkPullAndVerify measures a cold verification (referrers, bundles, sigstore checks) plus
+// the pull of the pack (manifest, layer, strict decode, validation) from a loopback registry.
+func BenchmarkPullAndVerify(b *testing.B) {
+	reg, c, ref, v := signedPack(b)
+	defer reg.Close()
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		cold := NewVerifier(c, v.trusted)
+		if _, _, err := cold.VerifyAndPull(ctx, ref, keylessPolicy()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerifyCached measures a repeat verification of the same digest and policy, answered
+// from the verifier's cache without any registry request.
+func BenchmarkVerifyCached(b *testing.B) {
+	reg, _, ref, v := signedPack(b)
+	defer reg.Close()
+	ctx := context.Background()
+	if _, err := v.Verify(ctx, ref, keylessPolicy()); err != nil {
+		b.Fatal(err)
+	}
+	before := reg.Requests()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := v.Verify(ctx, ref, keylessPolicy()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if reg.Requests() != before {
+		b.Fatalf("cached verification reached the registry %d times", reg.Requests()-before)
+	}
+}
+
+// BenchmarkDecodeValidateProfile measures the strict decode and full validation of one layer.
+func BenchmarkDecodeValidateProfile(b *testing.B) {
+	layer, err := EncodeProfile(reviewedProfile(b), FormatJSON)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(layer)))
+	for b.Loop() {
+		d, err := DecodeProfile(layer)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := Validate(d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

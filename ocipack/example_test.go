@@ -1,0 +1,68 @@
+package ocipack_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/ocipack/ocitest"
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+// Example drafts a profile from a snapshot, reviews it, pushes it as a pack, signs it with a key
+// and a provenance attestation, then verifies the merge policy and pulls it by digest.
+func Example() {
+	ctx := context.Background()
+	reg := ocitest.New(ocitest.Options{Referrers: true}) // an in-process registry on loopback
+	defer reg.Close()
+
+	snap, _ := snapshot.New("2026-07-28", snapshot.ServerInfo{Name: "issues"}, []json.RawMessage{
+		json.RawMessage(`{"name":"list_issues","inputSchema":{"type":"object"}}`),
+	})
+	doc := ocipack.Draft(snap)
+	fmt.Println("draft:", ocipack.Validate(doc))
+	doc.Operations[0].Effect = apiv1.EffectRead // the review
+
+	client := &ocipack.Client{PlainHTTP: true}
+	repo, _ := ocipack.ParseRepository(reg.Host + "/team/issues")
+	ref, err := client.Push(ctx, repo, []*apiv1.ProfileDocument{doc})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("pinned:", strings.HasPrefix(ref.Digest, "sha256:"))
+
+	priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	kp, _ := ocipack.NewKeypair(priv)
+	prov := &ocipack.Provenance{SourceRepository: "git+https://github.com/acme/profiles", SourceRef: "refs/heads/main", SourceRevision: "4f2a9c1"}
+	if _, err := (&ocipack.Signer{Keypair: kp}).Sign(ctx, client, ref, prov); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	policy := ocipack.Policy{PublicKey: priv.Public(), Provenance: &apiv1.ProvenancePolicy{
+		SourceRepository: "git+https://github.com/acme/profiles", SourceRef: "refs/heads/main"}}
+	res, pack, err := ocipack.NewVerifier(client, nil).VerifyAndPull(ctx, ref, policy)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("built from:", res.SourceRef, "at", res.SourceRevision)
+	fmt.Println("operations:", pack.Profiles[0].Operations[0].OperationRef, pack.Profiles[0].Operations[0].Effect)
+
+	policy.Provenance.SourceRef = "refs/heads/release"
+	_, err = ocipack.NewVerifier(client, nil).Verify(ctx, ref, policy)
+	fmt.Println("other branch:", err.(*ocipack.RefusalError).Refusal())
+	// Output:
+	// draft: ocipack: unreviewed_effect at operations[0].effect: operation effect not reviewed
+	// pinned: true
+	// built from: refs/heads/main at 4f2a9c1
+	// operations: list_issues read
+	// other branch: wrong_source_ref
+}
