@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -56,6 +57,14 @@ func NewTransport(p Policy) (*Transport, error) {
 	if err != nil {
 		return nil, err
 	}
+	if bind != nil && len(p.IP.Ports) == 0 {
+		// The dial-time check enforces the bound port too.
+		port, err := strconv.ParseUint(bind.port, 10, 16)
+		if err != nil || port == 0 {
+			return nil, fmt.Errorf("%w: endpoint port", ErrInvalidPolicy)
+		}
+		p.IP.Ports = []uint16{uint16(port)}
+	}
 	t := &Transport{p: p, bind: bind}
 	t.dialer = &Dialer{Policy: p.IP, Resolver: p.Resolver, Timeout: p.Timeout}
 	var tlsCfg *tls.Config
@@ -67,12 +76,15 @@ func NewTransport(p Policy) (*Transport, error) {
 	if tlsCfg.MinVersion < tls.VersionTLS12 {
 		tlsCfg.MinVersion = tls.VersionTLS12
 	}
+	// HTTP/1.1 only: an exchange needs no multiplexing, and every bound (notably the response
+	// header bound, which HTTP/2 reports only as a connection PROTOCOL_ERROR) stays exact.
+	tlsCfg.NextProtos = []string{"http/1.1"}
 	t.ht = &http.Transport{
 		Proxy:                  nil, // never from the environment
 		DialContext:            t.dialer.DialContext,
 		TLSClientConfig:        tlsCfg,
 		TLSHandshakeTimeout:    p.Timeout,
-		ForceAttemptHTTP2:      true,
+		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{},
 		MaxResponseHeaderBytes: p.MaxHeaderBytes,
 		MaxIdleConns:           16,
 		MaxIdleConnsPerHost:    4,
