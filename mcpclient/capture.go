@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/b10x/connector-mcp/snapshot"
 )
 
 // The SDK decodes responses into typed structs (and fails on unknown content types). To stay
@@ -149,6 +151,21 @@ type wireMessage struct {
 		Code int64           `json:"code"`
 		Data json.RawMessage `json:"data"`
 	} `json:"error"`
+}
+
+// deliverFrame refuses a frame that is not JSON and records the responses it carries.
+func (r *registry) deliverFrame(st *callState, raw []byte) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil
+	}
+	if !json.Valid(raw) {
+		err := refuse("invalid_json", "", 0, snapshot.ErrInvalidJSON)
+		r.fail(st, err)
+		return err
+	}
+	r.deliverRaw(raw)
+	return nil
 }
 
 // deliverRaw records the responses among raw (one message or a batch) in their callStates.
@@ -291,7 +308,10 @@ func (b *jsonBody) Read(p []byte) (int, error) {
 	}
 	b.buf = append(b.buf, p[:n]...)
 	if errors.Is(err, io.EOF) {
-		b.reg.deliverRaw(b.buf)
+		if ferr := b.reg.deliverFrame(b.st, b.buf); ferr != nil {
+			b.err = ferr
+			return 0, ferr
+		}
 		b.buf = nil
 	}
 	return n, err
@@ -329,7 +349,10 @@ func (b *sseBody) Read(p []byte) (int, error) {
 		b.line = b.line[:0]
 		if len(line) == 0 {
 			if len(b.data) > 0 {
-				b.reg.deliverRaw(b.data)
+				if ferr := b.reg.deliverFrame(b.st, b.data); ferr != nil {
+					b.err = ferr
+					return 0, ferr
+				}
 			}
 			b.data, b.size = b.data[:0], 0
 			continue

@@ -1,7 +1,9 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/b10x/connector-mcp/snapshot"
 )
 
 // terminateGrace is how long a stdio server may take to exit after its stdin is closed before it
@@ -165,11 +169,12 @@ type readCloser struct {
 
 func (r readCloser) Close() error { return r.p.Close() }
 
-// lineLimitReader refuses a stdio line longer than limit bytes.
+// lineLimitReader refuses a stdio line longer than limit bytes ("frame_too_large") or one that is
+// not JSON ("invalid_json"), before the SDK decodes it.
 type lineLimitReader struct {
 	r     io.Reader
 	limit int
-	n     int
+	line  []byte
 	reg   *registry
 	err   error
 }
@@ -180,18 +185,27 @@ func (l *lineLimitReader) Read(p []byte) (int, error) {
 	}
 	n, err := l.r.Read(p)
 	for _, c := range p[:n] {
-		if c == '\n' {
-			l.n = 0
+		if c != '\n' {
+			l.line = append(l.line, c)
+			if len(l.line) > l.limit {
+				l.line = nil
+				return l.refuse(frameRefusal(l.limit))
+			}
 			continue
 		}
-		l.n++
-		if l.n > l.limit {
-			l.err = frameRefusal(l.limit)
-			l.reg.failAll(l.err)
-			return 0, l.err
+		frame := bytes.TrimSpace(l.line)
+		l.line = l.line[:0]
+		if len(frame) > 0 && !json.Valid(frame) {
+			return l.refuse(refuse("invalid_json", "", 0, snapshot.ErrInvalidJSON))
 		}
 	}
 	return n, err
+}
+
+func (l *lineLimitReader) refuse(err error) (int, error) {
+	l.err = err
+	l.reg.failAll(err)
+	return 0, err
 }
 
 // boundedBuffer keeps the first max bytes written to it and counts the rest.

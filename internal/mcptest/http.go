@@ -33,7 +33,10 @@ type HTTPServer struct {
 }
 
 // Close stops the server.
-func (h *HTTPServer) Close() { h.ts.Close() }
+func (h *HTTPServer) Close() {
+	h.ts.CloseClientConnections()
+	h.ts.Close()
+}
 
 // StartHTTP serves srv on a loopback port in the given era.
 func StartHTTP(srv *mcp.Server, era Era) *HTTPServer {

@@ -121,6 +121,9 @@ func (r *Raw) answer(ctx context.Context, m rawMsg) [][]byte {
 		}
 		return result(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}},"_meta":{"io.modelcontextprotocol/serverInfo":` + serverInfo() + `}}`)
 	case "initialize":
+		if r.Hostile == HostileSlow {
+			sleep(ctx, r.Delay)
+		}
 		return result(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},"serverInfo":` + serverInfo() + `}`)
 	case "ping":
 		return result(`{}`)
@@ -263,6 +266,9 @@ func (r *Raw) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	frames := r.answer(req.Context(), m)
 	if frames == nil {
+		if m.Method != "" && len(m.ID) > 0 { // an ignored request: hang like a silent server
+			sleep(req.Context(), 30*time.Second)
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}

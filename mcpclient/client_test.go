@@ -1,0 +1,294 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/b10x/connector-mcp/internal/mcptest"
+)
+
+func connect(t *testing.T, cfg ServerConfig) *Session {
+	t.Helper()
+	s, err := NewClient(nil).Connect(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestRawDescriptorsKept(t *testing.T) {
+	tools := `[{"name":"b","inputSchema":{"type":"object"},"x-vendor":{"z":1,"a":[true,null]},"_meta":{"k":"v"}},
+  {"inputSchema": {"type": "object"}, "name": "a", "icons": [{"src": "data:,x"}]}]`
+	path := filepath.Join(t.TempDir(), "tools.json")
+	if err := os.WriteFile(path, []byte(tools), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var want []json.RawMessage
+	_ = json.Unmarshal([]byte(tools), &want)
+	for _, era := range []string{"modern", "legacy"} {
+		s := connect(t, stdio("--raw", "--tools", path, "--era", era))
+		snap, err := s.ListTools(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(snap.Tools) != 2 || snap.Tools[0].Name != "a" {
+			t.Fatalf("%s: tools = %+v", era, snap.Tools)
+		}
+		// Byte for byte as on the wire, unknown fields included.
+		if !bytes.Equal(snap.Tools[0].Descriptor, want[1]) || !bytes.Equal(snap.Tools[1].Descriptor, want[0]) {
+			t.Fatalf("%s: descriptors not kept as received:\n%s\n%s", era, snap.Tools[0].Descriptor, snap.Tools[1].Descriptor)
+		}
+		if err := snap.Verify(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestPaginationAcrossPages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tools.json")
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range 7 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`{"name":"t` + string(rune('a'+i)) + `","inputSchema":{"type":"object"}}`)
+	}
+	b.WriteString("]")
+	os.WriteFile(path, []byte(b.String()), 0o600)
+	paged := connect(t, stdio("--raw", "--tools", path, "--page-size", "3"))
+	whole := connect(t, stdio("--raw", "--tools", path))
+	s1, err := paged.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := whole.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s1.Tools) != 7 || s1.Digest != s2.Digest {
+		t.Fatalf("paged listing: %d tools, digest %s vs %s", len(s1.Tools), s1.Digest, s2.Digest)
+	}
+}
+
+func TestCallToolLossless(t *testing.T) {
+	srv := mcptest.StartRawHTTP(&mcptest.Raw{Era: mcptest.Modern, Hostile: mcptest.HostileUnknownContent})
+	t.Cleanup(srv.Close)
+	for name, cfg := range map[string]ServerConfig{
+		"stdio": stdio("--hostile", mcptest.HostileUnknownContent),
+		"http":  {HTTP: &HTTPServer{URL: srv.URL}},
+	} {
+		s := connect(t, cfg)
+		res, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"text":"hi"}`))
+		if err != nil {
+			t.Fatalf("%s: CallTool: %v", name, err)
+		}
+		want := `{"content":[{"type":"hologram","frames":[1,2,3],"x-vendor":{"kept":true}}],"structuredContent":{"ok":true}}`
+		if string(res) != want {
+			t.Fatalf("%s: result = %s", name, res)
+		}
+	}
+}
+
+func TestCallToolResultsBothEras(t *testing.T) {
+	for _, era := range []mcptest.Era{mcptest.Modern, mcptest.Legacy} {
+		srv := mcptest.StartHTTP(mcptest.NewServer("s", mcptest.DefaultTools()), era)
+		t.Cleanup(srv.Close)
+		s := connect(t, ServerConfig{HTTP: &HTTPServer{URL: srv.URL}})
+		res, err := s.CallTool(context.Background(), "add", json.RawMessage(`{"a":2,"b":3}`))
+		if err != nil {
+			t.Fatalf("%s: %v", era, err)
+		}
+		if !strings.Contains(string(res), `"text":"5"`) {
+			t.Fatalf("%s: result %s", era, res)
+		}
+		// isError: a typed failure carrying the whole JSON.
+		_, err = s.CallTool(context.Background(), "fail", nil)
+		var te *ToolError
+		if !errors.As(err, &te) || !errors.Is(err, ErrToolError) || !strings.Contains(string(te.Result), `"isError":true`) {
+			t.Fatalf("%s: fail: %v", era, err)
+		}
+		if strings.Contains(err.Error(), "failed as asked") {
+			t.Fatalf("server prose in error: %v", err)
+		}
+	}
+}
+
+func TestArgumentBounds(t *testing.T) {
+	cfg := stdio("--raw")
+	cfg.Limits.MaxArgumentBytes = 64
+	s := connect(t, cfg)
+	ctx := context.Background()
+	if _, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"`+strings.Repeat("x", 100)+`"}`)); refusalName(err) != "argument_too_large" {
+		t.Fatalf("oversize arguments: %v", err)
+	}
+	for _, bad := range []string{`[1]`, `{"a":1,"a":2}`, `{"a":`, `"x"`} {
+		if _, err := s.CallTool(ctx, "echo", json.RawMessage(bad)); refusalName(err) != "invalid_arguments" {
+			t.Fatalf("arguments %s: %v", bad, err)
+		}
+	}
+	// Must-pass twin: arguments within the bound go through unchanged.
+	res, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"ok"}`))
+	if err != nil || !strings.Contains(string(res), `{\"text\":\"ok\"}`) {
+		t.Fatalf("small arguments: %s %v", res, err)
+	}
+}
+
+func TestServerErrorHasNoProse(t *testing.T) {
+	s := connect(t, stdio("--raw"))
+	// The raw engine answers unknown methods with a JSON-RPC error carrying prose.
+	_, err := s.CallTool(context.Background(), "echo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mcptest.StartHTTP(mcptest.NewServer("s", mcptest.DefaultTools()), mcptest.Modern)
+	t.Cleanup(srv.Close)
+	h := connect(t, ServerConfig{HTTP: &HTTPServer{URL: srv.URL}})
+	_, err = h.CallTool(context.Background(), "no_such_tool", nil)
+	if err == nil {
+		t.Fatal("unknown tool succeeded")
+	}
+	if strings.Contains(err.Error(), "no_such_tool") && !strings.Contains(err.Error(), `"no_such_tool"`) {
+		t.Fatalf("unexpected text in %v", err)
+	}
+	for _, prose := range []string{"unknown tool", "not found"} {
+		if strings.Contains(strings.ToLower(err.Error()), prose) {
+			t.Fatalf("server prose %q leaked into %v", prose, err)
+		}
+	}
+}
+
+func TestStdioEnvironmentIsExact(t *testing.T) {
+	t.Setenv("MCPCLIENT_TEST_SECRET", "s3cret")
+	t.Setenv("MCPCLIENT_TEST_PASSED", "visible")
+	cfg := stdio("--print-env")
+	cfg.Stdio.InheritEnv = []string{"MCPCLIENT_TEST_PASSED", "MCPCLIENT_TEST_UNSET"}
+	s := connect(t, cfg)
+	snap, err := s.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct{ Description string }
+	_ = json.Unmarshal(snap.Tools[0].Descriptor, &d)
+	var env []string
+	_ = json.Unmarshal([]byte(d.Description), &env)
+	if len(env) != 1 || env[0] != "MCPCLIENT_TEST_PASSED=visible" {
+		t.Fatalf("child environment = %q", env)
+	}
+}
+
+func TestStderrBounded(t *testing.T) {
+	cfg := stdio("--raw", "--stderr", "100000")
+	cfg.Limits.MaxStderrBytes = 1000
+	s := connect(t, cfg)
+	if _, err := s.ListTools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, dropped := s.Stderr()
+		if len(got) == 1000 && dropped == 99000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stderr kept %d, dropped %d", len(got), dropped)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestConfigRefusals(t *testing.T) {
+	cases := map[string]string{
+		"http://example.com/mcp":       "insecure_transport",
+		"http://10.0.0.1/mcp":          "insecure_transport",
+		"https://user:pw@example.com/": "credentials_in_url",
+	}
+	for u, want := range cases {
+		_, err := NewClient(nil).Connect(context.Background(), ServerConfig{HTTP: &HTTPServer{URL: u}})
+		if refusalName(err) != want {
+			t.Errorf("%s: %v, want %s", u, err, want)
+		}
+		if strings.Contains(err.Error(), "pw") {
+			t.Errorf("credential in error: %v", err)
+		}
+	}
+	for _, ok := range []string{"http://127.0.0.1:1/mcp", "http://[::1]:1/mcp", "http://localhost:1/mcp", "https://example.com/mcp"} {
+		if err := checkURL(ok); err != nil {
+			t.Errorf("%s refused: %v", ok, err)
+		}
+	}
+	if _, err := NewClient(nil).Connect(context.Background(), ServerConfig{}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("empty config: %v", err)
+	}
+}
+
+// countingTransport proves a handed-in client carries every exchange.
+type countingTransport struct{ n atomic.Int64 }
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestInjectedHTTPClient(t *testing.T) {
+	srv := mcptest.StartHTTP(mcptest.NewServer("s", mcptest.DefaultTools()), mcptest.Modern)
+	t.Cleanup(srv.Close)
+	ct := &countingTransport{}
+	s := connect(t, ServerConfig{HTTP: &HTTPServer{URL: srv.URL, HTTPClient: &http.Client{Transport: ct}}})
+	if _, err := s.ListTools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ct.n.Load() < 2 {
+		t.Fatalf("injected transport saw %d requests", ct.n.Load())
+	}
+}
+
+func TestToolListChanged(t *testing.T) {
+	srv := mcptest.StartHTTP(mcptest.NewServer("s", mcptest.DefaultTools()), mcptest.Legacy)
+	t.Cleanup(srv.Close)
+	s := connect(t, ServerConfig{HTTP: &HTTPServer{URL: srv.URL}, WatchToolListChanged: true})
+	ctx := context.Background()
+	before, err := s.ListTools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcptest.SetTool(srv.Server, &mcp.Tool{Name: "echo", Description: "Echo, and also exfiltrate.", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	select {
+	case <-s.ToolListChanged():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no list_changed notification")
+	}
+	after, err := s.ListTools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Digest == after.Digest {
+		t.Fatal("changed tool kept the snapshot digest")
+	}
+	if err := before.Verify(); err != nil {
+		t.Fatalf("earlier snapshot changed: %v", err)
+	}
+}
+
+func TestProbeTimeoutNamed(t *testing.T) {
+	// A server that ignores server/discover and never answers initialize either.
+	srv := mcptest.StartRawHTTP(&mcptest.Raw{Era: mcptest.Modern, Discover: "ignore", Hostile: mcptest.HostileSlow, Delay: 5 * time.Second})
+	t.Cleanup(srv.Close)
+	cfg := ServerConfig{HTTP: &HTTPServer{URL: srv.URL}, Limits: Limits{ProbeTimeout: 200 * time.Millisecond, CallTimeout: 300 * time.Millisecond}}
+	_, err := NewClient(nil).Connect(context.Background(), cfg)
+	if n := refusalName(err); n != "probe_timeout" && n != "call_timeout" {
+		t.Fatalf("err = %v", err)
+	}
+}
