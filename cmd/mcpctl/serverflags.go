@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/b10x/connector-mcp/mcpclient"
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+// mcpClient is the process's MCP client; it caches the negotiated era per server configuration.
+var mcpClient = mcpclient.NewClient(&mcpclient.Options{Name: "mcpctl", Version: "v0.1"})
+
+// serverFlags name one MCP server for the verbs that reach one (discover, snapshot, call,
+// profile check): --url URL (Streamable HTTP) or -- CMD ARGS... (stdio, argv only, never a shell),
+// --inherit-env NAME (repeatable), one flag per bound, --timeout and --probe-timeout, and the
+// egress flags. OAuth credentials stored by "mcpctl login" are presented for HTTP servers.
+type serverFlags struct {
+	url        string
+	inheritEnv []string
+	limits     mcpclient.Limits
+	egress     egressFlags
+}
+
+// newServerFlags registers the server-selection flags on fs.
+func newServerFlags(fs *pflag.FlagSet) *serverFlags {
+	f := &serverFlags{}
+	fs.StringVar(&f.url, "url", "", "Streamable HTTP endpoint of the server (https, or http to loopback)")
+	fs.StringArrayVar(&f.inheritEnv, "inherit-env", nil, "environment variable passed to a stdio server (repeatable); nothing else is passed")
+	l := &f.limits
+	fs.IntVar(&l.MaxFrameBytes, "max-frame-bytes", mcpclient.DefaultMaxFrameBytes, "bound on one stdio line, HTTP body or SSE event")
+	fs.IntVar(&l.MaxDescriptorBytes, "max-descriptor-bytes", mcpclient.DefaultMaxDescriptorBytes, "bound on one tool descriptor")
+	fs.IntVar(&l.MaxPages, "max-pages", mcpclient.DefaultMaxPages, "bound on tools/list pages")
+	fs.IntVar(&l.MaxTools, "max-tools", mcpclient.DefaultMaxTools, "bound on the number of tools")
+	fs.IntVar(&l.MaxArgumentBytes, "max-argument-bytes", mcpclient.DefaultMaxArgumentBytes, "bound on call arguments")
+	fs.IntVar(&l.MaxResultBytes, "max-result-bytes", mcpclient.DefaultMaxResultBytes, "bound on a call result")
+	fs.DurationVar(&l.CallTimeout, "timeout", mcpclient.DefaultCallTimeout, "deadline of each operation (connect, listing, call)")
+	fs.DurationVar(&l.ProbeTimeout, "probe-timeout", mcpclient.DefaultProbeTimeout, "deadline of protocol negotiation before the legacy fallback")
+	f.egress.register(fs)
+	return f
+}
+
+// config builds the server configuration from the parsed flags; fs must have been parsed.
+func (f *serverFlags) config(ctx context.Context, env *cliEnv, fs *pflag.FlagSet) (mcpclient.ServerConfig, error) {
+	var cfg mcpclient.ServerConfig
+	var argv []string
+	if dash := fs.ArgsLenAtDash(); dash >= 0 {
+		if dash > 0 {
+			return cfg, usagef("unexpected argument %q before --", fs.Args()[0])
+		}
+		argv = fs.Args()[dash:]
+	} else if fs.NArg() > 0 {
+		return cfg, usagef("unexpected argument %q (a stdio server goes after --)", fs.Arg(0))
+	}
+	for name, v := range map[string]int{"--max-frame-bytes": f.limits.MaxFrameBytes, "--max-descriptor-bytes": f.limits.MaxDescriptorBytes,
+		"--max-pages": f.limits.MaxPages, "--max-tools": f.limits.MaxTools, "--max-argument-bytes": f.limits.MaxArgumentBytes, "--max-result-bytes": f.limits.MaxResultBytes} {
+		if v <= 0 {
+			return cfg, usagef("%s must be positive", name)
+		}
+	}
+	if f.limits.CallTimeout <= 0 || f.limits.ProbeTimeout <= 0 {
+		return cfg, usagef("--timeout and --probe-timeout must be positive")
+	}
+	cfg.Limits = f.limits
+	switch {
+	case f.url != "" && len(argv) > 0:
+		return cfg, usagef("give either --url or -- CMD ARGS..., not both")
+	case f.url != "":
+		if len(f.inheritEnv) > 0 {
+			return cfg, usagef("--inherit-env applies to stdio servers only")
+		}
+		u, err := url.Parse(f.url)
+		if err != nil || u.Host == "" {
+			return cfg, usagef("--url: not an absolute URL")
+		}
+		hc, err := f.egress.httpClient(u)
+		if err != nil {
+			return cfg, err
+		}
+		oh, err := oauthHandlerFor(ctx, env, f.url)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.HTTP = &mcpclient.HTTPServer{URL: f.url, HTTPClient: hc, OAuthHandler: oh}
+	case len(argv) > 0:
+		cfg.Stdio = &mcpclient.StdioServer{Argv: argv, InheritEnv: f.inheritEnv, LookupEnv: func(k string) (string, bool) {
+			v := env.getenv(k)
+			return v, v != ""
+		}}
+	default:
+		return cfg, usagef("name the server: --url URL or -- CMD ARGS...")
+	}
+	return cfg, nil
+}
+
+// connect connects to the named server and reports the negotiated era on stderr.
+func (f *serverFlags) connect(ctx context.Context, env *cliEnv, fs *pflag.FlagSet) (*mcpclient.Session, error) {
+	cfg, err := f.config(ctx, env, fs)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	s, err := mcpClient.Connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(env.stderr, "connected: protocol %s in %s\n", s.ProtocolVersion(), time.Since(start).Round(time.Millisecond))
+	return s, nil
+}
+
+// liveSnapshot connects to the named server and freezes its tools into a snapshot.
+func (f *serverFlags) liveSnapshot(ctx context.Context, env *cliEnv, fs *pflag.FlagSet) (*snapshot.ToolSnapshot, error) {
+	s, err := f.connect(ctx, env, fs)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.ListTools(ctx)
+}
