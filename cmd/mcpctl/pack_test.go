@@ -323,3 +323,15 @@ func replaceArg(args []string, from, to string) []string {
 	}
 	return out
 }
+
+func TestPackHostedEgress(t *testing.T) {
+	reg := ocitest.New(ocitest.Options{Referrers: true})
+	defer reg.Close()
+	ref := pushCLI(t, reg.Host, writeProfile(t, t.TempDir(), "acme", true))
+	// The operator's policy refuses loopback at dial time: the registry client goes through it.
+	runCLI(t, nil, "pack", "pull", ref, "--egress", "hosted").wantRefusal(t, "destination_refused")
+	runCLI(t, nil, "pack", "pull", ref, "--plain-http", "--egress", "hosted").wantRefusal(t, "scheme_refused")
+	if r := runCLI(t, nil, "pack", "pull", ref, "--plain-http", "--egress", "hosted", "--allow-loopback"); r.code != 0 {
+		t.Fatalf("hosted egress with loopback allowed: exit %d: %s", r.code, r.stderr)
+	}
+}
