@@ -251,6 +251,9 @@ func (c *Client) Bundles(ctx context.Context, ref Reference) ([]Referrer, error)
 		}
 		mb, err := fetchBlob(ctx, r, d)
 		if err != nil {
+			if isRefusal(err) {
+				continue // content that does not match its digest is no evidence; others may verify
+			}
 			return nil, err
 		}
 		var m ocispec.Manifest
@@ -260,6 +263,9 @@ func (c *Client) Bundles(ctx context.Context, ref Reference) ([]Referrer, error)
 		}
 		b, err := fetchBlob(ctx, r, m.Layers[0])
 		if err != nil {
+			if isRefusal(err) {
+				continue
+			}
 			return nil, err
 		}
 		out = append(out, Referrer{Descriptor: d, Bundle: b})
@@ -341,6 +347,11 @@ func registryError(op string, err error) error {
 		return err
 	}
 	return &RegistryError{Op: op, Err: err}
+}
+
+func isRefusal(err error) bool {
+	var r *RefusalError
+	return errors.As(err, &r)
 }
 
 // statusOf extracts an HTTP status from oras errors without their (registry-supplied) text.

@@ -1,11 +1,14 @@
 package ocipack
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"testing"
 
@@ -310,4 +313,27 @@ func TestVerifyCacheMakesNoRegistryRequest(t *testing.T) {
 	if reg.Requests() == before {
 		t.Fatal("a different policy must not be answered from the cache")
 	}
+}
+
+func TestVerifyTamperedAttestationIsNoEvidence(t *testing.T) {
+	reg := ocitest.New(ocitest.Options{Referrers: true})
+	defer reg.Close()
+	ref, c := pushed(t, reg, 1)
+	vs := virtualSigstore(t)
+	ctx := context.Background()
+	if _, err := keylessSigner(t, vs, testIdentity, testIssuer).Sign(ctx, c, ref, testProvenance()); err != nil {
+		t.Fatal(err)
+	}
+	refs, err := c.Bundles(ctx, ref)
+	if err != nil || len(refs) != 2 {
+		t.Fatalf("bundles: %d %v", len(refs), err)
+	}
+	for _, r := range refs {
+		if r.Descriptor.Annotations[AnnotationBundlePredicateType] == PredicateSLSAProvenanceV1 {
+			sum := sha256.Sum256(r.Bundle)
+			reg.Tamper("sha256:"+hex.EncodeToString(sum[:]), bytes.Replace(r.Bundle, []byte(`"mediaType"`), []byte(`"mediaTypo"`), 1))
+		}
+	}
+	_, err = NewVerifier(c, vs).Verify(ctx, ref, keylessPolicy())
+	wantRefusal(t, err, "missing_attestation", ErrNoAttestation)
 }
