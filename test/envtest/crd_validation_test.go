@@ -36,7 +36,7 @@ const validDigest = "sha256:3b5c1f3d8a4e2f6a7b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a
 // loadSample reads one config/samples file as an unstructured object.
 func loadSample(t *testing.T, file string) *unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "samples", file)) //nolint:gosec // test fixture path
+	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "samples", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,7 +581,7 @@ func TestKubectlApply(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.CommandContext(context.Background(), kubectl, "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", "-") //nolint:gosec // test binary
+		cmd := exec.CommandContext(context.Background(), kubectl, "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", "-")
 		cmd.Stdin = bytes.NewReader(data)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
