@@ -135,7 +135,7 @@ func (c *Client) open(ctx context.Context, cfg ServerConfig, era Era, probe bool
 			Endpoint:             cfg.HTTP.URL,
 			HTTPClient:           boundClient(cfg.HTTP.HTTPClient, s.reg, s.lim.MaxFrameBytes),
 			OAuthHandler:         cfg.HTTP.OAuthHandler,
-			MaxRetries:           -1,
+			MaxRetries:           2, // bounded resumption of an interrupted SSE response
 			DisableStandaloneSSE: !cfg.WatchToolListChanged,
 			MaxEventSize:         s.lim.MaxFrameBytes + 1<<16,
 		}

@@ -46,6 +46,9 @@ var (
 	// ErrUnsupportedProtocol: the server speaks no protocol revision this client supports
 	// (refusal "unsupported_protocol_version").
 	ErrUnsupportedProtocol = errors.New("unsupported protocol version")
+	// ErrInvalidToolHeaders: the tool's x-mcp-header annotations are invalid, so it cannot be
+	// called correctly (refusal "invalid_tool_headers").
+	ErrInvalidToolHeaders = errors.New("invalid tool header annotations")
 	// ErrFeatureRefused is the reason of every *FeatureRefusedError.
 	ErrFeatureRefused = errors.New("feature refused")
 

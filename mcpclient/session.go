@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sort"
 	"strings"
 	"sync"
 
@@ -13,6 +14,10 @@ import (
 
 	"github.com/b10x/connector-mcp/snapshot"
 )
+
+// WarnInvalidToolHeaders is the snapshot warning code for a tool whose x-mcp-header annotations
+// are invalid (SEP-2243): it is recorded as evidence but CallTool refuses it.
+const WarnInvalidToolHeaders = "invalid_tool_headers"
 
 // Session is one connection to a server, tools only. It is safe for concurrent use. Close it when
 // done; for stdio servers Close ends the process.
@@ -29,9 +34,10 @@ type Session struct {
 
 	listChanged chan struct{}
 
-	mu    sync.Mutex
-	last  *snapshot.ToolSnapshot
-	pages map[string][]byte // raw tools/list results by cursor, for pages the SDK serves from its TTL cache
+	mu       sync.Mutex
+	last     *snapshot.ToolSnapshot
+	excluded map[string]bool   // tools the SDK cannot call (invalid x-mcp-header annotations)
+	pages    map[string][]byte // raw tools/list results by cursor, for pages the SDK serves from its TTL cache
 }
 
 // Era returns the negotiated era.
@@ -169,14 +175,17 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 	defer done()
 	var descs []json.RawMessage
 	seen := map[string]bool{}
+	excluded := map[string]bool{}
 	cursor := ""
 	for page := 0; ; page++ {
 		if page >= s.lim.MaxPages {
 			return nil, refuse("too_many_pages", op, int64(s.lim.MaxPages), ErrTooManyPages)
 		}
 		params := &mcp.ListToolsParams{Cursor: cursor}
+		var typed *mcp.ListToolsResult
 		raw, served, err := s.exchange(ctx, op, st, func(ctx context.Context) error {
-			_, err := s.cs.ListTools(ctx, params)
+			res, err := s.cs.ListTools(ctx, params)
+			typed = res
 			return err
 		})
 		if err != nil {
@@ -202,6 +211,20 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 		if err := json.Unmarshal(raw, &res); err != nil || res.Tools == nil {
 			return nil, refuse("invalid_response", op, 0, ErrInvalidResponse)
 		}
+		if typed != nil {
+			// The SDK excludes tools it cannot call correctly (invalid x-mcp-header annotations,
+			// SEP-2243). They stay in the snapshot as evidence, flagged, and are not callable.
+			ok := make(map[string]bool, len(typed.Tools))
+			for _, t := range typed.Tools {
+				ok[t.Name] = true
+			}
+			for _, d := range res.Tools {
+				var n struct{ Name string }
+				if json.Unmarshal(d, &n) == nil && !ok[n.Name] {
+					excluded[n.Name] = true
+				}
+			}
+		}
 		for _, d := range res.Tools {
 			if len(d) > s.lim.MaxDescriptorBytes {
 				return nil, refuse("descriptor_too_large", op, int64(s.lim.MaxDescriptorBytes), ErrDescriptorTooLarge)
@@ -224,8 +247,24 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 	if err != nil {
 		return nil, err
 	}
+	if len(excluded) > 0 {
+		for name := range excluded {
+			snap.Warnings = append(snap.Warnings, snapshot.Warning{Tool: name, Path: "/inputSchema", Code: WarnInvalidToolHeaders})
+		}
+		sort.Slice(snap.Warnings, func(i, j int) bool {
+			a, b := snap.Warnings[i], snap.Warnings[j]
+			if a.Tool != b.Tool {
+				return a.Tool < b.Tool
+			}
+			if a.Path != b.Path {
+				return a.Path < b.Path
+			}
+			return a.Code < b.Code
+		})
+	}
 	s.mu.Lock()
 	s.last = snap
+	s.excluded = excluded
 	s.mu.Unlock()
 	return snap, nil
 }
@@ -249,13 +288,19 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 		return nil, refuse("invalid_arguments", op, 0, ErrInvalidArguments)
 	}
 	s.mu.Lock()
-	snap := s.last
+	snap, excluded := s.last, s.excluded
 	s.mu.Unlock()
 	if snap == nil {
 		var err error
 		if snap, err = s.ListTools(ctx); err != nil {
 			return nil, err
 		}
+		s.mu.Lock()
+		excluded = s.excluded
+		s.mu.Unlock()
+	}
+	if excluded[name] {
+		return nil, refuse("invalid_tool_headers", op, 0, ErrInvalidToolHeaders)
 	}
 	if t, ok := snap.Lookup(name); ok && taskRequired(t.Descriptor) {
 		return nil, &FeatureRefusedError{Feature: "tasks", Op: op}
