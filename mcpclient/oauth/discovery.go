@@ -14,12 +14,12 @@ import (
 // user information or a scheme other than http or https are rejected.
 func CanonicalResource(raw string) (string, error) {
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.Opaque != "" {
-		return "", &BindingError{What: "resource"}
+	if err != nil || u.Hostname() == "" || u.Opaque != "" {
+		return "", ErrInvalidServerURL
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	if (u.Scheme != "https" && u.Scheme != "http") || u.User != nil {
-		return "", &BindingError{What: "resource"}
+		return "", ErrInvalidServerURL
 	}
 	host, port := strings.ToLower(u.Hostname()), u.Port()
 	if (u.Scheme == "https" && port == "443") || (u.Scheme == "http" && port == "80") {

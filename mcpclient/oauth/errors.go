@@ -23,6 +23,9 @@ var (
 	ErrBindingMismatch = errors.New("oauth: credential binding mismatch")
 	// ErrRefreshFailed reports a failed token refresh; the stored credential is left untouched.
 	ErrRefreshFailed = errors.New("oauth: token refresh failed")
+	// ErrInvalidServerURL reports an MCP server URL that cannot key a credential: not http(s),
+	// no host, or carrying user information.
+	ErrInvalidServerURL = errors.New("oauth: the MCP server URL must be an http(s) URL with a host and no user information")
 	// ErrAuthorizationTimeout reports that the user did not complete the authorization in time.
 	ErrAuthorizationTimeout = errors.New("oauth: authorization not completed before the deadline")
 )

@@ -397,7 +397,7 @@ func (h *Handler) sanitize(ctx context.Context, err, fetchErr error) error {
 	switch {
 	case strings.Contains(msg, "state mismatch"):
 		return &AuthorizationError{Stage: "state"}
-	case strings.Contains(msg, "register"):
+	case strings.Contains(msg, "failed to register"):
 		return &AuthorizationError{Stage: "registration", err: h.dialRefusal()}
 	case strings.Contains(msg, "issuer"), strings.Contains(msg, "RFC 9207"):
 		return &AuthorizationError{Stage: "issuer_check"}
