@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -201,16 +202,14 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 		if raw == nil {
 			return nil, refuse("invalid_response", op, 0, ErrInvalidResponse)
 		}
-		if _, err := snapshot.Canonicalize(raw); err != nil {
+		tools, next, err := parsePage(raw)
+		if err != nil {
 			return nil, err
 		}
-		var res struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor *string           `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(raw, &res); err != nil || res.Tools == nil {
-			return nil, refuse("invalid_response", op, 0, ErrInvalidResponse)
-		}
+		res := struct {
+			Tools      []json.RawMessage
+			NextCursor *string
+		}{tools, next}
 		if typed != nil {
 			// The SDK excludes tools it cannot call correctly (invalid x-mcp-header annotations,
 			// SEP-2243). They stay in the snapshot as evidence, flagged, and are not callable.
@@ -284,7 +283,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	if len(args) > s.lim.MaxArgumentBytes {
 		return nil, refuse("argument_too_large", op, int64(s.lim.MaxArgumentBytes), ErrArgumentTooLarge)
 	}
-	if _, err := snapshot.Canonicalize(args); err != nil || args[0] != '{' {
+	if err := snapshot.Validate(args); err != nil || args[0] != '{' {
 		return nil, refuse("invalid_arguments", op, 0, ErrInvalidArguments)
 	}
 	s.mu.Lock()
@@ -322,7 +321,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	if len(raw) > s.lim.MaxResultBytes {
 		return nil, refuse("result_too_large", op, int64(s.lim.MaxResultBytes), ErrResultTooLarge)
 	}
-	if _, err := snapshot.Canonicalize(raw); err != nil {
+	if err := snapshot.Validate(raw); err != nil {
 		return nil, err
 	}
 	var res struct {
@@ -355,4 +354,56 @@ func taskRequired(desc []byte) bool {
 		} `json:"execution"`
 	}
 	return json.Unmarshal(desc, &d) == nil && d.Execution.TaskSupport == "required"
+}
+
+// parsePage reads a tools/list result: the raw descriptors and the next cursor. Member names of the
+// result object must be unique; the descriptors themselves are validated when frozen.
+func parsePage(raw []byte) ([]json.RawMessage, *string, error) {
+	const op = "tools/list"
+	invalid := refuse("invalid_response", op, 0, ErrInvalidResponse)
+	if !utf8.Valid(raw) {
+		return nil, nil, &snapshot.RefusalError{Name: "invalid_utf8", Err: snapshot.ErrInvalidUTF8}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, invalid
+	}
+	var (
+		tools []json.RawMessage
+		next  *string
+		seen  = map[string]bool{}
+	)
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			return nil, nil, invalid
+		}
+		if seen[key] {
+			return nil, nil, &snapshot.RefusalError{Name: "duplicate_key", Err: snapshot.ErrDuplicateKey}
+		}
+		seen[key] = true
+		switch key {
+		case "tools":
+			if err := dec.Decode(&tools); err != nil {
+				return nil, nil, invalid
+			}
+		case "nextCursor":
+			if err := dec.Decode(&next); err != nil {
+				return nil, nil, invalid
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, nil, invalid
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, invalid
+	}
+	if tools == nil {
+		return nil, nil, invalid
+	}
+	return tools, next, nil
 }

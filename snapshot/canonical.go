@@ -25,6 +25,11 @@ func Canonicalize(raw []byte) ([]byte, error) {
 	return transform(raw)
 }
 
+// Validate checks raw as Canonicalize does (one I-JSON value: valid UTF-8, no unpaired
+// surrogate escapes, no duplicate keys at any depth, no trailing data) without producing the
+// canonical form. The error is a *RefusalError.
+func Validate(raw []byte) error { return validate(raw, nil) }
+
 // transform runs the RFC 8785 serializer on input already checked by validate.
 func transform(raw []byte) ([]byte, error) {
 	trimmed := bytes.TrimSpace(raw)
