@@ -254,6 +254,15 @@ func (s *Session) outcomeErr(op string, ctx context.Context, st *callState, err 
 			return &TransportError{Op: op, Status: status, Err: ErrHTTPStatus}
 		}
 	}
+	// A named refusal from a collaborator below the SDK (the egress transport, the OAuth handler)
+	// surfaces as itself, without the SDK's wrapping text.
+	var named interface {
+		error
+		Refusal() string
+	}
+	if errors.As(err, &named) {
+		return named
+	}
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) {
 		return &ServerError{Op: op, Code: werr.Code}

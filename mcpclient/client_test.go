@@ -292,3 +292,62 @@ func TestProbeTimeoutNamed(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// deniedError stands for a refusal of the egress port or the OAuth handler.
+type deniedError struct{}
+
+func (deniedError) Error() string   { return "egress: destination denied" }
+func (deniedError) Refusal() string { return "destination_denied" }
+
+type denyingTransport struct{}
+
+func (denyingTransport) RoundTrip(*http.Request) (*http.Response, error) { return nil, deniedError{} }
+
+func TestCollaboratorRefusalSurfaces(t *testing.T) {
+	_, err := NewClient(nil).Connect(context.Background(), ServerConfig{HTTP: &HTTPServer{URL: "https://mcp.example.com/mcp", HTTPClient: &http.Client{Transport: denyingTransport{}}}})
+	if refusalName(err) != "destination_denied" || !errors.As(err, new(deniedError)) {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), "sending") {
+		t.Fatalf("SDK wrapping text leaked: %v", err)
+	}
+}
+
+func TestInvalidToolHeadersRefused(t *testing.T) {
+	tools := `[{"name":"ok","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}},
+	 {"name":"bad","inputSchema":{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"Dup"},"b":{"type":"string","x-mcp-header":"Dup"}}}}]`
+	path := filepath.Join(t.TempDir(), "tools.json")
+	os.WriteFile(path, []byte(tools), 0o600)
+	srv := mcptest.StartRawHTTP(&mcptest.Raw{Era: mcptest.Modern, Tools: mustRawTools(t, path)})
+	t.Cleanup(srv.Close)
+	s := connect(t, ServerConfig{HTTP: &HTTPServer{URL: srv.URL}})
+	snap, err := s.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Tools) != 2 {
+		t.Fatalf("the invalid tool must stay in the snapshot as evidence: %d tools", len(snap.Tools))
+	}
+	found := false
+	for _, w := range snap.Warnings {
+		found = found || (w.Tool == "bad" && w.Code == WarnInvalidToolHeaders)
+	}
+	if !found {
+		t.Fatalf("no warning for the invalid tool: %+v", snap.Warnings)
+	}
+	if _, err := s.CallTool(context.Background(), "bad", nil); refusalName(err) != "invalid_tool_headers" {
+		t.Fatalf("calling the invalid tool: %v", err)
+	}
+	if _, err := s.CallTool(context.Background(), "ok", json.RawMessage(`{"region":"eu"}`)); err != nil {
+		t.Fatalf("calling the valid tool: %v", err)
+	}
+}
+
+func mustRawTools(t *testing.T, path string) []json.RawMessage {
+	t.Helper()
+	tools, err := mcptest.LoadRawTools(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tools
+}
