@@ -40,12 +40,11 @@ func playBrowser(t *testing.T) *int {
 				t.Errorf("approve: %v", err)
 				return
 			}
-			resp, err := http.Get(u.String())
-			if err != nil {
-				t.Errorf("deliver: %v", err)
-				return
+			// The listener may close as soon as this delivery ends the flow; the test judges
+			// the outcome, not this request.
+			if resp, err := http.Get(u.String()); err == nil {
+				resp.Body.Close()
 			}
-			resp.Body.Close()
 		}()
 	}
 	t.Cleanup(func() { openBrowser = prev })

@@ -398,12 +398,11 @@ func deliver(t *testing.T) func(string) error {
 				t.Errorf("approve: %v", err)
 				return
 			}
-			resp, err := http.Get(u.String())
-			if err != nil {
-				t.Errorf("deliver redirect: %v", err)
-				return
+			// The listener may already be closed when the flow ends on this very delivery; the
+			// test judges the outcome, not this request.
+			if resp, err := http.Get(u.String()); err == nil {
+				resp.Body.Close()
 			}
-			resp.Body.Close()
 		}()
 		return nil
 	}
