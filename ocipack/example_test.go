@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -58,7 +59,10 @@ func Example() {
 
 	policy.Provenance.SourceRef = "refs/heads/release"
 	_, err = ocipack.NewVerifier(client, nil).Verify(ctx, ref, policy)
-	fmt.Println("other branch:", err.(*ocipack.RefusalError).Refusal())
+	var refusal *ocipack.RefusalError
+	if errors.As(err, &refusal) {
+		fmt.Println("other branch:", refusal.Refusal())
+	}
 	// Output:
 	// draft: ocipack: unreviewed_effect at operations[0].effect: operation effect not reviewed
 	// pinned: true

@@ -76,7 +76,8 @@ func DecodeProfile(data []byte) (*apiv1.ProfileDocument, error) {
 		}
 		return nil, refuse("invalid_profile", path, ErrInvalidProfile)
 	}
-	for _, se := range strict {
+	if len(strict) > 0 {
+		se := strict[0]
 		var fe k8sjson.FieldError
 		path := ""
 		if errors.As(se, &fe) {

@@ -107,7 +107,7 @@ func TestProfileInitRefusesTamperedSnapshot(t *testing.T) {
 	if tampered == string(b) {
 		t.Fatal("fixture did not change")
 	}
-	if err := os.WriteFile(p, []byte(tampered), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte(tampered), 0o600); err != nil { //nolint:gosec // G703: a test temp dir
 		t.Fatal(err)
 	}
 	runCLI(t, nil, "profile", "init", "--snapshot", p).wantRefusal(t, "digest_mismatch")

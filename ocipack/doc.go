@@ -1,0 +1,23 @@
+// Package ocipack implements profile packs: reviewed McpServiceProfile documents delivered as
+// immutable OCI artifacts with sigstore provenance.
+//
+// The package has four parts:
+//
+//   - The profile document codec: DecodeProfile (strict JSON or YAML into apiv1.ProfileDocument,
+//     refusals naming the JSON path of the offending field), EncodeProfile (canonical JSON or
+//     YAML), ProfileDigest, SnapshotOf and Draft, and pure validation checks (Validate,
+//     ValidateDraft and the individual Check functions).
+//   - The pack format and registry client: Client.Push builds an OCI image manifest v1.1 with
+//     artifactType PackArtifactType, the empty config and one canonical-JSON layer per profile;
+//     Client.Pull fetches by digest only, within Limits, every blob through a digest-verifying
+//     reader. Client.HTTPClient is injectable (the egress guarded client in hosted mode);
+//     CredentialsFromDockerConfig reads Docker config / dockerconfigjson credentials.
+//   - Verification: Verifier checks sigstore bundles attached as OCI referrers of the pack (native
+//     referrers API or the tag-schema fallback) against a trusted root or a public key, an identity
+//     policy and an SLSA provenance v1 policy (builder, source repository and ref: the merge
+//     verification), and returns a typed Result. Every failed check is a named *RefusalError.
+//   - Signing: Signer attaches cosign --new-bundle-format bundles (a signature statement and a
+//     provenance attestation); LoadPrivateKey reads cosign's encrypted keys or plain PEM keys.
+//
+// See docs/packs.md for the semantics and the mcpctl commands built on this package.
+package ocipack
