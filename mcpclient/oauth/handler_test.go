@@ -454,8 +454,10 @@ func TestLoopbackIgnoresForeignState(t *testing.T) {
 	}
 	defer lb.Close()
 	authURL := "http://127.0.0.1:1/authorize?state=expected-state"
+	delivered := make(chan struct{})
 	fetch := lb.Fetcher(func(string) error {
 		go func() {
+			defer close(delivered)
 			for _, st := range []string{"forged", "expected-state"} {
 				resp, err := http.Get(lb.URL() + "?code=c-" + st + "&state=" + st)
 				if err != nil {
@@ -471,6 +473,7 @@ func TestLoopbackIgnoresForeignState(t *testing.T) {
 		return nil
 	}, nil, 20*time.Second)
 	res, err := fetch(context.Background(), &auth.AuthorizationArgs{URL: authURL})
+	<-delivered
 	if err != nil || res.Code != "c-expected-state" {
 		t.Fatalf("got %+v, %v", res, err)
 	}
