@@ -56,6 +56,9 @@ type Raw struct {
 	Delay time.Duration
 	// SSE makes HTTP answers text/event-stream instead of application/json.
 	SSE bool
+	// OnRequest, when set, observes every inbound request or notification (header is nil over
+	// stdio). It must be safe for concurrent use.
+	OnRequest func(method string, params json.RawMessage, header http.Header)
 	// Discover is "ignore" (never answer server/discover) or "exit" (exit the process on it);
 	// anything else answers.
 	Discover string
@@ -243,6 +246,9 @@ func (r *Raw) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 		if json.Unmarshal(sc.Bytes(), &m) != nil {
 			continue
 		}
+		if r.OnRequest != nil && m.Method != "" {
+			r.OnRequest(m.Method, m.Params, nil)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -263,6 +269,9 @@ func (r *Raw) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if err := json.NewDecoder(io.LimitReader(req.Body, 4<<20)).Decode(&m); err != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		return
+	}
+	if r.OnRequest != nil && m.Method != "" {
+		r.OnRequest(m.Method, m.Params, req.Header.Clone())
 	}
 	frames := r.answer(req.Context(), m)
 	if frames == nil {
