@@ -382,3 +382,9 @@ func mutate[T client.Object](t *testing.T, obj T, fn func(T)) {
 		}
 	}
 }
+
+type clientObject = client.Object
+
+type corev1Secret = corev1.Secret
+
+func objKey(o client.Object) client.ObjectKey { return client.ObjectKeyFromObject(o) }
