@@ -40,6 +40,10 @@ var (
 	// ErrCredentialUnavailable matches a [CredentialError]: the referenced secret or key does
 	// not exist, is empty or cannot be read.
 	ErrCredentialUnavailable = errors.New("egress: credential unavailable")
+	// ErrUnrequestedEncoding is returned (in an [*ExchangeError]) when a response to an
+	// exchange carries a content encoding the port did not ask for (it asks for gzip only and
+	// decodes it before the bound applies).
+	ErrUnrequestedEncoding = errors.New("egress: response in an unrequested content encoding")
 	// ErrInvalidPolicy is returned (wrapped) by constructors given an unusable policy.
 	ErrInvalidPolicy = errors.New("egress: invalid policy")
 )

@@ -105,6 +105,11 @@ func (t *Transport) Exchange(ctx context.Context, req *http.Request) (*Response,
 	}
 	defer cancel()
 	defer resp.Body.Close()
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		// Only gzip is asked for, and net/http decodes it (removing the header). Anything else
+		// would reach the caller undecoded, outside the bound.
+		return nil, &ExchangeError{Op: req.Method, Err: ErrUnrequestedEncoding}
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, t.p.MaxResponseBytes+1))
 	if err != nil {
 		return nil, t.mapErr(resp.Request.Context(), err)
@@ -214,6 +219,7 @@ func (t *Transport) send(ctx context.Context, req *http.Request, bufferBody bool
 	}
 	out := req.Clone(ctx)
 	out.RequestURI = ""
+	out.Host = "" // the Host header is the bound URL's host, never a caller override
 	if bufferBody {
 		if body == nil {
 			out.Body, out.ContentLength, out.GetBody = nil, 0, nil
@@ -230,15 +236,20 @@ func (t *Transport) send(ctx context.Context, req *http.Request, bufferBody bool
 	// applies to decompressed bytes.
 	out.Header.Del("Accept-Encoding")
 	out.Header.Del("Proxy-Authorization")
+	fail := func(err error) (*http.Response, context.CancelFunc, error) {
+		cancel()
+		if !bufferBody {
+			closeReqBody()
+		}
+		return nil, nil, err
+	}
 	if t.p.Credential != nil {
 		if err := t.setBearer(ctx, out); err != nil {
-			cancel()
-			return nil, nil, err
+			return fail(err)
 		}
 	}
 	if headerBytes(out) > t.p.MaxHeaderBytes {
-		cancel()
-		return nil, nil, &TooLargeError{Kind: LimitHeader, Limit: t.p.MaxHeaderBytes}
+		return fail(&TooLargeError{Kind: LimitHeader, Limit: t.p.MaxHeaderBytes})
 	}
 	// The assembled request (and its bearer) is referenced by nothing once Do returns: the
 	// response handed out carries the caller's request, not this one.

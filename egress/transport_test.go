@@ -541,3 +541,31 @@ func TestInvalidPolicies(t *testing.T) {
 		}
 	}
 }
+
+// TestUnrequestedEncodingRefused: a body in an encoding the port did not ask for (which it
+// would hand on undecoded, outside the bound) is refused; gzip is decoded (TestGzipBomb).
+func TestUnrequestedEncodingRefused(t *testing.T) {
+	srv := serveOn(t, "127.0.0.5", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "deflate")
+		w.Write([]byte{0x4b, 0x04, 0x00})
+	}))
+	_, err := newTransport(t, inCluster(srv.URL)).Exchange(context.Background(), get(t, srv.URL+"/"))
+	if !errors.Is(err, ErrUnrequestedEncoding) {
+		t.Fatalf("got %v, want ErrUnrequestedEncoding", err)
+	}
+}
+
+// TestHostOverrideIgnored: a caller-set Host header cannot steer the request to another
+// virtual host behind the bound address.
+func TestHostOverrideIgnored(t *testing.T) {
+	var host string
+	srv := serveOn(t, "127.0.0.5", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { host = r.Host }))
+	req := get(t, srv.URL+"/")
+	req.Host = "internal-admin.svc"
+	if _, err := newTransport(t, inCluster(srv.URL)).Exchange(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimPrefix(srv.URL, "http://"); host != want {
+		t.Fatalf("server saw Host %q, want %q", host, want)
+	}
+}
