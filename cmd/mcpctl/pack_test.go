@@ -80,9 +80,10 @@ func writeProfile(t *testing.T, dir, name string, reviewed bool) string {
 	return p
 }
 
-// cosignKeyPair returns the fixture key pair in cosign's encrypted format ("ENCRYPTED SIGSTORE
-// PRIVATE KEY", scrypt + secretbox, as "cosign generate-key-pair" writes it), password
-// cosignTestPassword. A fixture, because scrypt makes generating one cost seconds under -race.
+// cosignKeyPair returns the fixture key pair made by "cosign generate-key-pair" (cosign v3.1.3:
+// "ENCRYPTED SIGSTORE PRIVATE KEY", scrypt + secretbox), password cosignTestPassword. A fixture,
+// because it is the real tool's output and because scrypt makes generating one cost seconds under
+// -race.
 func cosignKeyPair(t *testing.T) (priv, pub string) {
 	t.Helper()
 	b, err := os.ReadFile("testdata/cosign.key")
@@ -92,7 +93,7 @@ func cosignKeyPair(t *testing.T) (priv, pub string) {
 	return "testdata/cosign.key", "testdata/cosign.pub"
 }
 
-const cosignTestPassword = "test-password"
+const cosignTestPassword = "pw"
 
 // plainKeyPair writes an unencrypted PKCS#8 PEM private key and its public key (the "plain PEM
 // private key" form of --key; cheaper than the scrypt-encrypted cosign form under -race).
