@@ -1,0 +1,213 @@
+package envtest
+
+// User stories of the production path: profiles delivered as signed OCI packs pinned by digest,
+// verified against a provenance (merge verification) policy, from an in-process registry.
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/controllers"
+	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/ocipack/ocitest"
+)
+
+const (
+	packRepo     = "git+https://github.com/acme/mcp-profiles"
+	packRef      = "refs/heads/main"
+	packRevision = "4f2a9c1e0b7d"
+)
+
+// packWorld is a registry, a signing key (its public half in a Secret of ns) and a reviewed
+// profile of a live server.
+type packWorld struct {
+	reg    *ocitest.Registry
+	client *ocipack.Client
+	signer *ocipack.Signer
+	doc    *apiv1.ProfileDocument
+	url    string
+}
+
+func newPackWorld(t *testing.T, ns string) *packWorld {
+	t.Helper()
+	reg := ocitest.New(ocitest.Options{Referrers: true})
+	t.Cleanup(reg.Close)
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := ocipack.NewKeypair(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(priv.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, newSecret(ns, "signing-key", "cosign.pub", string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))))
+	_, h := modernServer(mcptest.DefaultTools())
+	live := startSwitchable(t, h)
+	return &packWorld{reg: reg, client: &ocipack.Client{PlainHTTP: true}, signer: &ocipack.Signer{Keypair: kp},
+		doc: reviewedProfile(t, live.URL), url: live.URL}
+}
+
+// push pushes the reviewed profile as a pack and returns its digest reference.
+func (w *packWorld) push(t *testing.T, repo string) ocipack.Reference {
+	t.Helper()
+	r, err := ocipack.ParseRepository(w.reg.Host + "/" + repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := w.client.Push(context.Background(), r, []*apiv1.ProfileDocument{w.doc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+func (w *packWorld) sign(t *testing.T, ref ocipack.Reference, sourceRef string) {
+	t.Helper()
+	if _, err := w.signer.Sign(context.Background(), w.client, ref, &ocipack.Provenance{
+		SourceRepository: packRepo, SourceRef: sourceRef, SourceRevision: packRevision, BuilderID: "https://ci.example/builder"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func packProfile(ns, name string, ref ocipack.Reference, prov *apiv1.ProvenancePolicy) *apiv1.McpServiceProfile {
+	return &apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: apiv1.McpServiceProfileSpec{Source: apiv1.ProfileSource{OCI: &apiv1.OCISource{Ref: ref.String(),
+			Verify: &apiv1.VerifyPolicy{PublicKey: &apiv1.SecretKeyReference{Name: "signing-key", Key: "cosign.pub"}, Provenance: prov}}}}}
+}
+
+func mainPolicy() *apiv1.ProvenancePolicy {
+	return &apiv1.ProvenancePolicy{SourceRepository: packRepo, SourceRef: packRef}
+}
+
+// A reviewed pack, signed with provenance from the protected branch, verifies under the
+// production policy (provenance required); the deployment activates; the status records the
+// pack digest, signer and source revision; re-reading it makes no registry request.
+func TestStoryReviewedPackActivates(t *testing.T) {
+	ns := newNamespace(t, "story-pack")
+	o := devOptions()
+	o.RequireProvenance = true
+	op := startOperator(t, ns, o)
+	w := newPackWorld(t, ns)
+	ref := w.push(t, "team/demo")
+	w.sign(t, ref, packRef)
+	prof := packProfile(ns, "demo", ref, mainPolicy())
+	mustCreate(t, prof)
+	makeGrant(t, ns, "all")
+	sd := newDeployment(ns, "demo", "demo", "demo", w.url, w.doc, nil, "all")
+	mustCreate(t, sd)
+
+	prof = waitObj(t, prof, storyTimeout, "pack verified", isReady[*apiv1.McpServiceProfile])
+	st := prof.Status
+	if st.PackDigest != ref.Digest || st.SnapshotDigest != w.doc.Snapshot.Digest || !strings.HasPrefix(st.ProfileDigest, "sha256:") ||
+		st.Verified == nil || st.Verified.SourceRevision != packRevision || st.Verified.SourceRef != packRef || st.Verified.SourceRepository != packRepo {
+		t.Fatalf("profile status = %+v (verified %+v)", st, st.Verified)
+	}
+	if kstatusOf(t, prof) != status.CurrentStatus {
+		t.Fatalf("kstatus %s", kstatusOf(t, prof))
+	}
+	sd = waitObj(t, sd, storyTimeout, "deployment Ready", isReady[*apiv1.ServiceDeployment])
+	if sd.Status.ActiveSnapshotDigest != w.doc.Snapshot.Digest || sd.Status.ProfileDigest != st.ProfileDigest {
+		t.Fatalf("deployment status = %+v", sd.Status)
+	}
+
+	// Verification is cached by (digest, policy): touching both objects reads no registry.
+	time.Sleep(500 * time.Millisecond)
+	requests := w.reg.Requests()
+	before := op.reconciles(ns + "/demo")
+	mutate(t, prof, func(p *apiv1.McpServiceProfile) { p.Labels = map[string]string{"poke": "1"} })
+	mutate(t, sd, func(sd *apiv1.ServiceDeployment) { sd.Labels = map[string]string{"poke": "1"} })
+	deadline := time.Now().Add(storyTimeout)
+	for op.reconciles(ns+"/demo") == before && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if got := w.reg.Requests() - requests; got != 0 {
+		t.Fatalf("re-reading a verified pack made %d registry requests", got)
+	}
+}
+
+// Every positive case has a must-fail twin with its own reason.
+func TestStoryPackRefusals(t *testing.T) {
+	ns := newNamespace(t, "story-packno")
+	o := devOptions()
+	o.RequireProvenance = true
+	startOperator(t, ns, o)
+	w := newPackWorld(t, ns)
+
+	cases := []struct {
+		name    string
+		prepare func(t *testing.T) *apiv1.McpServiceProfile
+		reason  string
+		message string
+	}{
+		{"unsigned pack", func(t *testing.T) *apiv1.McpServiceProfile {
+			return packProfile(ns, "unsigned", w.push(t, "team/unsigned"), mainPolicy())
+		}, controllers.ReasonProvenanceMissing, "missing_signature"},
+		{"signed from another branch", func(t *testing.T) *apiv1.McpServiceProfile {
+			ref := w.push(t, "team/branch")
+			w.sign(t, ref, "refs/heads/feature")
+			return packProfile(ns, "branch", ref, mainPolicy())
+		}, controllers.ReasonVerificationFailed, "wrong_source_ref"},
+		{"tampered layer", func(t *testing.T) *apiv1.McpServiceProfile {
+			ref := w.push(t, "team/tampered")
+			w.sign(t, ref, packRef)
+			pack, err := w.client.Pull(context.Background(), ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := ocipack.ParseManifest(pack.Manifest, ocipack.DefaultLimits())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Same size: the bytes, not the length, betray the tampering.
+			w.reg.Tamper(m.Layers[0].Digest.String(), []byte(strings.Replace(string(pack.Layers[0]), `"effect":"read"`, `"effect":"READ"`, 1)))
+			return packProfile(ns, "tampered", ref, mainPolicy())
+		}, controllers.ReasonPackInvalid, "blob_digest_mismatch"},
+		{"no provenance policy while provenance is required", func(t *testing.T) *apiv1.McpServiceProfile {
+			ref := w.push(t, "team/nopolicy")
+			w.sign(t, ref, packRef)
+			return packProfile(ns, "nopolicy", ref, nil)
+		}, controllers.ReasonVerificationFailed, "invalid_policy"},
+		{"signature by another key", func(t *testing.T) *apiv1.McpServiceProfile {
+			ref := w.push(t, "team/otherkey")
+			priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+			kp, _ := ocipack.NewKeypair(priv)
+			if _, err := (&ocipack.Signer{Keypair: kp}).Sign(context.Background(), w.client, ref, &ocipack.Provenance{SourceRepository: packRepo, SourceRef: packRef}); err != nil {
+				t.Fatal(err)
+			}
+			return packProfile(ns, "otherkey", ref, mainPolicy())
+		}, controllers.ReasonVerificationFailed, "untrusted_signature"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			prof := tc.prepare(t)
+			mustCreate(t, prof)
+			prof = waitObj(t, prof, storyTimeout, "refusal "+tc.reason, func(p *apiv1.McpServiceProfile) bool {
+				return hasCondition(p, controllers.TypeSourceVerified, metav1.ConditionFalse, "")
+			})
+			c := condOf(prof, controllers.TypeSourceVerified)
+			if c.Reason != tc.reason || !strings.Contains(c.Message, tc.message) {
+				t.Fatalf("SourceVerified = %s %q, want %s containing %q", c.Reason, c.Message, tc.reason, tc.message)
+			}
+			if prof.Status.PackDigest != "" || prof.Status.SnapshotDigest != "" || prof.Status.Verified != nil || kstatusOf(t, prof) != status.FailedStatus {
+				t.Fatalf("a refused pack left status %+v (kstatus %s)", prof.Status, kstatusOf(t, prof))
+			}
+		})
+	}
+}
