@@ -328,6 +328,8 @@ func (e *RegistryError) Error() string {
 	switch {
 	case errors.Is(e.Err, errdef.ErrNotFound):
 		msg += ": not found"
+	case errors.Is(e.Err, auth.ErrBasicCredentialNotFound):
+		msg += ": credentials required"
 	case errors.Is(e.Err, context.DeadlineExceeded), errors.Is(e.Err, context.Canceled):
 		msg += ": " + e.Err.Error()
 	default:

@@ -189,3 +189,38 @@ func TestCredentialsFromDockerConfig(t *testing.T) {
 		t.Fatalf("bad auth must be refused, got %v", err)
 	}
 }
+
+func TestPushPullWithDockerConfigCredentials(t *testing.T) {
+	reg := ocitest.New(ocitest.Options{Referrers: true, Username: "robot", Password: "s3cret-token"})
+	defer reg.Close()
+	cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{
+		reg.Host: map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte("robot:s3cret-token"))},
+	}})
+	creds, err := CredentialsFromDockerConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	repo, _ := ParseRepository(reg.Host + "/team/private")
+	c := &Client{PlainHTTP: true, Credentials: creds}
+	ref, err := c.Push(ctx, repo, profiles(t, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pull(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	_, err = (&Client{PlainHTTP: true}).Pull(ctx, ref)
+	var re *RegistryError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "credentials required") {
+		t.Fatalf("anonymous pull must fail for want of credentials, got %v", err)
+	}
+	wrong, _ := CredentialsFromDockerConfig([]byte(`{"auths":{"` + reg.Host + `":{"username":"robot","password":"guess"}}}`))
+	_, err = (&Client{PlainHTTP: true, Credentials: wrong}).Pull(ctx, ref)
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "HTTP 401") {
+		t.Fatalf("wrong credentials must fail with 401, got %v", err)
+	}
+	if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "authentication required") {
+		t.Fatalf("error carries credentials or registry prose: %v", err)
+	}
+}

@@ -30,6 +30,9 @@ type Options struct {
 	// answers 404 and manifest pushes carry no OCI-Subject header, as on registries without the
 	// API (clients then use the sha256-<hex> tag schema).
 	Referrers bool
+	// Username and Password, when set, require HTTP Basic authentication on every request
+	// (401 with a Basic challenge otherwise).
+	Username, Password string
 }
 
 // Registry is an in-process OCI registry listening on a loopback address.
@@ -84,6 +87,16 @@ func (r *Registry) Tamper(digest string, content []byte) {
 
 func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 	r.requests.Add(1)
+	if r.opts.Username != "" {
+		u, p, ok := req.BasicAuth()
+		if !ok || u != r.opts.Username || p != r.opts.Password {
+			w.Header().Set("WWW-Authenticate", `Basic realm="ocitest"`)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`)
+			return
+		}
+	}
 	parts := strings.Split(strings.TrimPrefix(req.URL.Path, "/v2/"), "/")
 	n := len(parts)
 	if n >= 3 && (req.Method == http.MethodGet || req.Method == http.MethodHead) {
