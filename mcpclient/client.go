@@ -190,6 +190,9 @@ func (c *Client) open(ctx context.Context, cfg ServerConfig, era Era, probe bool
 	return s, nil
 }
 
+// maxRedirects bounds redirects followed by the default HTTP client.
+const maxRedirects = 5
+
 // boundClient returns a copy of hc (or of a default client without environment proxies) whose
 // transport is wrapped by boundTransport.
 func boundClient(hc *http.Client, reg *registry, frame int) *http.Client {
@@ -205,6 +208,15 @@ func boundClient(hc *http.Client, reg *registry, frame int) *http.Client {
 			t := http.DefaultTransport.(*http.Transport).Clone()
 			t.Proxy = nil
 			base = t
+		}
+	}
+	if hc == nil {
+		// The default client re-checks every redirect as a configured URL would be checked.
+		c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+			if len(via) >= maxRedirects {
+				return refuse("too_many_redirects", "redirect", maxRedirects, ErrInsecureTransport)
+			}
+			return checkURL(req.URL.String())
 		}
 	}
 	c.Transport = &boundTransport{base: base, reg: reg, frame: frame}
@@ -243,6 +255,15 @@ func (s *Session) outcomeErr(op string, ctx context.Context, st *callState, err 
 	if ctx.Err() != nil && context.Cause(ctx) != nil && errors.Is(context.Cause(ctx), context.Canceled) {
 		return context.Canceled
 	}
+	// A named refusal from a collaborator below the SDK (the egress transport, the OAuth handler)
+	// surfaces as itself, without the SDK's wrapping text.
+	var named interface {
+		error
+		Refusal() string
+	}
+	if errors.As(err, &named) {
+		return named
+	}
 	if st != nil {
 		st.mu.Lock()
 		rpcErr, code, status := st.rpcErr, st.rpcCode, st.status
@@ -253,15 +274,6 @@ func (s *Session) outcomeErr(op string, ctx context.Context, st *callState, err 
 		if status >= 300 {
 			return &TransportError{Op: op, Status: status, Err: ErrHTTPStatus}
 		}
-	}
-	// A named refusal from a collaborator below the SDK (the egress transport, the OAuth handler)
-	// surfaces as itself, without the SDK's wrapping text.
-	var named interface {
-		error
-		Refusal() string
-	}
-	if errors.As(err, &named) {
-		return named
 	}
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -350,4 +351,23 @@ func mustRawTools(t *testing.T, path string) []json.RawMessage {
 		t.Fatal(err)
 	}
 	return tools
+}
+
+func TestDefaultClientRechecksRedirects(t *testing.T) {
+	target := mcptest.StartHTTP(mcptest.NewServer("s", mcptest.DefaultTools()), mcptest.Modern)
+	t.Cleanup(target.Close)
+	// A loopback endpoint that redirects to a plain-http, non-loopback URL is refused.
+	bad := httptest.NewServer(http.RedirectHandler("http://mcp.example.com/mcp", http.StatusTemporaryRedirect))
+	t.Cleanup(bad.Close)
+	_, err := NewClient(nil).Connect(context.Background(), ServerConfig{HTTP: &HTTPServer{URL: bad.URL}})
+	if refusalName(err) != "insecure_transport" {
+		t.Fatalf("redirect to plain http: %v", err)
+	}
+	// Must-pass twin: a redirect to a loopback server is followed.
+	good := httptest.NewServer(http.RedirectHandler(target.URL, http.StatusTemporaryRedirect))
+	t.Cleanup(good.Close)
+	s := connect(t, ServerConfig{HTTP: &HTTPServer{URL: good.URL}})
+	if _, err := s.ListTools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
