@@ -5,12 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 
-	"github.com/spf13/pflag"
-
-	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/snapshot"
 )
@@ -125,7 +121,7 @@ type checkReport struct {
 func profileCheck(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet("profile check")
 	profilePath := fs.String("profile", "", "profile document (YAML or JSON)")
-	sf := newProfileServerFlags(fs)
+	sf := newServerFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -148,7 +144,7 @@ func profileCheck(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	live, err := sf.liveSnapshot(ctx, env, fs.Args())
+	live, err := sf.liveSnapshot(ctx, env, fs)
 	if err != nil {
 		return err
 	}
@@ -197,55 +193,4 @@ func summarizeDiff(d snapshot.Diff) string {
 		}
 	}
 	return "live server differs from the profile: " + strings.Join(parts, ", ")
-}
-
-// profileServerFlags select the live server of "profile check": --url URL (Streamable HTTP) or
-// -- CMD ARGS... (stdio, argv only) with --inherit-env NAME.
-//
-// TODO(ocipack): switch to the shared server flags of serverflags.go once they land, so that every
-// verb names a server the same way (OAuth, egress policy).
-type profileServerFlags struct {
-	url        string
-	inheritEnv []string
-	egress     egressFlags
-}
-
-func newProfileServerFlags(fs *pflag.FlagSet) *profileServerFlags {
-	f := &profileServerFlags{}
-	fs.StringVar(&f.url, "url", "", "Streamable HTTP endpoint of the server")
-	fs.StringArrayVar(&f.inheritEnv, "inherit-env", nil, "environment variable passed to a stdio server (repeatable)")
-	f.egress.register(fs)
-	return f
-}
-
-// liveSnapshot connects to the server and lists its tools into a snapshot.
-func (f *profileServerFlags) liveSnapshot(ctx context.Context, env *cliEnv, argv []string) (*snapshot.ToolSnapshot, error) {
-	var cfg mcpclient.ServerConfig
-	switch {
-	case f.url != "" && len(argv) > 0:
-		return nil, usagef("give either --url or -- CMD ARGS..., not both")
-	case f.url != "":
-		u, err := url.Parse(f.url)
-		if err != nil {
-			return nil, usagef("--url: not a URL")
-		}
-		hc, err := f.egress.httpClient(u)
-		if err != nil {
-			return nil, err
-		}
-		cfg.HTTP = &mcpclient.HTTPServer{URL: f.url, HTTPClient: hc}
-	case len(argv) > 0:
-		cfg.Stdio = &mcpclient.StdioServer{Argv: argv, InheritEnv: f.inheritEnv, LookupEnv: func(k string) (string, bool) {
-			v := env.getenv(k)
-			return v, v != ""
-		}}
-	default:
-		return nil, usagef("name the server: --url URL or -- CMD ARGS...")
-	}
-	sess, err := mcpclient.NewClient(nil).Connect(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer sess.Close()
-	return sess.ListTools(ctx)
 }
