@@ -73,7 +73,7 @@ func devOptions() app.Options {
 
 // startOperator starts a manager watching namespace ns with options o. It stops when the test
 // ends; the stop must complete within the graceful shutdown timeout.
-func startOperator(t *testing.T, ns string, o app.Options) *operator {
+func startOperator(t testing.TB, ns string, o app.Options) *operator {
 	t.Helper()
 	op := &operator{gets: map[string]int{}}
 	count := func() { op.writes.Add(1) }
@@ -160,7 +160,7 @@ type switchable struct {
 	hits atomic.Int64
 }
 
-func startSwitchable(t *testing.T, h http.Handler) *switchable {
+func startSwitchable(t testing.TB, h http.Handler) *switchable {
 	t.Helper()
 	s := &switchable{}
 	s.set(h)
@@ -177,7 +177,7 @@ func (s *switchable) set(h http.Handler) { s.h.Store(&h) }
 
 // reviewedProfile freezes a live server with mcpclient and turns the draft into a reviewed
 // profile document (every effect set by the "reviewer").
-func reviewedProfile(t *testing.T, url string) *apiv1.ProfileDocument {
+func reviewedProfile(t testing.TB, url string) *apiv1.ProfileDocument {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -209,7 +209,7 @@ func modernServer(tools []*mcp.Tool) (*mcp.Server, http.Handler) {
 
 // grant creates a Role allowing invoke on the named deployments (all when names is empty) and
 // a RoleBinding named name for it.
-func makeGrant(t *testing.T, ns, name string, names ...string) {
+func makeGrant(t testing.TB, ns, name string, names ...string) {
 	t.Helper()
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-role"},
 		Rules: []rbacv1.PolicyRule{{Verbs: []string{"invoke"}, APIGroups: []string{apiv1.GroupVersion.Group}, Resources: []string{"servicedeployments"}, ResourceNames: names}}}
@@ -220,7 +220,7 @@ func makeGrant(t *testing.T, ns, name string, names ...string) {
 	mustCreate(t, rb)
 }
 
-func mustCreate(t *testing.T, o client.Object) {
+func mustCreate(t testing.TB, o client.Object) {
 	t.Helper()
 	if err := k8sClient.Create(context.Background(), o); err != nil {
 		t.Fatalf("create %T %s: %v", o, o.GetName(), err)
@@ -248,7 +248,7 @@ func newDeployment(ns, name, profile, provider, url string, doc *apiv1.ProfileDo
 }
 
 // waitFor polls obj until cond holds, failing with the last observed status after timeout.
-func waitObj[T client.Object](t *testing.T, obj T, timeout time.Duration, what string, cond func(T) bool) T {
+func waitObj[T client.Object](t testing.TB, obj T, timeout time.Duration, what string, cond func(T) bool) T {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	key := client.ObjectKeyFromObject(obj)
@@ -315,7 +315,7 @@ func observedGen(o client.Object) int64 {
 }
 
 // kstatusOf computes the status a GitOps tool (Flux, Argo CD health via kstatus) reads.
-func kstatusOf(t *testing.T, o client.Object) status.Status {
+func kstatusOf(t testing.TB, o client.Object) status.Status {
 	t.Helper()
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	if err != nil {
@@ -329,7 +329,7 @@ func kstatusOf(t *testing.T, o client.Object) status.Status {
 }
 
 // eventReasons returns the reasons of the events regarding the named object.
-func eventReasons(t *testing.T, ns, name string) []string {
+func eventReasons(t testing.TB, ns, name string) []string {
 	t.Helper()
 	var list eventsv1.EventList
 	if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
@@ -344,7 +344,7 @@ func eventReasons(t *testing.T, ns, name string) []string {
 	return out
 }
 
-func waitEvent(t *testing.T, ns, name, want string) {
+func waitEvent(t testing.TB, ns, name, want string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -366,7 +366,7 @@ func newSecret(ns, name, key, value string) *corev1.Secret {
 }
 
 // mutate re-reads obj and applies fn, retrying on update conflicts (the manager writes status).
-func mutate[T client.Object](t *testing.T, obj T, fn func(T)) {
+func mutate[T client.Object](t testing.TB, obj T, fn func(T)) {
 	t.Helper()
 	for i := 0; ; i++ {
 		if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
@@ -388,3 +388,14 @@ type clientObject = client.Object
 type corev1Secret = corev1.Secret
 
 func objKey(o client.Object) client.ObjectKey { return client.ObjectKeyFromObject(o) }
+
+// newNamespaceTB creates a fresh namespace (for benchmarks too) and deletes it at the end.
+func newNamespaceTB(t testing.TB, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := k8sClient.Create(context.Background(), ns); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), ns) })
+	return ns.Name
+}
