@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -166,6 +167,9 @@ func (c *Client) open(ctx context.Context, cfg ServerConfig, era Era, probe bool
 		if s.proc != nil {
 			s.proc.kill()
 		}
+		if unsupportedOnly(state) {
+			return nil, refuse("unsupported_protocol_version", "connect", 0, ErrUnsupportedProtocol)
+		}
 		return nil, s.outcomeErr("connect", tctx, state, err)
 	}
 	s.cs = cs
@@ -288,4 +292,26 @@ func (s *Session) outcomeErr(op string, ctx context.Context, st *callState, err 
 		return te
 	}
 	return &TransportError{Op: op, Err: ErrConnectionClosed}
+}
+
+// unsupportedOnly reports whether the server's first answer was a recognised modern error
+// (-32022, unsupported protocol version) listing no revision this client speaks.
+func unsupportedOnly(st *callState) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.rpcErr || st.rpcCode != mcp.CodeUnsupportedProtocolVersion {
+		return false
+	}
+	var d struct {
+		Supported []string `json:"supported"`
+	}
+	if json.Unmarshal(st.rpcData, &d) != nil {
+		return false
+	}
+	for _, v := range d.Supported {
+		if v == string(EraModern) || v == string(EraLegacy) {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -71,5 +72,19 @@ func TestNegotiation(t *testing.T) {
 				t.Fatalf("digest changed across connections: %s vs %s", snap.Digest, snap2.Digest)
 			}
 		})
+	}
+}
+
+func TestUnsupportedProtocolRefused(t *testing.T) {
+	srv := mcptest.StartRawHTTP(&mcptest.Raw{Era: mcptest.Modern, Hostile: mcptest.HostileFutureOnly})
+	t.Cleanup(srv.Close)
+	for name, cfg := range map[string]ServerConfig{
+		"http":  {HTTP: &HTTPServer{URL: srv.URL}},
+		"stdio": stdio("--hostile", mcptest.HostileFutureOnly),
+	} {
+		_, err := NewClient(nil).Connect(context.Background(), cfg)
+		if refusalName(err) != "unsupported_protocol_version" || !errors.Is(err, ErrUnsupportedProtocol) {
+			t.Fatalf("%s: %v", name, err)
+		}
 	}
 }

@@ -36,6 +36,7 @@ const (
 	HostileInvisible       = "invisible"        // a description with zero-width and bidi characters
 	HostileOversizeSSE     = "oversize-sse"     // HTTP: the tools/list answer as one SSE event of Size bytes
 	HostileDuplicateResult = "duplicate-result" // tools/call result with a repeated key
+	HostileFutureOnly      = "future-only"      // supports only an unknown future revision
 )
 
 // Raw is a JSON-RPC level MCP server for hostile and byte-exact tests. It speaks just enough of
@@ -119,11 +120,17 @@ func (r *Raw) answer(ctx context.Context, m rawMsg) [][]byte {
 		case "exit":
 			syscall.Exit(0)
 		}
+		if r.Hostile == HostileFutureOnly {
+			return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2099-01-01"]}}}`)}
+		}
 		if r.Era == Legacy {
 			return rpcErr(-32601, "Method not found")
 		}
 		return result(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}},"_meta":{"io.modelcontextprotocol/serverInfo":` + serverInfo() + `}}`)
 	case "initialize":
+		if r.Hostile == HostileFutureOnly {
+			return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2099-01-01"]}}}`)}
+		}
 		if r.Hostile == HostileSlow {
 			sleep(ctx, r.Delay)
 		}
