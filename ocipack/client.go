@@ -95,6 +95,15 @@ func (c *Client) Push(ctx context.Context, repo Reference, profiles []*apiv1.Pro
 	if err != nil {
 		return Reference{}, err
 	}
+	services := make(map[string]bool, len(profiles))
+	for i, p := range profiles {
+		if p != nil && services[p.Service.Ref] {
+			return Reference{}, refuse("duplicate_service", fmt.Sprintf("layers[%d]", i), ErrInvalidPack)
+		}
+		if p != nil {
+			services[p.Service.Ref] = true
+		}
+	}
 	layers := make([]ocispec.Descriptor, 0, len(profiles))
 	for i, p := range profiles {
 		if err := Validate(p); err != nil {
@@ -168,10 +177,33 @@ func (c *Client) Pull(ctx context.Context, ref Reference) (*Pack, error) {
 		if err := Validate(doc); err != nil {
 			return nil, fmt.Errorf("layer %d: %w", i, err)
 		}
+		for _, prev := range p.Profiles {
+			if prev.Service.Ref == doc.Service.Ref {
+				return nil, refuse("duplicate_service", fmt.Sprintf("layers[%d]", i), ErrInvalidPack)
+			}
+		}
 		p.Layers = append(p.Layers, b)
 		p.Profiles = append(p.Profiles, doc)
 	}
 	return p, nil
+}
+
+// Profile returns the profile of the pack whose service reference is serviceRef; with an empty
+// serviceRef, the pack must hold exactly one profile. Otherwise it is a *RefusalError
+// "profile_not_in_pack" (or "ambiguous_pack" for an empty serviceRef and several profiles).
+func (p *Pack) Profile(serviceRef string) (*apiv1.ProfileDocument, error) {
+	if serviceRef == "" {
+		if len(p.Profiles) == 1 {
+			return p.Profiles[0], nil
+		}
+		return nil, refuse("ambiguous_pack", "", ErrProfileNotInPack)
+	}
+	for _, d := range p.Profiles {
+		if d.Service.Ref == serviceRef {
+			return d, nil
+		}
+	}
+	return nil, refuse("profile_not_in_pack", serviceRef, ErrProfileNotInPack)
 }
 
 // fetchManifest fetches the manifest named by dgst, bounded by max and verified against dgst.

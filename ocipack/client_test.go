@@ -224,3 +224,26 @@ func TestPushPullWithDockerConfigCredentials(t *testing.T) {
 		t.Fatalf("error carries credentials or registry prose: %v", err)
 	}
 }
+
+func TestPackProfileSelection(t *testing.T) {
+	reg := ocitest.New(ocitest.Options{Referrers: true})
+	defer reg.Close()
+	ref, c := pushed(t, reg, 2)
+	p, err := c.Pull(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := p.Profile("svc-1"); err != nil || d.Service.Ref != "svc-1" {
+		t.Fatalf("%v %v", d, err)
+	}
+	_, err = p.Profile("svc-9")
+	wantRefusal(t, err, "profile_not_in_pack", ErrProfileNotInPack)
+	_, err = p.Profile("")
+	wantRefusal(t, err, "ambiguous_pack", ErrProfileNotInPack)
+
+	twice := profiles(t, 2)
+	twice[1].Service.Ref = twice[0].Service.Ref
+	repo, _ := ParseRepository(reg.Host + "/team/dup")
+	_, err = c.Push(context.Background(), repo, twice)
+	wantRefusal(t, err, "duplicate_service", ErrInvalidPack)
+}

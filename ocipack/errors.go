@@ -66,8 +66,12 @@ var (
 	// (refusal "pack_too_large").
 	ErrPackTooLarge = errors.New("pack too large")
 	// ErrInvalidPack is the reason for a manifest that is not a profile pack: wrong media type,
-	// artifactType, config or layer media type, or malformed JSON (refusal "invalid_pack").
+	// artifactType, config or layer media type, or malformed JSON (refusal "invalid_pack"); or
+	// for two profiles of one service in a pack (refusal "duplicate_service").
 	ErrInvalidPack = errors.New("not a profile pack")
+	// ErrProfileNotInPack is the reason a pack holds no profile for the requested service, or
+	// several when one was expected (refusals "profile_not_in_pack", "ambiguous_pack").
+	ErrProfileNotInPack = errors.New("profile not in pack")
 	// ErrBlobDigestMismatch is the reason for content whose bytes do not hash to the digest it was
 	// fetched by (refusal "blob_digest_mismatch": a tampered layer or manifest).
 	ErrBlobDigestMismatch = errors.New("content does not match its digest")

@@ -337,3 +337,32 @@ func TestVerifyTamperedAttestationIsNoEvidence(t *testing.T) {
 	_, err = NewVerifier(c, vs).Verify(ctx, ref, keylessPolicy())
 	wantRefusal(t, err, "missing_attestation", ErrNoAttestation)
 }
+
+func TestPolicyFromAPI(t *testing.T) {
+	s, pub := keySigner(t)
+	pemBytes, err := s.Keypair.GetPublicKeyPem()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyRef := &apiv1.SecretKeyReference{Name: "pack-key", Key: "cosign.pub"}
+	p, err := PolicyFromAPI(&apiv1.VerifyPolicy{PublicKey: keyRef, Provenance: provenancePolicy()}, []byte(pemBytes))
+	if err != nil || p.PublicKey == nil || p.fingerprint() != (Policy{PublicKey: pub, Provenance: provenancePolicy()}).fingerprint() {
+		t.Fatalf("%+v %v", p, err)
+	}
+	for name, c := range map[string]struct {
+		in      *apiv1.VerifyPolicy
+		pem     string
+		refusal string
+	}{
+		"nil policy":       {nil, "", "invalid_policy"},
+		"no identity":      {&apiv1.VerifyPolicy{Provenance: provenancePolicy()}, "", "invalid_policy"},
+		"both identities":  {&apiv1.VerifyPolicy{PublicKey: keyRef, Keyless: keylessPolicy().Keyless, Provenance: provenancePolicy()}, pemBytes, "invalid_policy"},
+		"no provenance":    {&apiv1.VerifyPolicy{Keyless: keylessPolicy().Keyless}, "", "invalid_policy"},
+		"bad regexp":       {&apiv1.VerifyPolicy{Keyless: &apiv1.KeylessIdentity{Issuer: testIssuer, SubjectRegExp: "("}, Provenance: provenancePolicy()}, "", "invalid_policy"},
+		"not a public key": {&apiv1.VerifyPolicy{PublicKey: keyRef, Provenance: provenancePolicy()}, "-----BEGIN NOTHING-----\n-----END NOTHING-----\n", "invalid_key"},
+	} {
+		if _, err := PolicyFromAPI(c.in, []byte(c.pem)); refusalName(err) != c.refusal {
+			t.Errorf("%s: got %v, want %s", name, err, c.refusal)
+		}
+	}
+}
