@@ -371,3 +371,30 @@ func TestDefaultClientRechecksRedirects(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCachedListingStaysRaw: a 2026-07-28 listing with ttlMs is served by the SDK from its cache;
+// the snapshot is still built from the raw descriptors received.
+func TestCachedListingStaysRaw(t *testing.T) {
+	var lists atomic.Int64
+	srv := mcptest.StartRawHTTP(&mcptest.Raw{Era: mcptest.Modern, TTLMs: 60000, OnRequest: func(m string, _ json.RawMessage, _ http.Header) {
+		if m == "tools/list" {
+			lists.Add(1)
+		}
+	}})
+	t.Cleanup(srv.Close)
+	s := connect(t, ServerConfig{HTTP: &HTTPServer{URL: srv.URL}})
+	a, err := s.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Digest != b.Digest || string(a.Tools[0].Descriptor) != string(b.Tools[0].Descriptor) {
+		t.Fatalf("cached listing differs: %s vs %s", a.Digest, b.Digest)
+	}
+	if n := lists.Load(); n != 1 {
+		t.Fatalf("server saw %d tools/list requests: the SDK cache path was not exercised", n)
+	}
+}

@@ -57,6 +57,8 @@ type Raw struct {
 	Delay time.Duration
 	// SSE makes HTTP answers text/event-stream instead of application/json.
 	SSE bool
+	// TTLMs, when positive, is sent as the tools/list result's ttlMs (a cacheable listing).
+	TTLMs int
 	// OnRequest, when set, observes every inbound request or notification (header is nil over
 	// stdio). It must be safe for concurrent use.
 	OnRequest func(method string, params json.RawMessage, header http.Header)
@@ -182,7 +184,11 @@ func (r *Raw) list(ctx context.Context, m rawMsg, result func(string) [][]byte) 
 		}
 		b.Write(t)
 	}
-	b.WriteString("]" + next + "}")
+	b.WriteString("]" + next)
+	if r.TTLMs > 0 {
+		b.WriteString(`,"ttlMs":` + strconv.Itoa(r.TTLMs))
+	}
+	b.WriteString("}")
 	return result(b.String())
 }
 
