@@ -15,9 +15,9 @@ import (
 func BenchmarkExchangeOverhead(b *testing.B) {
 	body := `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}}`
 	srv := serveOnB(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, body)
+		_, _ = io.WriteString(w, body)
 	}))
 	tr, err := NewTransport(Policy{Endpoint: srv + "/mcp", IP: IPPolicy{Loopback: LoopbackAllowedUnsafe}})
 	if err != nil {

@@ -27,24 +27,25 @@ func TestStreamingRequestBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := strings.Repeat("u", 2<<20)
-	_, err = c.Post(srv.URL+"/upload", "application/octet-stream", strings.NewReader(big))
+	_, err = call(c, http.MethodPost, srv.URL+"/upload", big)
 	if !errors.Is(err, ErrRequestTooLarge) || rec.count("") != 0 {
 		t.Fatalf("known length: %v (server saw %d)", err, rec.count(""))
 	}
 	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+"/upload", io.NopCloser(strings.NewReader(big)))
 	req.ContentLength = -1
-	_, err = c.Do(req)
+	resp, err := c.Do(req)
+	if resp != nil {
+		resp.Body.Close()
+	}
 	if !errors.Is(err, ErrRequestTooLarge) {
 		t.Fatalf("unknown length: got %v, want request_too_large", err)
 	}
 	if received.Load() > 1<<20 {
 		t.Fatalf("server received %d bytes, over the bound", received.Load())
 	}
-	resp, err := c.Post(srv.URL+"/upload", "application/octet-stream", strings.NewReader(big[:1<<20]))
-	if err != nil {
+	if _, err := call(c, http.MethodPost, srv.URL+"/upload", big[:1<<20]); err != nil {
 		t.Fatalf("body of exactly the bound: %v", err)
 	}
-	resp.Body.Close()
 	if received.Load() != 1<<20 {
 		t.Fatalf("server received %d bytes", received.Load())
 	}
@@ -55,7 +56,7 @@ func TestStreamingRequestBound(t *testing.T) {
 func TestStreamingDeclaredLengthOverBound(t *testing.T) {
 	srv := serveOn(t, "127.0.0.5", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "4096")
-		io.WriteString(w, strings.Repeat("d", 4096))
+		_, _ = io.WriteString(w, strings.Repeat("d", 4096))
 	}))
 	p := inCluster(srv.URL)
 	p.MaxResponseBytes = 1024
@@ -63,7 +64,7 @@ func TestStreamingDeclaredLengthOverBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Get(srv.URL + "/"); !errors.Is(err, ErrResponseTooLarge) {
+	if _, err := call(c, http.MethodGet, srv.URL+"/", ""); !errors.Is(err, ErrResponseTooLarge) {
 		t.Fatalf("got %v, want response_too_large", err)
 	}
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/b10x/connector-mcp/mcpclient"
 )
 
-const e2eToken = "e2e-bearer-7f3a9c"
+const e2eToken = "e2e-bearer-7f3a9c" //nolint:gosec // test fixture, not a credential
 
 // authLog records the Authorization header of every request a test server receives.
 type authLog struct {
@@ -59,7 +59,7 @@ func requireBearer(h http.Handler) http.Handler {
 
 func listen(t *testing.T, host string, h http.Handler) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +69,19 @@ func listen(t *testing.T, host string, h http.Handler) string {
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// post sends an empty JSON POST with hc and returns the error.
+func post(hc *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, strings.NewReader("{}"))
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	return err
 }
 
 func e2eServer() *mcp.Server {
@@ -96,7 +109,7 @@ func TestEndToEndSnapshotWithBearer(t *testing.T) {
 			mux := http.NewServeMux()
 			mux.Handle("/mcp", mcptest.HTTPHandler(e2eServer(), era))
 			other := listen(t, "127.0.0.7", atOther.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				io.WriteString(w, "{}")
+				_, _ = io.WriteString(w, "{}")
 			})))
 			mux.Handle("/elsewhere", http.RedirectHandler(other+"/collect", http.StatusTemporaryRedirect))
 			base := listen(t, "127.0.0.5", atServer.wrap(requireBearer(mux)))
@@ -143,10 +156,10 @@ func TestEndToEndSnapshotWithBearer(t *testing.T) {
 			// The port reaches only its endpoint: a direct request elsewhere and a redirect
 			// elsewhere are refused before the other server sees anything.
 			hc := port.HTTPClient()
-			if _, err := hc.Post(other+"/collect", "application/json", strings.NewReader("{}")); !errors.Is(err, egress.ErrDestinationRefused) {
+			if err := post(hc, other+"/collect"); !errors.Is(err, egress.ErrDestinationRefused) {
 				t.Fatalf("direct request to the other server: %v", err)
 			}
-			if _, err := hc.Post(base+"/elsewhere", "application/json", strings.NewReader("{}")); !errors.Is(err, egress.ErrRedirectRefused) {
+			if err := post(hc, base+"/elsewhere"); !errors.Is(err, egress.ErrRedirectRefused) {
 				t.Fatalf("redirect to the other server: %v", err)
 			}
 

@@ -47,7 +47,7 @@ func ExampleIPPolicy_Check() {
 func ExampleTransport_Exchange() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	}))
 	defer srv.Close()
 
@@ -60,7 +60,7 @@ func ExampleTransport_Exchange() {
 		fmt.Println(err)
 		return
 	}
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	resp, err := t.Exchange(context.Background(), req)
 	if err != nil {
 		fmt.Println(err)
@@ -69,7 +69,7 @@ func ExampleTransport_Exchange() {
 	fmt.Println(resp.StatusCode, string(resp.Body))
 
 	// The same port refuses any other destination by name.
-	req, _ = http.NewRequest(http.MethodPost, "https://169.254.169.254/latest/meta-data", nil)
+	req, _ = http.NewRequestWithContext(context.Background(), http.MethodPost, "https://169.254.169.254/latest/meta-data", nil)
 	_, err = t.Exchange(context.Background(), req)
 	var r interface{ Refusal() string }
 	if errors.As(err, &r) {

@@ -32,7 +32,7 @@ func TestHTTP1OnlyBounds(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
 		proto = r.Proto
-		io.WriteString(w, `{}`)
+		_, _ = io.WriteString(w, `{}`)
 	})
 	mux.HandleFunc("/flood", func(w http.ResponseWriter, r *http.Request) {
 		for i := 0; i < 5000; i++ {
@@ -41,7 +41,7 @@ func TestHTTP1OnlyBounds(t *testing.T) {
 		w.WriteHeader(200)
 	})
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, strings.Repeat("b", 2<<20))
+		_, _ = io.WriteString(w, strings.Repeat("b", 2<<20))
 	})
 	srv := serveH2(t, mux)
 	p := Policy{Endpoint: srv.URL, IP: IPPolicy{Loopback: LoopbackAllowedUnsafe}, MaxResponseBytes: 1 << 20,
@@ -54,12 +54,15 @@ func TestHTTP1OnlyBounds(t *testing.T) {
 		t.Fatalf("negotiated %q, want HTTP/1.1", proto)
 	}
 	// The server does offer HTTP/2: a default client negotiates it.
-	if resp, err := srv.Client().Get(srv.URL + "/ok"); err != nil || resp.Proto != "HTTP/2.0" {
-		t.Fatalf("server does not offer HTTP/2 (%v); this test needs it to", err)
-	} else {
-		resp.Body.Close()
+	resp, err := srv.Client().Do(get(t, srv.URL+"/ok"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, err := tr.Exchange(context.Background(), get(t, srv.URL+"/flood"))
+	resp.Body.Close()
+	if resp.Proto != "HTTP/2.0" {
+		t.Fatalf("server does not offer HTTP/2 (%s); this test needs it to", resp.Proto)
+	}
+	_, err = tr.Exchange(context.Background(), get(t, srv.URL+"/flood"))
 	if !errors.Is(err, ErrHeaderTooLarge) {
 		t.Fatalf("header flood: got %v, want header_too_large", err)
 	}

@@ -149,7 +149,12 @@ func inetAton(s string) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	ip |= vals[last]
-	return netip.AddrFrom4([4]byte{byte(ip >> 24), byte(ip >> 16), byte(ip >> 8), byte(ip)}), true
+	var b [4]byte
+	for i := 3; i >= 0; i-- {
+		b[i] = byte(ip & 0xff)
+		ip >>= 8
+	}
+	return netip.AddrFrom4(b), true
 }
 
 // sink is a TCP listener that counts every accepted connection and received byte.
@@ -164,17 +169,14 @@ type sink struct {
 // newSink listens on host (a loopback address) at an ephemeral port.
 func newSink(t *testing.T, host string) *sink {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatalf("listen on %s: %v", host, err)
-	}
+	ln := listenTCP(t, host)
 	s := &sink{ln: ln, marks: make(chan struct{}, 16)}
 	go s.serve()
 	t.Cleanup(func() { ln.Close() })
 	return s
 }
 
-func (s *sink) port() uint16 { return uint16(s.ln.Addr().(*net.TCPAddr).Port) }
+func (s *sink) port() uint16 { return s.ln.Addr().(*net.TCPAddr).AddrPort().Port() }
 
 func (s *sink) serve() {
 	for {
@@ -188,7 +190,7 @@ func (s *sink) serve() {
 		go func() {
 			// Read what the client sends first, count it and hang up at once.
 			defer c.Close()
-			c.SetDeadline(time.Now().Add(2 * time.Second))
+			_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 			buf := make([]byte, 4096)
 			n, _ := io.ReadAtLeast(c, buf, 1)
 			if n >= 4 && string(buf[:4]) == "MARK" {
@@ -206,7 +208,7 @@ func (s *sink) serve() {
 // accepted; it then returns what the sink saw besides the marker.
 func (s *sink) settle(t *testing.T) (accepted int, bytes int64) {
 	t.Helper()
-	c, err := net.Dial("tcp", s.ln.Addr().String())
+	c, err := (&net.Dialer{}).DialContext(context.Background(), "tcp", s.ln.Addr().String())
 	if err != nil {
 		t.Fatalf("marker dial: %v", err)
 	}

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,10 +16,7 @@ import (
 // serveOn starts h on a loopback address (e.g. "127.0.0.5").
 func serveOn(t *testing.T, host string, h http.Handler) *httptest.Server {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatalf("listen on %s: %v", host, err)
-	}
+	ln := listenTCP(t, host)
 	srv := httptest.NewUnstartedServer(h)
 	srv.Listener.Close()
 	srv.Listener = ln
@@ -106,6 +104,31 @@ func get(t *testing.T, url string) *http.Request {
 		t.Fatal(err)
 	}
 	return req
+}
+
+// listenTCP listens on host (a loopback address) at an ephemeral port.
+func listenTCP(t *testing.T, host string) net.Listener {
+	t.Helper()
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatalf("listen on %s: %v", host, err)
+	}
+	return ln
+}
+
+// call sends one request with c, reads and closes the body, and returns the status and error.
+func call(c *http.Client, method, url, body string) (int, error) {
+	req, err := http.NewRequestWithContext(context.Background(), method, url, strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, err
 }
 
 // refusalOf returns the Refusal name of err, or "" when err is not a named refusal.

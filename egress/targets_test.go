@@ -294,7 +294,7 @@ func TestDialerDirect(t *testing.T) {
 	if err != nil {
 		t.Fatalf("development dial of %s: %v", addr, err)
 	}
-	c.Write([]byte("x"))
+	_, _ = c.Write([]byte("x"))
 	c.Close()
 	if n, _ := s.settle(t); n != 1 {
 		t.Fatalf("sink saw %d connections, want exactly the allowed one", n)

@@ -18,9 +18,9 @@ import (
 
 func jsonHandler(body string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, body)
+		_, _ = io.WriteString(w, body)
 	})
 }
 
@@ -139,7 +139,7 @@ func TestBindingRefused(t *testing.T) {
 
 func redirectTo(target string, code int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		_, _ = io.Copy(io.Discard, r.Body)
 		http.Redirect(w, r, target, code)
 	})
 }
@@ -340,7 +340,7 @@ func TestGzipBomb(t *testing.T) {
 	// gzip reader reads multistream), about 64 KiB on the wire.
 	var member bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&member, gzip.BestCompression)
-	zw.Write(make([]byte, 1<<20))
+	_, _ = zw.Write(make([]byte, 1<<20))
 	zw.Close()
 	var zbuf bytes.Buffer
 	for i := 0; i < 64; i++ {
@@ -358,7 +358,7 @@ func TestGzipBomb(t *testing.T) {
 		}
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(bomb)
+		_, _ = w.Write(bomb)
 	}))
 	p := inCluster(srv.URL)
 	p.MaxResponseBytes = bound
@@ -371,11 +371,11 @@ func TestGzipBomb(t *testing.T) {
 	// Twin: a small gzip body is decoded and passes.
 	var small bytes.Buffer
 	sw := gzip.NewWriter(&small)
-	io.WriteString(sw, `{"small":true}`)
+	_, _ = io.WriteString(sw, `{"small":true}`)
 	sw.Close()
 	srv2 := serveOn(t, "127.0.0.5", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "gzip")
-		w.Write(small.Bytes())
+		_, _ = w.Write(small.Bytes())
 	}))
 	p.Endpoint = srv2.URL
 	resp, err := newTransport(t, p).Exchange(context.Background(), get(t, srv2.URL+"/"))
@@ -529,7 +529,7 @@ func TestInvalidPolicies(t *testing.T) {
 	ref := &CredentialRef{Name: "tok", Key: "token"}
 	for name, p := range map[string]Policy{
 		"negative bound":           {MaxResponseBytes: -1},
-		"userinfo endpoint":        {Endpoint: "https://u:p@public.example/"},
+		"userinfo endpoint":        {Endpoint: "https://u:p@public.example/"}, //nolint:gosec // fixture: userinfo must be refused
 		"relative endpoint":        {Endpoint: "/mcp"},
 		"credential without store": {Endpoint: "https://public.example/", Credential: ref},
 		"credential without bind":  {Credential: ref, Secrets: SecretStoreFunc(nil)},
@@ -547,7 +547,7 @@ func TestInvalidPolicies(t *testing.T) {
 func TestUnrequestedEncodingRefused(t *testing.T) {
 	srv := serveOn(t, "127.0.0.5", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "deflate")
-		w.Write([]byte{0x4b, 0x04, 0x00})
+		_, _ = w.Write([]byte{0x4b, 0x04, 0x00})
 	}))
 	_, err := newTransport(t, inCluster(srv.URL)).Exchange(context.Background(), get(t, srv.URL+"/"))
 	if !errors.Is(err, ErrUnrequestedEncoding) {

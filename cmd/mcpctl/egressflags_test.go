@@ -32,10 +32,23 @@ func loopbackServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.Add(1)
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{}`)
+		_, _ = io.WriteString(w, `{}`)
 	}))
 	t.Cleanup(srv.Close)
 	return srv, &n
+}
+
+// send issues one request with hc and closes the response.
+func send(hc *http.Client, method, url string) error {
+	req, err := http.NewRequestWithContext(context.Background(), method, url, strings.NewReader(`{}`))
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	return err
 }
 
 func TestEgressFlagsDefaultMode(t *testing.T) {
@@ -85,7 +98,7 @@ func TestEgressFlagsHostedRefusesLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = hc.Post(hu.String(), "application/json", strings.NewReader(`{}`))
+	err = send(hc, http.MethodPost, hu.String())
 	var stderr bytes.Buffer
 	if code := exitCode(&stderr, err); code != exitRefused || !strings.Contains(stderr.String(), "refused: destination_refused") {
 		t.Fatalf("https to loopback: exit %d, stderr %q", code, stderr.String())
@@ -98,16 +111,14 @@ func TestEgressFlagsHostedRefusesLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := hc.Post(u.String(), "application/json", strings.NewReader(`{}`))
-	if err != nil {
+	if err := send(hc, http.MethodPost, u.String()); err != nil {
 		t.Fatalf("--allow-loopback: %v", err)
 	}
-	resp.Body.Close()
 	if n.Load() != 1 {
 		t.Fatalf("server received %d requests, want 1", n.Load())
 	}
 	// The bound client refuses any other host.
-	_, err = hc.Get("http://127.0.0.2:1/mcp")
+	err = send(hc, http.MethodGet, "http://127.0.0.2:1/mcp")
 	stderr.Reset()
 	if code := exitCode(&stderr, err); code != exitRefused || !strings.Contains(stderr.String(), "refused: destination_refused") {
 		t.Fatalf("other host: exit %d, stderr %q", code, stderr.String())
@@ -122,12 +133,9 @@ func TestEgressFlagsHostedRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://"+host+"/v2/", nil)
-	resp, err := hc.Do(req)
-	if err != nil {
+	if err := send(hc, http.MethodGet, "http://"+host+"/v2/"); err != nil {
 		t.Fatalf("registry GET: %v", err)
 	}
-	resp.Body.Close()
 	if n.Load() != 1 {
 		t.Fatalf("registry saw %d requests", n.Load())
 	}
@@ -135,7 +143,7 @@ func TestEgressFlagsHostedRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = hc.Get("https://" + host + "/v2/")
+	err = send(hc, http.MethodGet, "https://"+host+"/v2/")
 	var stderr bytes.Buffer
 	if code := exitCode(&stderr, err); code != exitRefused || !strings.Contains(stderr.String(), "refused: destination_refused") {
 		t.Fatalf("hosted registry on loopback: exit %d, stderr %q", code, stderr.String())
