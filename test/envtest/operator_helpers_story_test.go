@@ -75,6 +75,12 @@ func devOptions() app.Options {
 // ends; the stop must complete within the graceful shutdown timeout.
 func startOperator(t testing.TB, ns string, o app.Options) *operator {
 	t.Helper()
+	return startOperatorAs(t, cfg, ns, o)
+}
+
+// startOperatorAs is startOperator with the manager authenticating with restCfg.
+func startOperatorAs(t testing.TB, restCfg *rest.Config, ns string, o app.Options) *operator {
+	t.Helper()
 	op := &operator{gets: map[string]int{}}
 	count := func() { op.writes.Add(1) }
 	newClient := func(c *rest.Config, opts client.Options) (client.Client, error) {
@@ -118,7 +124,7 @@ func startOperator(t testing.TB, ns string, o app.Options) *operator {
 		}), nil
 	}
 	shutdown := 5 * time.Second
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",

@@ -1,0 +1,107 @@
+package envtest
+
+// Stories of installing the operator: the generated RBAC is enough for the manager to do its
+// whole job, and the Helm chart ships exactly the generated CRDs and RBAC rules.
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	corev1 "k8s.io/api/core/v1"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/mcptest"
+)
+
+// The manager running as a service account bound only to config/rbac/role.yaml (generated from
+// the controllers' markers) verifies a profile, checks grants, reads the credential Secret by
+// name, freezes, activates and records events.
+func TestStoryGeneratedRBACIsSufficient(t *testing.T) {
+	ns := newNamespace(t, "story-rbac")
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "config", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(raw, role); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range role.Rules {
+		for _, f := range [][]string{r.Verbs, r.APIGroups, r.Resources} {
+			for _, v := range f {
+				if v == "*" {
+					t.Fatalf("wildcard in the generated role: %+v", r)
+				}
+			}
+		}
+		for _, res := range r.Resources {
+			if res == "secrets" && (len(r.Verbs) != 1 || r.Verbs[0] != "get") {
+				t.Fatalf("secrets must be get-only: %+v", r)
+			}
+		}
+	}
+	role.ObjectMeta = metav1.ObjectMeta{Name: ns + "-manager-role"}
+	mustCreate(t, role)
+	t.Cleanup(func() { _ = k8sClient.Delete(t.Context(), role) })
+	mustCreate(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manager"}})
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-manager"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "manager"}}}
+	mustCreate(t, crb)
+	t.Cleanup(func() { _ = k8sClient.Delete(t.Context(), crb) })
+
+	asManager := rest.CopyConfig(cfg)
+	asManager.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":manager"}
+	startOperatorAs(t, asManager, ns, devOptions())
+
+	_, h := modernServer(mcptest.DefaultTools())
+	live := startSwitchable(t, h)
+	doc := reviewedProfile(t, live.URL)
+	makeGrant(t, ns, "all")
+	mustCreate(t, newSecret(ns, "tok", "token", "v1"))
+	cred := &apiv1.CredentialRef{Name: "tok", Key: "token"}
+	mustCreate(t, inlineProfile(ns, "svc", doc))
+	sd := newDeployment(ns, "svc", "svc", "svc", live.URL, doc, cred, "all")
+	mustCreate(t, sd)
+	waitObj(t, sd, storyTimeout, "Ready under the generated RBAC", isReady[*apiv1.ServiceDeployment])
+	waitEvent(t, ns, "svc", "Normal/Activated")
+}
+
+// The chart ships the generated CRDs byte for byte and the generated manager rules.
+func TestStoryChartMatchesGeneratedManifests(t *testing.T) {
+	bases := filepath.Join(repoRoot, "config", "crd", "bases")
+	entries, err := os.ReadDir(bases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		want, _ := os.ReadFile(filepath.Join(bases, e.Name()))
+		got, err := os.ReadFile(filepath.Join(repoRoot, "charts", "connector-mcp", "crds", e.Name()))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("charts/connector-mcp/crds/%s differs from config/crd/bases (copy it after `make manifests`)", e.Name())
+		}
+	}
+	role, err := os.ReadFile(filepath.Join(repoRoot, "config", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := os.ReadFile(filepath.Join(repoRoot, "charts", "connector-mcp", "templates", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRules := string(role[strings.Index(string(role), "rules:"):])
+	chart := string(tmpl)
+	start := strings.Index(chart, "rules:")
+	end := strings.Index(chart[start:], "---")
+	if start < 0 || end < 0 || chart[start:start+end] != wantRules {
+		t.Errorf("the chart's manager rules differ from config/rbac/role.yaml:\n%s", chart[start:start+end])
+	}
+}
