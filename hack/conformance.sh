@@ -118,12 +118,41 @@ for rev in "${REVISIONS[@]}"; do
 done
 
 # ---------------------------------------------------------------------------------------------
-# Auth scenarios (OAuth, test/conformance/auth*.go). Owned by the OAuth work: score the auth/
-# results of the runs above here, e.g. with: score "$rev" '^auth/'
+# Auth scenarios (OAuth, test/conformance/auth*.go through mcpclient/oauth): the auth/ results of
+# both requirement runs above, plus one run of --suite auth. Every scored auth scenario must pass,
+# except the expected failures below (name -> reason; none today). The extension scenarios
+# (client credentials, DPoP, enterprise-managed authorization, workload identity) are outside the
+# authorization-code flow and not scored by the suite.
+declare -A EXPECTED_AUTH_FAIL=()
+
+log "running --suite auth"
+(cd "$WORK" && "$SUITE" client --command "$WORK/client" --suite auth -o "$WORK/suite-auth" >"$WORK/suite-auth.txt" 2>&1) || true
+for run in "${REVISIONS[@]}" suite-auth; do
+  total=0 passed=0
+  while read -r name result failed; do
+    reason=${EXPECTED_AUTH_FAIL[$name]:-}
+    case "$result" in
+      PASS)
+        total=$((total + 1)) passed=$((passed + 1))
+        if [[ -n "$reason" ]]; then log "[$run] $name: passes but is listed as an expected failure ($reason)"; status=1; else log "[$run] $name: pass"; fi ;;
+      FAIL)
+        total=$((total + 1))
+        if [[ -n "$reason" ]]; then log "[$run] $name: expected failure ($failed checks): $reason"; else log "[$run] $name: FAIL ($failed checks)"; status=1; fi ;;
+      UNSCORED)
+        log "[$run] $name: not scored by the suite ($failed failed checks)" ;;
+    esac
+  done < <(if [[ -d "$WORK/$run" ]]; then score "$run" '^auth/'; fi)
+  log "[$run] auth: $passed/$total scored scenarios pass"
+  if [[ $total -eq 0 ]]; then
+    log "[$run] no auth scenario results"
+    status=1
+  fi
+done
 # ---------------------------------------------------------------------------------------------
 
 if [[ $status -ne 0 ]]; then
   log "FAILED (suite output kept in the log above)"
   for rev in "${REVISIONS[@]}"; do sed -n '/SUITE SUMMARY/,$p' "$WORK/$rev.txt" | grep -v 'auth/' >&2 || true; done
+  sed -n '/SUITE SUMMARY/,$p' "$WORK/suite-auth.txt" | grep '✗' >&2 || true
 fi
 exit $status
