@@ -30,9 +30,9 @@ type ProfileReconciler struct {
 	Resolver *Resolver
 	// Clock is injected for tests; nil means the real clock.
 	Clock clock.PassiveClock
-	// ReverifyInterval re-verifies OCI sources periodically (trusted material may change);
-	// zero disables it.
-	ReverifyInterval time.Duration
+	// RefusedRetryInterval re-verifies a refused OCI source (a missing key Secret or signature
+	// may appear); zero means 5 minutes. Successful verifications are cached and not repeated.
+	RefusedRetryInterval time.Duration
 	// RetryInterval is the delay before retrying a transient failure.
 	RetryInterval time.Duration
 	// Metrics is optional.
@@ -94,8 +94,11 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	switch {
 	case failed != nil && failed.Transient:
 		return ctrl.Result{RequeueAfter: r.retryInterval()}, nil
-	case p.Spec.Source.OCI != nil && r.ReverifyInterval > 0:
-		return ctrl.Result{RequeueAfter: r.ReverifyInterval}, nil
+	case failed != nil && p.Spec.Source.OCI != nil:
+		if r.RefusedRetryInterval > 0 {
+			return ctrl.Result{RequeueAfter: r.RefusedRetryInterval}, nil
+		}
+		return ctrl.Result{RequeueAfter: 5 * time.Minute}, nil
 	}
 	return ctrl.Result{}, nil
 }

@@ -18,6 +18,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -580,4 +581,28 @@ func sdOf(objs []client.Object) *v1.ServiceDeployment {
 		}
 	}
 	return nil
+}
+
+func TestMetricsCountTransitionsOnly(t *testing.T) {
+	_, objs := world(t)
+	h := newHarness(t, objs...)
+	m := h.dep.Metrics
+	h.activate()
+	h.reconcileDeployment("sd") // no-op
+	if got := testutil.ToFloat64(m.Activations); got != 1 {
+		t.Fatalf("activations = %v", got)
+	}
+	if got := testutil.CollectAndCount(m.FreezeDuration); got != 1 {
+		t.Fatalf("freeze duration series = %d", got)
+	}
+	h.freezer.set(liveSnapshot(t, "2026-07-28", toolA), nil)
+	h.clock.SetTime(h.clock.Now().Add(2 * time.Hour))
+	h.reconcileDeployment("sd")
+	h.reconcileDeployment("sd") // still drifted: not counted again
+	if got := testutil.ToFloat64(m.DriftDetections); got != 1 {
+		t.Fatalf("drift detections = %v", got)
+	}
+	if got := testutil.ToFloat64(m.Refusals.WithLabelValues("ServiceDeployment", ReasonSnapshotDrift)); got != 1 {
+		t.Fatalf("refusals{SnapshotDrift} = %v", got)
+	}
 }
