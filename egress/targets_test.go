@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -14,11 +15,21 @@ import (
 
 // target is one destination of the SSRF table. host is the URL host; stand names the
 // loopback sink whose port the URL uses ("" = not a loopback route, port 443, never dialed).
+// scheme defaults to https; an http target expects scheme_refused from the dial-time check
+// (plain http reaches loopback only), any other destination_refused with the given reason.
 type target struct {
+	scheme string
 	host   string
 	stand  string
 	reason string
 	tweak  func(*Policy)
+}
+
+func (tg target) name() string {
+	if tg.scheme != "" {
+		return tg.scheme + "://" + tg.host
+	}
+	return tg.host
 }
 
 // hostedBase is the operator's policy used by the table. Its allow-list deliberately covers
@@ -43,6 +54,7 @@ func hostedBase() Policy {
 func ssrfTargets() []target {
 	allowLoopbackOtherPort := func(p *Policy) { p.IP.Loopback = LoopbackAllowedUnsafe; p.IP.Ports = []uint16{1} }
 	noAllowList := func(p *Policy) { p.IP.AllowCIDRs = nil }
+	allowLoopback := func(p *Policy) { p.IP.Loopback = LoopbackAllowedUnsafe }
 	return []target{
 		// Loopback, literal and odd forms.
 		{host: "127.0.0.1", stand: "127.0.0.1", reason: "loopback"},
@@ -111,6 +123,12 @@ func ssrfTargets() []target {
 		// Ports outside the bound set.
 		{host: "public.example", reason: "port", tweak: func(p *Policy) { p.IP.Ports = []uint16{8443} }},
 		{host: "127.0.0.1", stand: "127.0.0.1", reason: "port", tweak: allowLoopbackOtherPort},
+		// Plain http with loopback allowed for development: only a loopback peer is accepted,
+		// judged at dial time on the resolved address.
+		{scheme: "http", host: "public.example", tweak: allowLoopback},
+		{scheme: "http", host: "93.184.216.34", tweak: allowLoopback},
+		{scheme: "http", host: "10.1.2.3", tweak: allowLoopback}, // allow-listed, still not loopback
+		{scheme: "http", host: "[2606:2800:220:1::]", tweak: allowLoopback},
 	}
 }
 
@@ -134,7 +152,11 @@ func (e *targetEnv) url(tg target) string {
 	if tg.stand != "" {
 		port = int(e.sinks[tg.stand].port())
 	}
-	return "https://" + tg.host + ":" + strconv.Itoa(port) + "/mcp"
+	scheme := tg.scheme
+	if scheme == "" {
+		scheme = "https"
+	}
+	return scheme + "://" + tg.host + ":" + strconv.Itoa(port) + "/mcp"
 }
 
 // exchange sends one POST through a port bound to the target itself, so only the dial-time
@@ -172,6 +194,16 @@ func TestSSRFTargetsRefusedAtDial(t *testing.T) {
 	e := newTargetEnv(t)
 	for _, tg := range targets {
 		err := e.exchange(t, tg)
+		if strings.Contains(fmt.Sprint(err), "/mcp") {
+			t.Errorf("%s: error text carries the URL path: %v", tg.name(), err)
+		}
+		if tg.scheme == "http" {
+			var se *SchemeError
+			if !errors.As(err, &se) || se.Refusal() != RefusalScheme {
+				t.Errorf("%s: got %v, want scheme_refused at dial time", tg.name(), err)
+			}
+			continue
+		}
 		var de *DestinationError
 		if !errors.As(err, &de) {
 			t.Errorf("%s: got %v, want destination_refused", tg.host, err)
@@ -182,9 +214,6 @@ func TestSSRFTargetsRefusedAtDial(t *testing.T) {
 		}
 		if de.Reason != tg.reason {
 			t.Errorf("%s: reason %q, want %q", tg.host, de.Reason, tg.reason)
-		}
-		if strings.Contains(err.Error(), "/mcp") {
-			t.Errorf("%s: error text carries the URL path: %v", tg.host, err)
 		}
 	}
 	if l := e.hook.leaks(); len(l) > 0 {
@@ -218,7 +247,7 @@ func TestSSRFTargetsNeedDialCheck(t *testing.T) {
 			got = got || n-acceptedBefore > 1
 		}
 		if !got {
-			t.Errorf("%s: not reached with the dial-time check removed; the table entry tests nothing", tg.host)
+			t.Errorf("%s: not reached with the dial-time check removed; the table entry tests nothing", tg.name())
 		}
 	}
 }
