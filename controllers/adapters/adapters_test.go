@@ -1,0 +1,100 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/controllers"
+	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/mcpclient"
+	"github.com/b10x/connector-mcp/ocipack"
+)
+
+func TestClassifyFreezeErrors(t *testing.T) {
+	cases := []struct {
+		name      string
+		err       error
+		reason    string
+		transient bool
+	}{
+		{"connection refused", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), controllers.ReasonServerUnreachable, true},
+		{"deadline", fmt.Errorf("list: %w", context.DeadlineExceeded), controllers.ReasonServerUnreachable, true},
+		{"probe timeout", &mcpclient.RefusalError{Name: "probe_timeout", Err: mcpclient.ErrProbeTimeout}, controllers.ReasonServerUnreachable, true},
+		{"http status", fmt.Errorf("%w: 503", mcpclient.ErrHTTPStatus), controllers.ReasonServerUnreachable, true},
+		{"unresolvable host", &egress.DestinationError{Addr: "mcp.example:443", Reason: "resolve"}, controllers.ReasonServerUnreachable, true},
+		{"credential missing", &egress.CredentialError{Ref: egress.CredentialRef{Name: "s", Key: "k"}, Reason: "secret not found"}, controllers.ReasonCredentialNotFound, true},
+		{"metadata address", fmt.Errorf("post: %w", &egress.DestinationError{Addr: "169.254.169.254:80", Reason: "metadata"}), controllers.ReasonFreezeRefused, false},
+		{"too many tools", &mcpclient.RefusalError{Name: "too_many_tools", Err: mcpclient.ErrTooManyTools}, controllers.ReasonFreezeRefused, false},
+		{"roots requested", &mcpclient.FeatureRefusedError{Feature: "roots"}, controllers.ReasonFreezeRefused, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var serr *controllers.StageError
+			if !errors.As(classify(tc.err, "https://mcp.example.com/mcp"), &serr) {
+				t.Fatal("not a StageError")
+			}
+			if serr.Reason != tc.reason || serr.Transient != tc.transient || serr.Condition != controllers.TypeSnapshotFrozen {
+				t.Fatalf("got %s transient=%v", serr.Reason, serr.Transient)
+			}
+			if strings.Contains(serr.Message, "127.0.0.1:1") || strings.Contains(serr.Message, "connection refused") {
+				t.Fatalf("message carries a raw transport error: %q", serr.Message)
+			}
+		})
+	}
+}
+
+func TestClassifyPackErrors(t *testing.T) {
+	cases := []struct {
+		err       error
+		reason    string
+		transient bool
+	}{
+		{&ocipack.RefusalError{Name: "missing_signature", Err: ocipack.ErrNoSignature}, controllers.ReasonProvenanceMissing, false},
+		{&ocipack.RefusalError{Name: "missing_attestation", Err: ocipack.ErrNoAttestation}, controllers.ReasonProvenanceMissing, false},
+		{&ocipack.RefusalError{Name: "wrong_source_ref", Err: ocipack.ErrWrongSourceRef}, controllers.ReasonVerificationFailed, false},
+		{&ocipack.RefusalError{Name: "wrong_identity", Err: ocipack.ErrWrongIdentity}, controllers.ReasonVerificationFailed, false},
+		{&ocipack.RefusalError{Name: "blob_digest_mismatch", Err: ocipack.ErrBlobDigestMismatch}, controllers.ReasonPackInvalid, false},
+		{&ocipack.RefusalError{Name: "unreviewed_effect", Path: "operations[0].effect", Err: ocipack.ErrUnreviewedEffect}, controllers.ReasonPackInvalid, false},
+		{&ocipack.RegistryError{Op: "fetch", Err: errors.New("boom")}, controllers.ReasonRegistryUnavailable, true},
+		{errors.New("something else"), controllers.ReasonRegistryUnavailable, true},
+	}
+	for _, tc := range cases {
+		var serr *controllers.StageError
+		if !errors.As(classifyPack(tc.err), &serr) || serr.Reason != tc.reason || serr.Transient != tc.transient || serr.Condition != controllers.TypeSourceVerified {
+			t.Errorf("%v: got %+v, want %s", tc.err, serr, tc.reason)
+		}
+	}
+}
+
+func TestEffectivePolicy(t *testing.T) {
+	pem := "-----BEGIN PUBLIC KEY-----\nx\n-----END PUBLIC KEY-----\n"
+	reader := fake.NewClientBuilder().WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "key"}, Data: map[string][]byte{"cosign.pub": []byte(pem)}}).Build()
+	defProv := &v1.ProvenancePolicy{SourceRepository: "git+https://github.com/acme/p", SourceRef: "refs/heads/main"}
+	defKeyless := &v1.KeylessIdentity{Issuer: "https://issuer", Subject: "ci"}
+	v := &PackVerifier{Secrets: reader, DefaultKeyless: defKeyless, DefaultProvenance: defProv}
+	ctx := context.Background()
+
+	got, _, err := v.effectivePolicy(ctx, "ns", nil)
+	if err != nil || got.Keyless == nil || got.Keyless.Issuer != "https://issuer" || got.Provenance == nil || got.Provenance.SourceRef != "refs/heads/main" {
+		t.Fatalf("defaults not applied: %+v %v", got, err)
+	}
+	own := &v1.VerifyPolicy{PublicKey: &v1.SecretKeyReference{Name: "key", Key: "cosign.pub"}, Provenance: &v1.ProvenancePolicy{SourceRepository: "r", SourceRef: "refs/heads/release"}}
+	got, key, err := v.effectivePolicy(ctx, "ns", own)
+	if err != nil || got.Keyless != nil || string(key) != pem || got.Provenance.SourceRef != "refs/heads/release" {
+		t.Fatalf("the profile's own policy was not kept: %+v %q %v", got, key, err)
+	}
+	if _, _, err := v.effectivePolicy(ctx, "other-ns", own); err == nil {
+		t.Fatal("a key Secret was read from another namespace")
+	}
+	if _, _, err := (&PackVerifier{Secrets: reader}).effectivePolicy(ctx, "ns", nil); err == nil {
+		t.Fatal("no identity at all was accepted")
+	}
+}
