@@ -122,6 +122,10 @@ func TestDecodeProfileRefusals(t *testing.T) {
 		{"wrong type", strings.Replace(s, `"effect":"read"`, `"effect":7`, 1), "invalid_profile", "operations.effect"},
 		{"second yaml document", "contract: " + apiv1.ContractV1 + "\n---\ncontract: x\n", "trailing_data", ""},
 		{"yaml duplicate key", "contract: " + apiv1.ContractV1 + "\ncontract: " + apiv1.ContractV1 + "\n", "duplicate_key", ""},
+		{"yaml alias expansion bomb", "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n" +
+			"b: &b [*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c]\n" +
+			"e: &e [*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e]\ng: &g [*f,*f,*f,*f,*f,*f,*f,*f]\n" +
+			"h: &h [*g,*g,*g,*g,*g,*g,*g,*g]\ni: &i [*h,*h,*h,*h,*h,*h,*h,*h]\n", "invalid_profile", ""},
 		{"descriptor not an object", strings.Replace(s, `"descriptor":{"_meta":{"x":1},`, `"descriptor":[{"_meta":{"x":1},`, 1), "", ""},
 	}
 	for _, c := range cases {
