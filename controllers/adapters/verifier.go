@@ -43,7 +43,8 @@ type PackVerifier struct {
 
 var _ controllers.SourceVerifier = (*PackVerifier)(nil)
 
-// VerifyPack verifies and pulls one pack. The pack must hold exactly one profile document.
+// VerifyPack verifies and pulls one pack. The pack must hold exactly one profile document
+// (ocipack refusal "ambiguous_pack" otherwise).
 func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyRequest) (*controllers.VerifiedSource, error) {
 	ref, err := ocipack.ParseDigestReference(req.Ref)
 	if err != nil {
@@ -82,10 +83,11 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 	if err != nil {
 		return nil, classifyPack(err)
 	}
-	if len(pack.Profiles) != 1 {
-		return nil, stage(controllers.ReasonPackInvalid, nil, "the pack holds %d profile documents; exactly one is required", len(pack.Profiles))
+	// The McpServiceProfile names no service within the pack: the pack must hold exactly one.
+	doc, err := pack.Profile("")
+	if err != nil {
+		return nil, stage(controllers.ReasonPackInvalid, err, "the pack is refused: %s", refusalWithPath(err))
 	}
-	doc := pack.Profiles[0]
 	pd, err := ocipack.ProfileDigest(doc)
 	if err != nil {
 		return nil, stage(controllers.ReasonPackInvalid, err, "the profile document does not encode: %s", refusal(err))
