@@ -33,7 +33,7 @@ type Policy struct {
 	// Resolver resolves host names; nil means the system resolver.
 	Resolver Resolver
 	// TLSClientConfig is cloned for every connection; nil means system roots. TLS 1.2 is the
-	// minimum whatever it says.
+	// minimum whatever it says, and InsecureSkipVerify is refused.
 	TLSClientConfig *tls.Config
 	// MaxRequestBytes bounds the request body.
 	MaxRequestBytes int64
@@ -83,6 +83,9 @@ func (p Policy) withDefaults() (Policy, error) {
 	}
 	if p.MaxRequestBytes < 0 || p.MaxResponseBytes < 0 || p.MaxHeaderBytes < 0 || p.Timeout < 0 {
 		return p, fmt.Errorf("%w: negative bound", ErrInvalidPolicy)
+	}
+	if p.TLSClientConfig != nil && p.TLSClientConfig.InsecureSkipVerify {
+		return p, fmt.Errorf("%w: TLS verification cannot be turned off; add the CA to RootCAs", ErrInvalidPolicy)
 	}
 	if p.MaxRedirects < 0 || p.MaxRedirects > MaxRedirectsCap {
 		return p, fmt.Errorf("%w: MaxRedirects must be within 0..%d", ErrInvalidPolicy, MaxRedirectsCap)

@@ -535,6 +535,7 @@ func TestInvalidPolicies(t *testing.T) {
 		"credential without bind":  {Credential: ref, Secrets: SecretStoreFunc(nil)},
 		"bad credential ref":       {Endpoint: "https://public.example/", Credential: &CredentialRef{Name: "../x", Key: "k"}, Secrets: SecretStoreFunc(nil)},
 		"bad loopback mode":        {IP: IPPolicy{Loopback: 7}},
+		"TLS verification off":     {TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // must be refused
 	} {
 		if _, err := NewTransport(p); !errors.Is(err, ErrInvalidPolicy) {
 			t.Errorf("%s: got %v, want ErrInvalidPolicy", name, err)
