@@ -84,6 +84,16 @@ func profileInit(env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Warnings are recomputed from the descriptors, not taken from the file.
+	descs := make([]json.RawMessage, len(s.Tools))
+	for i, t := range s.Tools {
+		descs[i] = t.Descriptor
+	}
+	if fresh, err := snapshot.New(s.ProtocolVersion, s.ServerInfo, descs); err == nil {
+		for _, w := range fresh.Warnings {
+			fmt.Fprintf(env.stderr, "warning: tool %q %s at %q: review this descriptor closely\n", w.Tool, w.Code, w.Path)
+		}
+	}
 	doc := ocipack.Draft(s)
 	if *serviceRef != "" {
 		doc.Service.Ref, doc.Service.ConnectionRef = *serviceRef, *serviceRef
