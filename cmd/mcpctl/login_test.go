@@ -201,3 +201,50 @@ func TestLoginDeniedAndUsage(t *testing.T) {
 		}
 	}
 }
+
+// Done-when of the OAuth work: `mcpctl login` stores a private token, and a following
+// `mcpctl snapshot` succeeds without prompting; without the login, snapshot is refused with
+// login_required; after logout, the same.
+func TestLoginThenSnapshotWithoutPrompt(t *testing.T) {
+	as := oauthtest.NewAuthServer(t, oauthtest.Config{})
+	rs := oauthtest.NewResourceServer(t, as)
+	env, stdout, stderr, _ := oauthEnv(t)
+	opened := playBrowser(t)
+	ctx := context.Background()
+
+	// Must fail first: nothing stored, snapshot may not prompt.
+	if code := run(ctx, env, []string{"snapshot", "--url", rs.URL}); code == exitOK {
+		t.Fatalf("snapshot of a protected server without credentials succeeded: %s", stdout)
+	}
+	if *opened != 0 || as.Counts().Authorizations != 0 {
+		t.Fatal("snapshot started an authorization")
+	}
+
+	stderr.Reset()
+	if code := run(ctx, env, []string{"login", "--url", rs.URL}); code != exitOK {
+		t.Fatalf("login exit %d: %s", code, stderr)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(ctx, env, []string{"snapshot", "--url", rs.URL}); code != exitOK {
+		t.Fatalf("snapshot after login: exit %d: %s", code, stderr)
+	}
+	var snap struct {
+		Digest string            `json:"digest"`
+		Tools  []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &snap); err != nil || len(snap.Tools) != 2 || snap.Digest == "" {
+		t.Fatalf("snapshot output: %.300s (%v)", stdout, err)
+	}
+	if *opened != 1 || as.Counts().Authorizations != 1 {
+		t.Fatalf("snapshot prompted: opened %d, %+v", *opened, as.Counts())
+	}
+
+	if code := run(ctx, env, []string{"logout", "--url", rs.URL}); code != exitOK {
+		t.Fatalf("logout: %s", stderr)
+	}
+	stderr.Reset()
+	if code := run(ctx, env, []string{"snapshot", "--url", rs.URL}); code == exitOK {
+		t.Fatal("snapshot succeeded after logout")
+	}
+}
