@@ -383,8 +383,12 @@ func (r *DeploymentReconciler) otherClaim(ctx context.Context, sd *v1.ServiceDep
 	var doc *v1.ProfileDocument
 	prof := &v1.McpServiceProfile{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: sd.Spec.ProfileRef.Name}, prof); err == nil {
-		if res, serr := r.Resolver.Resolve(ctx, prof); serr == nil {
-			doc = res.Document
+		// Only a verified profile is resolved (memoized), so a collision check never fetches
+		// a pack that failed verification.
+		if ready := meta.FindStatusCondition(prof.Status.Conditions, TypeReady); ready != nil && ready.Status == metav1.ConditionTrue {
+			if res, serr := r.Resolver.Resolve(ctx, prof); serr == nil {
+				doc = res.Document
+			}
 		}
 	}
 	return r.claim(ctx, sd, authority, doc)
