@@ -79,3 +79,16 @@ func ExampleTransport_Exchange() {
 	// 200 {"jsonrpc":"2.0","id":1,"result":{}}
 	// refused: destination_refused
 }
+
+// The guarded dialer on its own: the policy is judged on the address connect(2) would use, so
+// a name or literal that lands on loopback is refused before any packet is sent.
+func ExampleNewDialer() {
+	d := egress.NewDialer(egress.IPPolicy{}) // hosted: loopback refused
+	_, err := d.DialContext(context.Background(), "tcp", "[::ffff:127.0.0.1]:8080")
+	var de *egress.DestinationError
+	if errors.As(err, &de) {
+		fmt.Println(de.Refusal(), de.Reason, de.Addr)
+	}
+	// Output:
+	// destination_refused loopback 127.0.0.1:8080
+}
