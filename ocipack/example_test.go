@@ -70,3 +70,25 @@ func Example() {
 	// operations: list_issues read
 	// other branch: wrong_source_ref
 }
+
+// ExampleDecodeProfile shows a strict decode refusing an unknown field, naming its JSON path.
+func ExampleDecodeProfile() {
+	_, err := ocipack.DecodeProfile([]byte(`{"contract":"b10x.connector-mcp-service.v1","operations":[{"remoteName":"x","risk":"low"}]}`))
+	var refusal *ocipack.RefusalError
+	if errors.As(err, &refusal) {
+		fmt.Println(refusal.Refusal(), "at", refusal.Path)
+	}
+	// Output:
+	// unknown_field at operations[0].risk
+}
+
+// ExampleParseDigestReference shows that a tag is never accepted where a digest is required.
+func ExampleParseDigestReference() {
+	_, err := ocipack.ParseDigestReference("registry.example.com/team/github:v1")
+	fmt.Println(err)
+	ref, _ := ocipack.ParseDigestReference("registry.example.com/team/github@sha256:" + strings.Repeat("ab", 32))
+	fmt.Println(ref.Repository)
+	// Output:
+	// ocipack: digest_required: reference must pin a sha256 digest
+	// team/github
+}

@@ -192,11 +192,12 @@ func packPull(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet("pack pull")
 	var rf registryFlags
 	rf.register(fs)
+	outDir := fs.String("output-dir", "", "also write each profile as SERVICE.yaml into this existing directory, for review")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usagef("usage: mcpctl pack pull REPO@sha256:DIGEST")
+		return usagef("usage: mcpctl pack pull REPO@sha256:DIGEST [--output-dir DIR]")
 	}
 	ref, err := ocipack.ParseDigestReference(fs.Arg(0))
 	if err != nil {
@@ -209,6 +210,20 @@ func packPull(ctx context.Context, env *cliEnv, args []string) error {
 	p, err := c.Pull(ctx, ref)
 	if err != nil {
 		return err
+	}
+	if *outDir != "" {
+		for _, d := range p.Profiles {
+			y, err := ocipack.EncodeProfile(d, ocipack.FormatYAML)
+			if err != nil {
+				return err
+			}
+			// Service references match ^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$ (validated): a plain file name.
+			path := filepath.Join(*outDir, d.Service.Ref+".yaml")
+			if err := os.WriteFile(path, y, 0o644); err != nil { //nolint:gosec // G306: a reviewable document, not a secret
+				return err
+			}
+			fmt.Fprintln(env.stderr, "wrote", path)
+		}
 	}
 	return writeJSON(env.stdout, pullOutput(p, true))
 }

@@ -208,9 +208,17 @@ func TestPackVerifyTamperedLayerRefused(t *testing.T) {
 		"--provenance-source-repo", cliRepo, "--provenance-ref", cliRef); r.code != 0 {
 		t.Fatalf("sign: %s", r.stderr)
 	}
-	r := runCLI(t, nil, "pack", "pull", ref, "--plain-http")
+	out := t.TempDir()
+	r := runCLI(t, nil, "pack", "pull", ref, "--plain-http", "--output-dir", out)
 	if r.code != 0 {
 		t.Fatalf("pull: %s", r.stderr)
+	}
+	written, err := os.ReadFile(filepath.Join(out, "acme.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := ocipack.DecodeProfile(written); err != nil || ocipack.Validate(d) != nil {
+		t.Fatalf("pulled profile file does not decode and validate: %v", err)
 	}
 	parsed, _ := ocipack.ParseDigestReference(ref)
 	p, err := (&ocipack.Client{PlainHTTP: true}).Pull(context.Background(), parsed)
