@@ -75,11 +75,15 @@ var (
 		netip.MustParsePrefix("198.18.0.0/15"), // benchmarking
 		netip.MustParsePrefix("198.51.100.0/24"),
 		netip.MustParsePrefix("203.0.113.0/24"),
-		netip.MustParsePrefix("fc00::/7"),      // ULA
-		netip.MustParsePrefix("fec0::/10"),     // deprecated site-local
-		netip.MustParsePrefix("2001:db8::/32"), // documentation
-		netip.MustParsePrefix("100::/64"),      // discard-only
-		netip.MustParsePrefix("64:ff9b:1::/48"),
+		netip.MustParsePrefix("fc00::/7"),       // ULA
+		netip.MustParsePrefix("fec0::/10"),      // deprecated site-local
+		netip.MustParsePrefix("2001:db8::/32"),  // documentation
+		netip.MustParsePrefix("100::/64"),       // discard-only
+		netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
+		netip.MustParsePrefix("2001:2::/48"),    // benchmarking
+		netip.MustParsePrefix("2001:10::/28"),   // ORCHID
+		netip.MustParsePrefix("2001:20::/28"),   // ORCHIDv2
+		netip.MustParsePrefix("192.88.99.0/24"), // deprecated 6to4 relay anycast
 	}
 )
 
