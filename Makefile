@@ -58,7 +58,7 @@ vet: ## Run go vet.
 
 .PHONY: lint
 lint: ## Run golangci-lint (config: .golangci.yml).
-	$(GOLANGCI_LINT) run $(PKGS)
+	$(GOLANGCI_LINT) run --allow-serial-runners $(PKGS)
 
 .PHONY: tidy
 tidy: ## Run go mod tidy.
