@@ -65,7 +65,7 @@ const (
 	// ReasonEndpointRefInvalid: an operation's endpointRef is not "mcp_connection".
 	ReasonEndpointRefInvalid = "EndpointRefInvalid"
 	// ReasonCredentialRefMismatch: an operation's credentialRef differs from the connection's.
-	ReasonCredentialRefMismatch = "CredentialRefMismatch"
+	ReasonCredentialRefMismatch = "CredentialRefMismatch" //nolint:gosec // a condition reason, not a credential
 	// ReasonGrantNotFound: a referenced RoleBinding (or its role) does not exist.
 	ReasonGrantNotFound = "GrantNotFound"
 	// ReasonGrantDenied: a referenced RoleBinding's role does not allow invoke on this deployment.
@@ -79,7 +79,7 @@ const (
 	// ReasonEndpointRefused: the endpoint URL is not acceptable to the cluster egress policy.
 	ReasonEndpointRefused = "EndpointRefused"
 	// ReasonCredentialNotFound: the referenced Secret or key does not exist (retried).
-	ReasonCredentialNotFound = "CredentialNotFound"
+	ReasonCredentialNotFound = "CredentialNotFound" //nolint:gosec // a condition reason, not a credential
 	// ReasonServerUnreachable: the live freeze failed on a transport error (retried).
 	ReasonServerUnreachable = "ServerUnreachable"
 	// ReasonFreezeRefused: the live freeze hit a named refusal (bounds, egress policy, protocol).

@@ -507,10 +507,9 @@ func (r *DeploymentReconciler) announce(ctx context.Context, sd, orig *v1.Servic
 	if r.Metrics == nil {
 		return
 	}
-	switch {
-	case o.failed == nil:
+	if o.failed == nil {
 		r.Metrics.Activations.Inc()
-	default:
+	} else {
 		r.Metrics.Refusals.WithLabelValues("ServiceDeployment", reason).Inc()
 	}
 	if newDrift {

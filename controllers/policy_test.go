@@ -325,7 +325,7 @@ func TestFindCollisionNamesEarliestHolder(t *testing.T) {
 }
 
 func TestNormalizeEndpoint(t *testing.T) {
-	cases := map[string]string{
+	cases := map[string]string{ //nolint:gosec // test URLs with a fake userinfo
 		"https://MCP.Example.com/mcp":             "https://mcp.example.com:443/mcp",
 		"https://user:pw@mcp.example.com:443/mcp": "https://mcp.example.com:443/mcp",
 		"https://mcp.example.com/mcp?x=1#f":       "https://mcp.example.com:443/mcp",

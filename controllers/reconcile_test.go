@@ -68,7 +68,6 @@ type harness struct {
 	events  *events.FakeRecorder
 	prof    *ProfileReconciler
 	dep     *DeploymentReconciler
-	doc     *v1.ProfileDocument
 }
 
 const ns = "team"

@@ -183,7 +183,7 @@ func ipPolicy(cfg *rest.Config, o Options) (egress.IPPolicy, error) {
 	}
 	var endpoints []string
 	if u, err := url.Parse(cfg.Host); err == nil {
-		if ip, err := netip.ParseAddr(u.Hostname()); err == nil && !(o.AllowLoopbackUnsafe && ip.IsLoopback()) {
+		if ip, err := netip.ParseAddr(u.Hostname()); err == nil && (!o.AllowLoopbackUnsafe || !ip.IsLoopback()) {
 			endpoints = append(endpoints, ip.String())
 		}
 	}
