@@ -4,8 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/b10x/connector-mcp/mcpclient/oauth"
 	"github.com/spf13/pflag"
+
+	"github.com/b10x/connector-mcp/mcpclient/oauth"
 )
 
 func init() {

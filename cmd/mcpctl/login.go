@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/b10x/connector-mcp/mcpclient/oauth"
 	"github.com/spf13/pflag"
+
+	"github.com/b10x/connector-mcp/mcpclient/oauth"
 )
 
 func init() {
@@ -93,7 +94,7 @@ func runLogin(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	lb, err := oauth.ListenLoopback()
+	lb, err := oauth.ListenLoopback(ctx)
 	if err != nil {
 		return err
 	}

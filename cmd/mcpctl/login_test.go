@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
 	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // oauthEnv is a CLI environment whose XDG state lives in a fresh temporary directory.
@@ -42,7 +43,12 @@ func playBrowser(t *testing.T) *int {
 			}
 			// The listener may close as soon as this delivery ends the flow; the test judges
 			// the outcome, not this request.
-			if resp, err := http.Get(u.String()); err == nil {
+			req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, u.String(), nil)
+			if err != nil {
+				t.Errorf("redirect: %v", err)
+				return
+			}
+			if resp, err := http.DefaultClient.Do(req); err == nil {
 				resp.Body.Close()
 			}
 		}()

@@ -3,8 +3,9 @@ package main
 import (
 	"context"
 
-	"github.com/b10x/connector-mcp/mcpclient/oauth"
 	"github.com/spf13/pflag"
+
+	"github.com/b10x/connector-mcp/mcpclient/oauth"
 )
 
 func init() {

@@ -10,9 +10,10 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
-	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 // oauthStore opens the CLI's XDG credential store ($XDG_STATE_HOME/connector-mcp/oauth).

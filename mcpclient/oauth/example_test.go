@@ -6,8 +6,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/b10x/connector-mcp/mcpclient/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/b10x/connector-mcp/mcpclient/oauth"
 )
 
 // A handler that only presents and refreshes stored credentials (no prompt), handed to the
@@ -34,7 +35,7 @@ func ExampleNewHandler() {
 
 // An interactive login through a loopback redirect listener.
 func ExampleHandler_Login() {
-	lb, err := oauth.ListenLoopback()
+	lb, err := oauth.ListenLoopback(context.Background())
 	if err != nil {
 		fmt.Println(err)
 		return

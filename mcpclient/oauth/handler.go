@@ -10,10 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/b10x/connector-mcp/egress"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/b10x/connector-mcp/egress"
 )
 
 // Options configure a [Handler] for one MCP server.

@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
 	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // devClient reaches the loopback test servers (development mode).
@@ -367,7 +368,7 @@ func TestStepUpKeepsEarlierScopes(t *testing.T) {
 func TestDeniedAuthorizationIsNamedWithoutProse(t *testing.T) {
 	as := oauthtest.NewAuthServer(t, oauthtest.Config{})
 	rs := oauthtest.NewResourceServer(t, as)
-	lb, err := oauth.ListenLoopback()
+	lb, err := oauth.ListenLoopback(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +401,7 @@ func deliver(t *testing.T) func(string) error {
 			}
 			// The listener may already be closed when the flow ends on this very delivery; the
 			// test judges the outcome, not this request.
-			if resp, err := http.Get(u.String()); err == nil {
+			if resp, err := get(u.String()); err == nil {
 				resp.Body.Close()
 			}
 		}()
@@ -412,7 +413,7 @@ func TestLoginThroughLoopbackRedirect(t *testing.T) {
 	as := oauthtest.NewAuthServer(t, oauthtest.Config{})
 	rs := oauthtest.NewResourceServer(t, as)
 	store := oauth.NewMemoryStore()
-	lb, err := oauth.ListenLoopback()
+	lb, err := oauth.ListenLoopback(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +449,7 @@ func TestLoginThroughLoopbackRedirect(t *testing.T) {
 }
 
 func TestLoopbackIgnoresForeignState(t *testing.T) {
-	lb, err := oauth.ListenLoopback()
+	lb, err := oauth.ListenLoopback(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +460,7 @@ func TestLoopbackIgnoresForeignState(t *testing.T) {
 		go func() {
 			defer close(delivered)
 			for _, st := range []string{"forged", "expected-state"} {
-				resp, err := http.Get(lb.URL() + "?code=c-" + st + "&state=" + st)
+				resp, err := get(lb.URL() + "?code=c-" + st + "&state=" + st)
 				if err != nil {
 					t.Errorf("deliver: %v", err)
 					return

@@ -8,8 +8,9 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/b10x/connector-mcp/egress"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/b10x/connector-mcp/egress"
 )
 
 // maxOAuthResponse bounds every metadata, registration and token response.

@@ -30,8 +30,8 @@ type LoopbackRedirect struct {
 }
 
 // ListenLoopback starts a redirect receiver on 127.0.0.1 with a port chosen by the system.
-func ListenLoopback() (*LoopbackRedirect, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func ListenLoopback(ctx context.Context) (*LoopbackRedirect, error) {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}

@@ -130,6 +130,11 @@ func TestXDGStoreSurvivesCrashMidWrite(t *testing.T) {
 	}
 }
 
+// loosen sets the insecure mode a test expects the store to refuse.
+func loosen(path string, mode fs.FileMode) error {
+	return os.Chmod(path, mode)
+}
+
 func TestXDGStoreRefusesUnsafeFiles(t *testing.T) {
 	ctx := context.Background()
 	c := testCred("https://mcp.example/mcp", "https://as.example", "secret-token-value")
@@ -138,9 +143,9 @@ func TestXDGStoreRefusesUnsafeFiles(t *testing.T) {
 		spoil  func(s *XDGStore, path string) error
 		refuse string
 	}{
-		{"world readable file", func(_ *XDGStore, p string) error { return os.Chmod(p, 0o644) }, RefusalStoreInsecure},
-		{"group readable file", func(_ *XDGStore, p string) error { return os.Chmod(p, 0o640) }, RefusalStoreInsecure},
-		{"group writable directory", func(s *XDGStore, _ string) error { return os.Chmod(s.dir, 0o770) }, RefusalStoreInsecure},
+		{"world readable file", func(_ *XDGStore, p string) error { return loosen(p, 0o644) }, RefusalStoreInsecure},
+		{"group readable file", func(_ *XDGStore, p string) error { return loosen(p, 0o640) }, RefusalStoreInsecure},
+		{"group writable directory", func(s *XDGStore, _ string) error { return loosen(s.dir, 0o770) }, RefusalStoreInsecure},
 		{"corrupt file", func(_ *XDGStore, p string) error {
 			return os.WriteFile(p, []byte(`{"access_token": "secret-token-value", `), 0o600)
 		}, RefusalStoreCorrupt},

@@ -14,10 +14,11 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
-	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 // authScenarios are the auth scenarios of --suite auth and of the 2025-11-25 and 2026-07-28

@@ -122,7 +122,7 @@ func NewAuthServer(t testing.TB, cfg Config) *AuthServer {
 	mux.HandleFunc("POST /token", a.token)
 	a.srv = httptest.NewUnstartedServer(mux)
 	if cfg.Addr != "" {
-		ln, err := net.Listen("tcp", cfg.Addr)
+		ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", cfg.Addr)
 		if err != nil {
 			t.Fatalf("oauthtest: listen %s: %v", cfg.Addr, err)
 		}
@@ -250,7 +250,8 @@ func (a *AuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 		out.Set("code", code)
 	}
 	back.RawQuery = out.Encode()
-	http.Redirect(w, r, back.String(), http.StatusFound)
+	http.Redirect(w, r, back.String(), http.StatusFound) //nolint:gosec // G710: redirecting to the client's redirect_uri is the authorization endpoint's job; it is checked against the registration above
+
 }
 
 func (a *AuthServer) clientAuth(r *http.Request) (string, bool) {
@@ -377,7 +378,11 @@ func (a *AuthServer) RequestedScopes() [][]string {
 // or an error).
 func Approve(authURL string) (*url.URL, error) {
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(authURL)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, authURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return nil, err
 	}
