@@ -570,3 +570,21 @@ func TestHostOverrideIgnored(t *testing.T) {
 		t.Fatalf("server saw Host %q, want %q", host, want)
 	}
 }
+
+// TestInClusterAllowedByCIDRIPv6: the same allowed case over IPv6 (::1/128 allow-listed), and
+// its twin: an IPv4 loopback server outside that list is refused.
+func TestInClusterAllowedByCIDRIPv6(t *testing.T) {
+	ip := IPPolicy{Loopback: LoopbackByCIDRUnsafe, AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("::1/128")}}
+	var rec6, rec4 recorder
+	srv6 := serveOn(t, "::1", rec6.wrap(jsonHandler(`{"v6":true}`)))
+	resp, err := newTransport(t, Policy{Endpoint: srv6.URL, IP: ip}).Exchange(context.Background(), get(t, srv6.URL+"/"))
+	if err != nil || string(resp.Body) != `{"v6":true}` {
+		t.Fatalf("allow-listed ::1: %v", err)
+	}
+	srv4 := serveOn(t, "127.0.0.5", rec4.wrap(jsonHandler(`{}`)))
+	_, err = newTransport(t, Policy{Endpoint: srv4.URL, IP: ip}).Exchange(context.Background(), get(t, srv4.URL+"/"))
+	var de *DestinationError
+	if !errors.As(err, &de) || de.Reason != "loopback" || rec4.count("") != 0 {
+		t.Fatalf("127.0.0.5 outside the list: %v (server saw %d)", err, rec4.count(""))
+	}
+}
