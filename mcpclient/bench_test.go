@@ -61,7 +61,7 @@ func BenchmarkListFreeze1000(b *testing.B) {
 	const n = 1000
 	b.Run("stdio", func(b *testing.B) {
 		argv := mcptest.StdioArgv("--generate", "1000")
-		benchListing(b, ServerConfig{Stdio: &StdioServer{Argv: argv}}, &mcp.CommandTransport{Command: exec.Command(argv[0], argv[1:]...)}, n)
+		benchListing(b, ServerConfig{Stdio: &StdioServer{Argv: argv}}, &mcp.CommandTransport{Command: exec.CommandContext(context.Background(), argv[0], argv[1:]...)}, n)
 	})
 	for _, era := range []mcptest.Era{mcptest.Modern, mcptest.Legacy} {
 		b.Run("http-"+string(era), func(b *testing.B) {

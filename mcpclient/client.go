@@ -142,9 +142,9 @@ func (c *Client) open(ctx context.Context, cfg ServerConfig, era Era, probe bool
 		}
 	}
 
-	timeout, cause := s.lim.CallTimeout, refuse("call_timeout", "connect", int64(s.lim.CallTimeout.Milliseconds()), ErrCallTimeout)
+	timeout, cause := s.lim.CallTimeout, refuse("call_timeout", "connect", s.lim.CallTimeout.Milliseconds(), ErrCallTimeout)
 	if probe {
-		timeout, cause = s.lim.ProbeTimeout, refuse("probe_timeout", "connect", int64(s.lim.ProbeTimeout.Milliseconds()), ErrProbeTimeout)
+		timeout, cause = s.lim.ProbeTimeout, refuse("probe_timeout", "connect", s.lim.ProbeTimeout.Milliseconds(), ErrProbeTimeout)
 	}
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -68,7 +68,9 @@ func TestPaginationAcrossPages(t *testing.T) {
 		b.WriteString(`{"name":"t` + string(rune('a'+i)) + `","inputSchema":{"type":"object"}}`)
 	}
 	b.WriteString("]")
-	os.WriteFile(path, []byte(b.String()), 0o600)
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	paged := connect(t, stdio("--raw", "--tools", path, "--page-size", "3"))
 	whole := connect(t, stdio("--raw", "--tools", path))
 	s1, err := paged.ListTools(context.Background())
@@ -318,7 +320,9 @@ func TestInvalidToolHeadersRefused(t *testing.T) {
 	tools := `[{"name":"ok","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}},
 	 {"name":"bad","inputSchema":{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"Dup"},"b":{"type":"string","x-mcp-header":"Dup"}}}}]`
 	path := filepath.Join(t.TempDir(), "tools.json")
-	os.WriteFile(path, []byte(tools), 0o600)
+	if err := os.WriteFile(path, []byte(tools), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	srv := mcptest.StartRawHTTP(&mcptest.Raw{Era: mcptest.Modern, Tools: mustRawTools(t, path)})
 	t.Cleanup(srv.Close)
 	s := connect(t, ServerConfig{HTTP: &HTTPServer{URL: srv.URL}})

@@ -124,7 +124,7 @@ func (s *Session) refuseServerRequests(next mcp.MethodHandler) mcp.MethodHandler
 func (s *Session) begin(ctx context.Context, op string) (context.Context, *callState, func()) {
 	cctx, cancel := context.WithCancelCause(ctx)
 	tctx, stop := context.WithTimeoutCause(cctx, s.lim.CallTimeout,
-		refuse("call_timeout", op, int64(s.lim.CallTimeout.Milliseconds()), ErrCallTimeout))
+		refuse("call_timeout", op, s.lim.CallTimeout.Milliseconds(), ErrCallTimeout))
 	st := &callState{op: op, cancel: cancel}
 	s.reg.track(st)
 	return context.WithValue(tctx, callKey{}, st), st, func() {

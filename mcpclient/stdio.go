@@ -23,11 +23,10 @@ const terminateGrace = 2 * time.Second
 // stdioTransport starts the server process itself (argv only, exact environment, bounded stderr,
 // bounded lines) and hands the pipes to the SDK's IOTransport.
 type stdioTransport struct {
-	cfg   *StdioServer
-	lim   Limits
-	reg   *registry
-	proc  *process
-	fresh bool // kill without grace (a failed probe)
+	cfg  *StdioServer
+	lim  Limits
+	reg  *registry
+	proc *process
 }
 
 func childEnv(cfg *StdioServer) []string {
@@ -54,7 +53,8 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, &TransportError{Op: "spawn", Err: ErrSpawn}
 	}
-	cmd := exec.Command(path, t.cfg.Argv[1:]...)
+	// argv only, never a shell: the program and arguments are the configured ones.
+	cmd := exec.CommandContext(context.Background(), path, t.cfg.Argv[1:]...) //nolint:gosec // G204: running the configured server is the point
 	cmd.Args[0] = t.cfg.Argv[0]
 	cmd.Env = childEnv(t.cfg)
 	cmd.Dir = t.cfg.Dir

@@ -178,7 +178,7 @@ func (w *walker) scanKey(key string) { w.scan(key) }
 
 func itoa(i int) string {
 	if i < 10 {
-		return string(rune('0' + i))
+		return "0123456789"[i : i+1]
 	}
 	var b [20]byte
 	n := len(b)

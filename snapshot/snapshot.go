@@ -19,6 +19,7 @@ package snapshot
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"sort"
 )
 
@@ -146,7 +147,8 @@ func freeze(raw json.RawMessage) (Tool, []Warning, error) {
 	}
 	c, err := transform(raw)
 	if err != nil {
-		if r, ok := err.(*RefusalError); ok {
+		var r *RefusalError
+		if errors.As(err, &r) {
 			r.Tool = name
 		}
 		return Tool{}, nil, err
@@ -180,7 +182,8 @@ func (s *ToolSnapshot) Verify() error {
 	seen := make(map[string]struct{}, len(s.Tools))
 	for _, t := range s.Tools {
 		if err := validate(t.Descriptor, nil); err != nil {
-			if r, ok := err.(*RefusalError); ok {
+			var r *RefusalError
+			if errors.As(err, &r) {
 				r.Tool = t.Name
 			}
 			return err

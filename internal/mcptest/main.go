@@ -3,6 +3,7 @@ package mcptest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -74,7 +75,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *noise > 0 {
-		stderr.Write([]byte(fmt.Sprintf("%0*d", *noise, 0)))
+		fmt.Fprintf(stderr, "%0*d", *noise, 0)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -121,7 +122,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if *addr != "" {
-		ln, err := net.Listen("tcp", *addr)
+		ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", *addr)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
@@ -132,7 +133,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			<-ctx.Done()
 			hs.Close()
 		}()
-		if err := hs.Serve(ln); err != nil && err != http.ErrServerClosed {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return 1
 		}
 		return 0
@@ -142,7 +143,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func exitCode(err error) int {
-	if err != nil && err != io.EOF && err != context.Canceled {
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
 		return 1
 	}
 	return 0

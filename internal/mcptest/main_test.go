@@ -27,7 +27,7 @@ func TestSampleHTTPServer(t *testing.T) {
 	for _, era := range []string{"modern", "legacy"} {
 		t.Run(era, func(t *testing.T) {
 			argv := StdioArgv("--http", "127.0.0.1:0", "--era", era, "--tools", path)
-			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd := exec.CommandContext(context.Background(), argv[0], argv[1:]...)
 			stderr, err := cmd.StderrPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -35,7 +35,7 @@ func TestSampleHTTPServer(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 			line, err := bufio.NewReader(stderr).ReadString('\n')
 			if err != nil {
 				t.Fatal(err)

@@ -246,7 +246,7 @@ func (r *Raw) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 		defer wmu.Unlock()
 		for _, f := range frames {
 			if f != nil {
-				out.Write(append(f, '\n'))
+				_, _ = out.Write(append(f, '\n'))
 			}
 		}
 	}
@@ -297,7 +297,7 @@ func (r *Raw) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	hang := frames[len(frames)-1] == nil
 	if !r.SSE && !hang && r.Hostile != HostileOversizeSSE {
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(frames[0])
+		_, _ = w.Write(frames[0])
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")

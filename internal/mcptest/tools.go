@@ -85,7 +85,7 @@ func LoadRawTools(path string) ([]json.RawMessage, error) {
 // handler: "fail" returns isError, "add" sums a and b, anything else echoes its raw arguments as a
 // text content block.
 func NewServer(name string, tools []*mcp.Tool) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, &mcp.ServerOptions{HasTools: true})
+	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}})
 	for _, t := range tools {
 		srv.AddTool(t, Handler)
 	}

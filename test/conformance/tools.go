@@ -112,7 +112,7 @@ func callFirstTool(ctx context.Context, url string, _ map[string]any) error {
 	}
 	if len(snap.Tools) > 0 {
 		if _, err := s.CallTool(ctx, snap.Tools[0].Name, nil); err != nil {
-			log.Printf("call %s: %v", snap.Tools[0].Name, err)
+			log.Printf("call of the first listed tool: %v", err)
 		}
 	}
 	return nil

@@ -1,0 +1,20 @@
+// Package mcpclient is the tools-only MCP client foundation of connector-mcp, on go-sdk v1.8.0.
+//
+// It connects to a server over stdio (argv only, exact child environment, bounded stderr) or
+// Streamable HTTP (https except loopback, any injected *http.Client, optional OAuth handler),
+// negotiates the protocol era (server/discover at 2026-07-28 with fallback to initialize at
+// 2025-11-25, own probe deadline, a fresh connection for servers that ignore or exit on the probe,
+// era cached per configuration), freezes tools/list into an immutable snapshot.ToolSnapshot of the
+// raw descriptors as received, and calls tools returning the raw result JSON.
+//
+// MCP is transport, not authority: the client advertises no capabilities, refuses every
+// server-to-client request and multi-round or task results by feature name, bounds every frame,
+// page, descriptor, argument, result and deadline with a named refusal (*RefusalError,
+// *FeatureRefusedError), and never puts bodies, headers, tokens, session ids or server prose into
+// errors.
+//
+// Raw JSON is captured below the SDK (at the stdio connection, which this package owns, and at the
+// HTTP RoundTripper), because the SDK decodes into typed structs and rejects unknown content.
+//
+// See docs/mcpclient.md.
+package mcpclient
