@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -400,5 +401,34 @@ func TestCachedListingStaysRaw(t *testing.T) {
 	}
 	if n := lists.Load(); n != 1 {
 		t.Fatalf("server saw %d tools/list requests: the SDK cache path was not exercised", n)
+	}
+}
+
+// TestConcurrentCalls: results are matched to their requests under concurrency (ids bound below
+// the SDK), over both transports.
+func TestConcurrentCalls(t *testing.T) {
+	srv := mcptest.StartHTTP(mcptest.NewServer("s", mcptest.DefaultTools()), mcptest.Modern)
+	t.Cleanup(srv.Close)
+	for name, cfg := range map[string]ServerConfig{"stdio": stdio(), "http": {HTTP: &HTTPServer{URL: srv.URL}}} {
+		s := connect(t, cfg)
+		if _, err := s.ListTools(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 20)
+		for i := range 20 {
+			go func() {
+				want := `"text":"` + strconv.Itoa(i+i) + `"`
+				res, err := s.CallTool(context.Background(), "add", json.RawMessage(`{"a":`+strconv.Itoa(i)+`,"b":`+strconv.Itoa(i)+`}`))
+				if err == nil && !strings.Contains(string(res), want) {
+					err = errors.New(name + ": result " + string(res) + " lacks " + want)
+				}
+				errs <- err
+			}()
+		}
+		for range 20 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
