@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"errors"
+	"net/url"
 	"slices"
 )
 
@@ -77,7 +78,8 @@ type LoginRequiredError struct {
 }
 
 func (e *LoginRequiredError) Error() string {
-	return "oauth: authorization required for " + e.Resource + " (run: mcpctl login --url " + e.Resource + ")"
+	u := redactURL(e.Resource)
+	return "oauth: authorization required for " + u + " (run: mcpctl login --url " + u + ")"
 }
 
 // Refusal returns "login_required".
@@ -170,6 +172,16 @@ var registeredCodes = []string{
 	"unsupported_grant_type", "invalid_token", "insufficient_scope", "invalid_target",
 	"invalid_redirect_uri", "invalid_client_metadata", "login_required", "consent_required",
 	"interaction_required",
+}
+
+// redactURL drops the query and fragment of a URL shown in a message (they may carry secrets).
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }
 
 // sanitizeCode returns code when it is a registered OAuth error code, else "".

@@ -3,6 +3,7 @@ package oauth_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
@@ -106,6 +107,56 @@ func TestCanonicalResource(t *testing.T) {
 	for _, bad := range []string{"ftp://h/x", "https://user:pw@h/x", "mcp", "file:///etc/passwd", "https:opaque", "http://:"} {
 		if _, err := oauth.CanonicalResource(bad); !errors.Is(err, oauth.ErrInvalidServerURL) {
 			t.Errorf("%s: got %v, want ErrInvalidServerURL", bad, err)
+		}
+	}
+}
+
+// The authorization server named by the resource changes between the handler's discovery and
+// the SDK's: the flow is stopped before any code is requested, nothing is stored.
+func TestIssuerChangeMidFlowIsRefused(t *testing.T) {
+	asA := oauthtest.NewAuthServer(t, oauthtest.Config{})
+	asB := oauthtest.NewAuthServer(t, oauthtest.Config{})
+	rs := oauthtest.NewResourceServer(t, asA)
+	rs.MigrateAfterNextMetadata(asB)
+	store := oauth.NewMemoryStore()
+	_, err := login(t, rs, oauth.Options{Store: store})
+	var be *oauth.BindingError
+	if !errors.As(err, &be) || be.Refusal() != "oauth_binding_mismatch" {
+		t.Fatalf("got %v, want a binding refusal", err)
+	}
+	if n := asA.Counts().CodeGrants + asB.Counts().CodeGrants; n != 0 {
+		t.Fatalf("%d codes exchanged", n)
+	}
+	if creds, _ := store.List(context.Background(), ""); len(creds) != 0 {
+		t.Fatal("a credential was stored")
+	}
+	// Twin: without the change in the middle, the same login succeeds (with the new issuer).
+	if c, err := login(t, rs, oauth.Options{Store: store}); err != nil || c.Issuer != asB.Issuer {
+		t.Fatalf("steady state: %v, %v", c, err)
+	}
+}
+
+// RFC 9207: an authorization response naming another issuer is refused.
+func TestMixUpIssIsRefused(t *testing.T) {
+	as := oauthtest.NewAuthServer(t, oauthtest.Config{WrongIss: true})
+	rs := oauthtest.NewResourceServer(t, as)
+	_, err := login(t, rs, oauth.Options{})
+	var ae *oauth.AuthorizationError
+	if !errors.As(err, &ae) || ae.Stage != "issuer_check" {
+		t.Fatalf("got %v, want an issuer_check failure", err)
+	}
+	assertClean(t, err, "attacker.example")
+	if as.Counts().CodeGrants != 0 {
+		t.Fatal("the code was exchanged")
+	}
+}
+
+func TestMessagesDropURLQueries(t *testing.T) {
+	e := &oauth.LoginRequiredError{Resource: "https://mcp.example/mcp?api_key=SECRET#frag"}
+	c := &oauth.Credential{Key: oauth.Key{Resource: e.Resource, Issuer: "https://as.example/?t=SECRET"}}
+	for _, s := range []string{e.Error(), c.String(), c.GoString()} {
+		if strings.Contains(s, "SECRET") || !strings.Contains(s, "https://mcp.example/mcp") {
+			t.Errorf("message %q", s)
 		}
 	}
 }

@@ -50,7 +50,7 @@ type Credential struct {
 
 // String describes the credential without any secret.
 func (c *Credential) String() string {
-	return "oauth credential for " + c.Resource + " from " + c.Issuer
+	return "oauth credential for " + redactURL(c.Resource) + " from " + redactURL(c.Issuer)
 }
 
 // GoString describes the credential without any secret (for %#v).

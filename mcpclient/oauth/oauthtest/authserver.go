@@ -60,6 +60,9 @@ type Config struct {
 	ClientIDMetadataDocuments bool
 	// Preregistered maps pre-registered client ids to their secrets ("" for a public client).
 	Preregistered map[string]string
+	// WrongIss makes the authorization response carry another issuer's identifier in "iss"
+	// (an RFC 9207 mix-up).
+	WrongIss bool
 	// Addr is the listen address (default "127.0.0.1:0"); another 127.0.0.x address puts the
 	// server on a loopback alias, to test per-address dial policies.
 	Addr string
@@ -232,6 +235,9 @@ func (a *AuthServer) authorize(w http.ResponseWriter, r *http.Request) {
 	out := back.Query()
 	out.Set("state", q.Get("state"))
 	out.Set("iss", a.Issuer)
+	if a.cfg.WrongIss {
+		out.Set("iss", "https://attacker.example")
+	}
 	switch {
 	case a.denyNext:
 		a.denyNext = false

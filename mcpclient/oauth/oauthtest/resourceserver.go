@@ -33,6 +33,7 @@ type ResourceServer struct {
 
 	mu        sync.Mutex
 	as        *AuthServer
+	next      *AuthServer
 	presented []string
 }
 
@@ -69,6 +70,14 @@ func (rs *ResourceServer) MigrateTo(as *AuthServer) {
 	rs.mu.Unlock()
 }
 
+// MigrateAfterNextMetadata makes the server name as in its metadata from the second metadata
+// request on (and trust only as from then): a migration in the middle of a client's flow.
+func (rs *ResourceServer) MigrateAfterNextMetadata(as *AuthServer) {
+	rs.mu.Lock()
+	rs.next = as
+	rs.mu.Unlock()
+}
+
 // Presented returns every bearer token the server has received, in order.
 func (rs *ResourceServer) Presented() []string {
 	rs.mu.Lock()
@@ -83,6 +92,9 @@ func (rs *ResourceServer) metadataURL() string {
 func (rs *ResourceServer) metadata(w http.ResponseWriter, _ *http.Request) {
 	rs.mu.Lock()
 	issuer := rs.as.Issuer
+	if rs.next != nil {
+		rs.as, rs.next = rs.next, nil
+	}
 	rs.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"resource":              rs.URL,
