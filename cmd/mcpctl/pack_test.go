@@ -188,6 +188,20 @@ func TestPackPushSignVerifyWithKey(t *testing.T) {
 			if referrers {
 				return // the rest needs a second signature: once is enough for the scrypt-encrypted key
 			}
+			// The same policy from a file (public key path relative to the file).
+			if err := os.WriteFile(filepath.Join(dir, "plain.policy.json"), []byte(`{"publicKeyFile":"plain.pub",`+
+				`"provenance":{"sourceRepository":"`+cliRepo+`","sourceRef":"`+cliRef+`","builderID":"`+cliBuilder+`"}}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if r := runCLI(t, nil, "pack", "verify", ref, "--plain-http", "--policy", filepath.Join(dir, "plain.policy.json")); r.code != 0 {
+				t.Fatalf("verify --policy: exit %d: %s", r.code, r.stderr)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "bad.policy.json"), []byte(`{"publicKeyFile":"plain.pub","risk":"low"}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if r := runCLI(t, nil, "pack", "verify", ref, "--plain-http", "--policy", filepath.Join(dir, "bad.policy.json")); r.code != exitUsage {
+				t.Fatalf("a policy file with an unknown field must be a usage error, got exit %d", r.code)
+			}
 			// A pack signed without provenance has no attestation.
 			ref2 := pushCLI(t, reg.Host, writeProfile(t, dir, "other", true))
 			if r := runCLI(t, env, "pack", "sign", ref2, "--key", key, "--plain-http"); r.code != 0 {
