@@ -176,7 +176,10 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 	defer done()
 	var descs []json.RawMessage
 	seen := map[string]bool{}
-	excluded := map[string]bool{}
+	// The SDK excludes tools it cannot call correctly (invalid x-mcp-header annotations,
+	// SEP-2243). They stay in the snapshot as evidence, flagged, and are not callable.
+	sdkKept := map[string]bool{}
+	allTyped := true
 	cursor := ""
 	for page := 0; ; page++ {
 		if page >= s.lim.MaxPages {
@@ -210,18 +213,11 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 			Tools      []json.RawMessage
 			NextCursor *string
 		}{tools, next}
-		if typed != nil {
-			// The SDK excludes tools it cannot call correctly (invalid x-mcp-header annotations,
-			// SEP-2243). They stay in the snapshot as evidence, flagged, and are not callable.
-			ok := make(map[string]bool, len(typed.Tools))
+		if typed == nil {
+			allTyped = false
+		} else {
 			for _, t := range typed.Tools {
-				ok[t.Name] = true
-			}
-			for _, d := range res.Tools {
-				var n struct{ Name string }
-				if json.Unmarshal(d, &n) == nil && !ok[n.Name] {
-					excluded[n.Name] = true
-				}
+				sdkKept[t.Name] = true
 			}
 		}
 		for _, d := range res.Tools {
@@ -245,6 +241,14 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 	snap, err := snapshot.New(s.proto, s.server, descs)
 	if err != nil {
 		return nil, err
+	}
+	excluded := map[string]bool{}
+	if allTyped {
+		for _, t := range snap.Tools {
+			if !sdkKept[t.Name] {
+				excluded[t.Name] = true
+			}
+		}
 	}
 	if len(excluded) > 0 {
 		for name := range excluded {

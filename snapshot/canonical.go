@@ -74,30 +74,39 @@ type walker struct {
 	dec  *json.Decoder
 	path []string
 	warn func(path, code string)
+	// name is the top-level "name" member when it is a string (a tool descriptor's name).
+	name    string
+	hasName bool
 }
 
-// validate refuses raw unless it is exactly one well-formed I-JSON value. warn, when not nil,
-// receives each Unicode finding with its JSON Pointer.
+// validate refuses raw unless it is exactly one well-formed I-JSON value (see validateWalk).
 func validate(raw []byte, warn func(path, code string)) error {
+	_, err := validateWalk(raw, warn)
+	return err
+}
+
+// validateWalk refuses raw unless it is exactly one well-formed I-JSON value. warn, when not nil,
+// receives each Unicode finding with its JSON Pointer.
+func validateWalk(raw []byte, warn func(path, code string)) (*walker, error) {
 	if !utf8.Valid(raw) {
-		return &RefusalError{Name: "invalid_utf8", Err: ErrInvalidUTF8, Offset: int64(invalidUTF8Offset(raw))}
+		return nil, &RefusalError{Name: "invalid_utf8", Err: ErrInvalidUTF8, Offset: int64(invalidUTF8Offset(raw))}
 	}
 	if off, ok := checkSurrogates(raw); !ok {
-		return &RefusalError{Name: "invalid_utf8", Err: ErrInvalidUTF8, Offset: int64(off)}
+		return nil, &RefusalError{Name: "invalid_utf8", Err: ErrInvalidUTF8, Offset: int64(off)}
 	}
 	if !json.Valid(raw) {
-		return &RefusalError{Name: "invalid_json", Err: ErrInvalidJSON}
+		return nil, &RefusalError{Name: "invalid_json", Err: ErrInvalidJSON}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	w := &walker{dec: dec, warn: warn}
 	if err := w.value(); err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return &RefusalError{Name: "invalid_json", Err: ErrInvalidJSON, Offset: dec.InputOffset()}
+		return nil, &RefusalError{Name: "invalid_json", Err: ErrInvalidJSON, Offset: dec.InputOffset()}
 	}
-	return nil
+	return w, nil
 }
 
 func (w *walker) value() error {
@@ -116,6 +125,9 @@ func (w *walker) value() error {
 		return &RefusalError{Name: "invalid_json", Err: ErrInvalidJSON, Offset: w.dec.InputOffset()}
 	case string:
 		w.scan(t)
+		if len(w.path) == 1 && w.path[0] == "name" {
+			w.name, w.hasName = t, true
+		}
 	}
 	return nil
 }

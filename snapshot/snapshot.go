@@ -136,12 +136,13 @@ func New(protocolVersion string, server ServerInfo, descriptors []json.RawMessag
 // freeze validates one descriptor and returns its Tool (with a private copy of raw) and warnings.
 func freeze(raw json.RawMessage) (Tool, []Warning, error) {
 	var findings []Warning
-	if err := validate(raw, func(path, code string) {
+	w, err := validateWalk(raw, func(path, code string) {
 		findings = append(findings, Warning{Path: path, Code: code})
-	}); err != nil {
+	})
+	if err != nil {
 		return Tool{}, nil, err
 	}
-	name, err := descriptorName(raw)
+	name, err := descriptorName(raw, w)
 	if err != nil {
 		return Tool{}, nil, err
 	}
@@ -159,19 +160,13 @@ func freeze(raw json.RawMessage) (Tool, []Warning, error) {
 	return Tool{Name: name, Digest: sha256Digest(c), Descriptor: bytes.Clone(raw)}, findings, nil
 }
 
-// descriptorName returns the "name" member of a validated descriptor.
-func descriptorName(raw []byte) (string, error) {
-	var obj struct {
-		Name *string `json:"name"`
-	}
+// descriptorName returns the exact top-level "name" member of a descriptor validated by w.
+func descriptorName(raw []byte, w *walker) (string, error) {
 	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
+	if len(trimmed) == 0 || trimmed[0] != '{' || !w.hasName || w.name == "" {
 		return "", &RefusalError{Name: "invalid_descriptor", Err: ErrInvalidDescriptor}
 	}
-	if err := json.Unmarshal(raw, &obj); err != nil || obj.Name == nil || *obj.Name == "" {
-		return "", &RefusalError{Name: "invalid_descriptor", Err: ErrInvalidDescriptor}
-	}
-	return *obj.Name, nil
+	return w.name, nil
 }
 
 // Verify reconstructs every descriptor digest and the snapshot digest from the recorded
@@ -181,14 +176,15 @@ func descriptorName(raw []byte) (string, error) {
 func (s *ToolSnapshot) Verify() error {
 	seen := make(map[string]struct{}, len(s.Tools))
 	for _, t := range s.Tools {
-		if err := validate(t.Descriptor, nil); err != nil {
+		w, err := validateWalk(t.Descriptor, nil)
+		if err != nil {
 			var r *RefusalError
 			if errors.As(err, &r) {
 				r.Tool = t.Name
 			}
 			return err
 		}
-		name, err := descriptorName(t.Descriptor)
+		name, err := descriptorName(t.Descriptor, w)
 		if err != nil || name != t.Name {
 			return &RefusalError{Name: "invalid_descriptor", Tool: t.Name, Err: ErrInvalidDescriptor}
 		}

@@ -160,6 +160,8 @@ func TestNewRefusals(t *testing.T) {
 		{"empty name", descs(`{"name":""}`), "invalid_descriptor", ErrInvalidDescriptor},
 		{"numeric name", descs(`{"name":7}`), "invalid_descriptor", ErrInvalidDescriptor},
 		{"not an object", descs(`["name"]`), "invalid_descriptor", ErrInvalidDescriptor},
+		{"name in other case", descs(`{"NAME":"a"}`), "invalid_descriptor", ErrInvalidDescriptor},
+		{"nested name only", descs(`{"inputSchema":{"name":"a"}}`), "invalid_descriptor", ErrInvalidDescriptor},
 		{"bad utf8", descs("{\"name\":\"a\xc3\"}"), "invalid_utf8", ErrInvalidUTF8},
 		{"invalid json", descs(`{"name":"a"`), "invalid_json", ErrInvalidJSON},
 	}
