@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/url"
@@ -60,6 +61,9 @@ func oauthHandlerFor(ctx context.Context, env *cliEnv, serverURL string) (auth.O
 		return nil, nil // not an http(s) server URL: nothing can be stored for it
 	}
 	store, err := oauthStore(env)
+	if errors.Is(err, oauth.ErrNoStateDir) {
+		return nil, nil // no state directory: nothing can have been stored
+	}
 	if err != nil {
 		return nil, err
 	}

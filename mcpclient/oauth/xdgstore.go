@@ -19,19 +19,20 @@ import (
 // maxRecordSize bounds a credential or registration file.
 const maxRecordSize = 1 << 20
 
+// ErrNoStateDir reports that neither XDG_STATE_HOME nor HOME names an absolute directory, so
+// there is no place for credentials.
+var ErrNoStateDir = errors.New("oauth: neither XDG_STATE_HOME nor HOME is an absolute directory")
+
 // DefaultDir returns the CLI's credential directory: $XDG_STATE_HOME/connector-mcp/oauth, or
-// ~/.local/state/connector-mcp/oauth when XDG_STATE_HOME is unset or not absolute (as the XDG
-// Base Directory specification requires). getenv is usually [os.Getenv].
+// $HOME/.local/state/connector-mcp/oauth when XDG_STATE_HOME is unset or not absolute (as the
+// XDG Base Directory specification requires), or [ErrNoStateDir]. Only getenv is consulted
+// (usually [os.Getenv]).
 func DefaultDir(getenv func(string) string) (string, error) {
 	base := getenv("XDG_STATE_HOME")
 	if !filepath.IsAbs(base) {
 		home := getenv("HOME")
 		if !filepath.IsAbs(home) {
-			h, err := os.UserHomeDir()
-			if err != nil {
-				return "", errors.New("oauth: neither XDG_STATE_HOME nor HOME is set")
-			}
-			home = h
+			return "", ErrNoStateDir
 		}
 		base = filepath.Join(home, ".local", "state")
 	}

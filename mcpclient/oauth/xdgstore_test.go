@@ -42,6 +42,10 @@ func TestDefaultDirFollowsXDG(t *testing.T) {
 	if d, _ := DefaultDir(get); d != "/home/u/.local/state/connector-mcp/oauth" {
 		t.Errorf("with a relative XDG_STATE_HOME: %s", d)
 	}
+	env["HOME"] = ""
+	if d, err := DefaultDir(get); !errors.Is(err, ErrNoStateDir) {
+		t.Errorf("without HOME: %q, %v", d, err)
+	}
 }
 
 func TestXDGStoreRoundTripWithPrivateModes(t *testing.T) {
