@@ -51,7 +51,7 @@ func TestStoryReviewedProfileActivatesThenDriftIsRefused(t *testing.T) {
 	sd = waitObj(t, sd, storyTimeout, "deployment Ready", isReady[*apiv1.ServiceDeployment])
 	st := sd.Status
 	if st.ActiveSnapshotDigest != doc.Snapshot.Digest || st.ProfileDigest != prof.Status.ProfileDigest ||
-		st.ExposedOperations != int32(len(doc.Operations)) || st.LastFrozenTime == nil || !strings.HasPrefix(st.CredentialHash, "sha256:") {
+		int(st.ExposedOperations) != len(doc.Operations) || st.LastFrozenTime == nil || !strings.HasPrefix(st.CredentialHash, "sha256:") {
 		t.Fatalf("deployment status = %+v", st)
 	}
 	for _, typ := range []string{controllers.TypeProfileVerified, controllers.TypeBound, controllers.TypeSnapshotFrozen, controllers.TypeSnapshotMatched} {

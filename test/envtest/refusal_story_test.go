@@ -189,7 +189,8 @@ func TestStoryServerUnreachableIsRetried(t *testing.T) {
 	up := startSwitchable(t, h)
 	doc := reviewedProfile(t, up.URL)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	lc := &net.ListenConfig{}
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,11 +210,11 @@ func TestStoryServerUnreachableIsRetried(t *testing.T) {
 		t.Fatalf("the condition carries a raw transport error: %q", msg)
 	}
 
-	ln, err = net.Listen("tcp", addr)
+	ln, err = lc.Listen(t.Context(), "tcp", addr)
 	if err != nil {
 		t.Skipf("port %s was taken meanwhile: %v", addr, err) // the recovery half needs the same port
 	}
-	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: h}}
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
 	srv.Start()
 	defer srv.Close()
 	waitObj(t, sd, storyTimeout, "Ready after the server came up", isReady[*apiv1.ServiceDeployment])
