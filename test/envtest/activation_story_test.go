@@ -20,7 +20,8 @@ import (
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
-const storyTimeout = 30 * time.Second
+// storyTimeout is generous: `make test` runs every package at once on two cores.
+const storyTimeout = 60 * time.Second
 
 // A platform engineer reviews a live server's tools into an inline profile and binds it: the
 // deployment becomes Ready with the frozen snapshot active; a second reconcile writes nothing;

@@ -352,7 +352,7 @@ func eventReasons(t testing.TB, ns, name string) []string {
 
 func waitEvent(t testing.TB, ns, name, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(storyTimeout)
 	for {
 		got := eventReasons(t, ns, name)
 		for _, g := range got {
