@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+	"unicode/utf8"
 )
 
 // ServerInfo is the server identity reported during negotiation. It is evidence, not authority,
@@ -73,27 +74,66 @@ type ToolSnapshot struct {
 // of {"protocolVersion", "tools": [{"name", "digest"}]} with tools sorted by name. Only names and
 // digests are used; descriptors are not read.
 func Digest(protocolVersion string, tools []Tool) (string, error) {
-	type ref struct {
-		Name   string `json:"name"`
-		Digest string `json:"digest"`
-	}
-	refs := make([]ref, len(tools))
-	for i, t := range tools {
-		refs[i] = ref{Name: t.Name, Digest: t.Digest}
-	}
+	refs := make([]Tool, len(tools))
+	copy(refs, tools)
 	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
-	doc, err := json.Marshal(struct {
-		ProtocolVersion string `json:"protocolVersion"`
-		Tools           []ref  `json:"tools"`
-	}{protocolVersion, refs})
-	if err != nil {
-		return "", &RefusalError{Name: "invalid_json", Err: ErrInvalidJSON}
+	if !utf8.ValidString(protocolVersion) {
+		return "", &RefusalError{Name: "invalid_utf8", Err: ErrInvalidUTF8}
 	}
-	c, err := Canonicalize(doc)
-	if err != nil {
-		return "", err
+	// The document's canonical form is written directly: members in RFC 8785 order ("digest" <
+	// "name", "protocolVersion" < "tools"), strings in RFC 8785 form.
+	var b bytes.Buffer
+	b.Grow(64 + len(refs)*112)
+	b.WriteString(`{"protocolVersion":`)
+	canonicalString(&b, protocolVersion)
+	b.WriteString(`,"tools":[`)
+	for i, t := range refs {
+		if !utf8.ValidString(t.Name) || !utf8.ValidString(t.Digest) {
+			return "", &RefusalError{Name: "invalid_utf8", Tool: t.Name, Err: ErrInvalidUTF8}
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"digest":`)
+		canonicalString(&b, t.Digest)
+		b.WriteString(`,"name":`)
+		canonicalString(&b, t.Name)
+		b.WriteByte('}')
 	}
-	return sha256Digest(c), nil
+	b.WriteString("]}")
+	return sha256Digest(b.Bytes()), nil
+}
+
+// canonicalString writes s as an RFC 8785 string: '"' and '\\' escaped, the short escapes for
+// \b \t \n \f \r, \u00xx (lowercase hex) for other control characters, everything else literal.
+func canonicalString(b *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\b':
+			b.WriteString(`\b`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\f':
+			b.WriteString(`\f`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xf])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
 }
 
 // New builds a snapshot from raw tool descriptors as received. Each descriptor must be a JSON object

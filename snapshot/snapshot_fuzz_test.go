@@ -3,7 +3,9 @@ package snapshot
 import (
 	"bytes"
 	"encoding/json"
+	"sort"
 	"testing"
+	"unicode/utf8"
 )
 
 var fuzzSeeds = []string{
@@ -90,6 +92,57 @@ func FuzzDigestMeaningChange(f *testing.F) {
 		_ = json.Unmarshal(mk(other, false), &b)
 		if (a.Description == b.Description) != (d1 == d3) {
 			t.Fatalf("description %q -> %q: digests %s %s", a.Description, b.Description, d1, d3)
+		}
+	})
+}
+
+// digestByDefinition is the snapshot digest computed literally from its definition: sha256 over
+// the RFC 8785 canonical form (via Canonicalize) of {"protocolVersion", "tools": [{"name",
+// "digest"}]} sorted by name. Digest must agree with it.
+func digestByDefinition(t *testing.T, protocol string, tools []Tool) string {
+	type ref struct {
+		Name   string `json:"name"`
+		Digest string `json:"digest"`
+	}
+	refs := make([]ref, len(tools))
+	for i, tl := range tools {
+		refs[i] = ref{tl.Name, tl.Digest}
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	doc, err := json.Marshal(struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Tools           []ref  `json:"tools"`
+	}{protocol, refs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Canonicalize(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256Digest(c)
+}
+
+// FuzzDigestMatchesDefinition: the directly written canonical form equals Canonicalize's.
+func FuzzDigestMatchesDefinition(f *testing.F) {
+	f.Add("2026-07-28", "echo", "read<&>\u2028\"\\\x01\t", "sha256:00")
+	f.Add("", "", "é😀", "x")
+	f.Fuzz(func(t *testing.T, protocol, a, b, digest string) {
+		for _, s := range []string{protocol, a, b, digest} {
+			if !utf8.ValidString(s) {
+				if _, err := Digest(s, nil); err == nil && s == protocol {
+					t.Fatal("invalid UTF-8 protocol version accepted")
+				}
+				return
+			}
+		}
+		tools := []Tool{{Name: b, Digest: digest}, {Name: a, Digest: digest + "1"}}
+		got, err := Digest(protocol, tools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := digestByDefinition(t, protocol, tools); got != want {
+			t.Fatalf("Digest(%q, %q, %q) = %s, definition gives %s", protocol, a, b, got, want)
 		}
 	})
 }
