@@ -109,6 +109,38 @@ func (h *Handler) protectedResourceMetadata(ctx context.Context, challenges []oa
 	return &oauthex.ProtectedResourceMetadata{AuthorizationServers: []string{root.String()}, Resource: serverURL}, nil
 }
 
+// challengeScopes returns the scopes of the Bearer challenge.
+func challengeScopes(cs []oauthex.Challenge) []string {
+	for _, c := range cs {
+		if c.Scheme == "bearer" && c.Params["scope"] != "" {
+			return strings.Fields(c.Params["scope"])
+		}
+	}
+	return nil
+}
+
+// safeScopes keeps the scope tokens that may be repeated in a message: at most 16, each at most
+// 64 characters of [A-Za-z0-9:._/-]. Anything else a server sends is dropped.
+func safeScopes(in []string) []string {
+	var out []string
+	for _, s := range in {
+		if len(out) == 16 || len(s) == 0 || len(s) > 64 {
+			continue
+		}
+		ok := true
+		for _, r := range s {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(":._/-", r)) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // challengeError returns the Bearer challenge's error code ("insufficient_scope", ...).
 func challengeError(cs []oauthex.Challenge) string {
 	for _, c := range cs {

@@ -75,11 +75,17 @@ func (e *StoreError) Unwrap() error { return ErrUnsafeStore }
 type LoginRequiredError struct {
 	// Resource is the MCP server URL.
 	Resource string
+	// Scopes are the additional scopes a step-up asked for (plain scope tokens only), if any.
+	Scopes []string
 }
 
 func (e *LoginRequiredError) Error() string {
 	u := redactURL(e.Resource)
-	return "oauth: authorization required for " + u + " (run: mcpctl login --url " + u + ")"
+	hint := "mcpctl login --url " + u
+	for _, s := range e.Scopes {
+		hint += " --scope " + s
+	}
+	return "oauth: authorization required for " + u + " (run: " + hint + ")"
 }
 
 // Refusal returns "login_required".

@@ -64,6 +64,8 @@ type Handler struct {
 	client   *http.Client
 	refusals *refusalRecorder
 
+	authMu sync.Mutex // serializes authorizations
+
 	mu      sync.Mutex
 	loaded  bool
 	current *storeSource
@@ -169,6 +171,15 @@ func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 	if stepUp && challengeError(challenges) != "insufficient_scope" {
 		return nil // not an authorization problem: let the transport report the 403
 	}
+	// One authorization at a time: a request that failed with a token another request has
+	// since replaced is simply retried with the new one (no second prompt).
+	h.authMu.Lock()
+	defer h.authMu.Unlock()
+	presented, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	if cur := h.Credential(); !fresh && !stepUp && cur != nil && cur.AccessToken != presented &&
+		(cur.Expiry.IsZero() || time.Now().Before(cur.Expiry)) {
+		return nil
+	}
 	h.refusals.reset()
 	d, err := h.discover(ctx, challenges, req.URL.String())
 	if err != nil {
@@ -179,7 +190,6 @@ func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	presented, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
 	// Reuse or refresh a stored credential for the discovered issuer, never one whose token
 	// endpoint the issuer no longer advertises.
 	if !fresh && !stepUp && stored != nil && stored.TokenURL == d.asm.TokenEndpoint {
@@ -203,7 +213,11 @@ func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 		}
 	}
 	if h.opts.Fetcher == nil {
-		return &LoginRequiredError{Resource: h.resource}
+		lr := &LoginRequiredError{Resource: h.resource}
+		if stepUp {
+			lr.Scopes = safeScopes(challengeScopes(challenges))
+		}
+		return lr
 	}
 	earlier := slices.Clone(h.opts.Scopes)
 	if stored != nil {

@@ -342,8 +342,8 @@ func TestStepUpKeepsEarlierScopes(t *testing.T) {
 	}
 	// Must fail: a step-up needs a new authorization, which a non-interactive handler refuses.
 	err := callTool(t, rs, newHandler(t, rs, store, false), "admin")
-	if !errors.Is(err, oauth.ErrLoginRequired) {
-		t.Fatalf("step-up without prompt: got %v, want login required", err)
+	if !errors.Is(err, oauth.ErrLoginRequired) || !strings.Contains(err.Error(), "--scope "+oauthtest.AdminScope) {
+		t.Fatalf("step-up without prompt: got %v, want login required naming the scope", err)
 	}
 	assertClean(t, err, secretsOf(t, store)...)
 
