@@ -497,3 +497,35 @@ func TestLoginRefusesUnprotectedServer(t *testing.T) {
 		t.Fatalf("got %v, want ErrNotProtected", err)
 	}
 }
+
+// Concurrent requests that all fail with the same revoked token lead to one authorization: the
+// others retry with its token.
+func TestConcurrentRejectionsAuthorizeOnce(t *testing.T) {
+	as := oauthtest.NewAuthServer(t, oauthtest.Config{})
+	rs := oauthtest.NewResourceServer(t, as)
+	h := newHandler(t, rs, oauth.NewMemoryStore(), true)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: rs.URL, OAuthHandler: h, HTTPClient: devClient()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	as.RevokeAll()
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}})
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Errorf("call: %v", err)
+		}
+	}
+	if got := as.Counts(); got.CodeGrants != 2 {
+		t.Errorf("want one re-authorization for four rejected calls, got %+v", got)
+	}
+}
