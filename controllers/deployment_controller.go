@@ -146,7 +146,7 @@ func (r *DeploymentReconciler) inNamespace(ctx context.Context, o client.Object)
 // loser re-checks when the holder goes away.
 func (r *DeploymentReconciler) colliders(ctx context.Context, o client.Object) []reconcile.Request {
 	var list v1.ServiceDeploymentList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
@@ -313,10 +313,19 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 	if err != nil {
 		return refuse(TypeBound, ReasonEndpointRefused, "%s", err.Error())
 	}
-	self := r.claim(ctx, sd, authority, doc)
+	self := r.claim(sd, authority, doc)
+	// Read-only views of the cache: no deep copy of every deployment and profile per pass.
 	var list v1.ServiceDeploymentList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return retry(TypeBound, ReasonProgressing, err, "the other deployments could not be listed")
+	}
+	var profiles v1.McpServiceProfileList
+	if err := r.Client.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil {
+		return retry(TypeBound, ReasonProgressing, err, "the profiles could not be listed")
+	}
+	byKey := make(map[types.NamespacedName]*v1.McpServiceProfile, len(profiles.Items))
+	for i := range profiles.Items {
+		byKey[client.ObjectKeyFromObject(&profiles.Items[i])] = &profiles.Items[i]
 	}
 	claims := make([]Claim, 0, len(list.Items))
 	for i := range list.Items {
@@ -324,7 +333,12 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 		if other.UID == sd.UID || !other.DeletionTimestamp.IsZero() {
 			continue
 		}
-		claims = append(claims, r.otherClaim(ctx, other))
+		// Only a deployment that came first can hold a claim against this one.
+		if !(Claim{Key: other.Namespace + "/" + other.Name, Created: other.CreationTimestamp}).before(self) {
+			continue
+		}
+		prof := byKey[types.NamespacedName{Namespace: other.Namespace, Name: other.Spec.ProfileRef.Name}]
+		claims = append(claims, r.otherClaim(ctx, other, prof))
 	}
 	return FindCollision(self, claims)
 }
@@ -366,7 +380,7 @@ func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDep
 }
 
 // claim builds what sd holds in the bundle.
-func (r *DeploymentReconciler) claim(_ context.Context, sd *v1.ServiceDeployment, authority string, doc *v1.ProfileDocument) Claim {
+func (r *DeploymentReconciler) claim(sd *v1.ServiceDeployment, authority string, doc *v1.ProfileDocument) Claim {
 	c := Claim{Key: sd.Namespace + "/" + sd.Name, Created: sd.CreationTimestamp, Provider: sd.Spec.ProviderID, Authority: authority}
 	if doc != nil {
 		for _, op := range sd.Spec.Operations {
@@ -376,22 +390,19 @@ func (r *DeploymentReconciler) claim(_ context.Context, sd *v1.ServiceDeployment
 	return c
 }
 
-// otherClaim builds another deployment's claim; its operations count only when its profile
-// resolves.
-func (r *DeploymentReconciler) otherClaim(ctx context.Context, sd *v1.ServiceDeployment) Claim {
+// otherClaim builds another deployment's claim; its operations count only when its profile is
+// verified (resolved from the memo, so a collision check never fetches a failing pack).
+func (r *DeploymentReconciler) otherClaim(ctx context.Context, sd *v1.ServiceDeployment, prof *v1.McpServiceProfile) Claim {
 	authority, _ := NormalizeEndpoint(sd.Spec.MCPConnection.URL)
 	var doc *v1.ProfileDocument
-	prof := &v1.McpServiceProfile{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: sd.Spec.ProfileRef.Name}, prof); err == nil {
-		// Only a verified profile is resolved (memoized), so a collision check never fetches
-		// a pack that failed verification.
+	if prof != nil {
 		if ready := meta.FindStatusCondition(prof.Status.Conditions, TypeReady); ready != nil && ready.Status == metav1.ConditionTrue {
 			if res, serr := r.Resolver.Resolve(ctx, prof); serr == nil {
 				doc = res.Document
 			}
 		}
 	}
-	return r.claim(ctx, sd, authority, doc)
+	return r.claim(sd, authority, doc)
 }
 
 // freeze reads the credential fingerprint and, when due, lists the live tools through egress.

@@ -90,7 +90,8 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 			return nil, refuse(TypeSourceVerified, ReasonInlineSourceRefused,
 				"the cluster requires pack provenance; inline profiles are for development clusters only")
 		}
-		res.Document = src.Inline
+		// A private copy: p may be a read-only view of the informer cache.
+		res.Document = src.Inline.DeepCopy()
 	case src.OCI != nil:
 		if r.Verifier == nil {
 			return nil, refuse(TypeSourceVerified, ReasonVerificationFailed, "this manager has no pack verifier configured")
