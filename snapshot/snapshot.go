@@ -201,7 +201,7 @@ func freeze(raw json.RawMessage) (Tool, []Warning, error) {
 }
 
 // descriptorName returns the exact top-level "name" member of a descriptor validated by w.
-func descriptorName(raw []byte, w *walker) (string, error) {
+func descriptorName(raw []byte, w *scanner) (string, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' || !w.hasName || w.name == "" {
 		return "", &RefusalError{Name: "invalid_descriptor", Err: ErrInvalidDescriptor}

@@ -146,3 +146,37 @@ func FuzzDigestMatchesDefinition(f *testing.F) {
 		}
 	})
 }
+
+// FuzzScannerMatchesOracle: the single-pass scanner accepts exactly what the encoding/json based
+// oracle accepts, finds the same descriptor name and the same Unicode warnings.
+func FuzzScannerMatchesOracle(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"name":"x","d":"a\u200bb","k\u202e":[1,{"z":"\u0007"}],"n":-0.5e+3}`))
+	f.Add([]byte(`[01]`))
+	f.Add([]byte(`{"a":"\ud83d\ude00","b":"\ud800"}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		type finding struct{ path, code string }
+		var got, want []finding
+		s, err := validateWalk(raw, func(p, c string) { got = append(got, finding{p, c}) })
+		o, oerr := oracleValidateWalk(raw, func(p, c string) { want = append(want, finding{p, c}) })
+		if (err == nil) != (oerr == nil) {
+			t.Fatalf("scanner %v, oracle %v for %q", err, oerr, raw)
+		}
+		if err != nil {
+			return
+		}
+		if s.hasName != o.hasName || s.name != o.name {
+			t.Fatalf("name %q/%v, oracle %q/%v", s.name, s.hasName, o.name, o.hasName)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("findings %v, oracle %v", got, want)
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("findings %v, oracle %v", got, want)
+			}
+		}
+	})
+}
