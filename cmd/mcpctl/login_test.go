@@ -158,8 +158,8 @@ func TestLoginStoresPrivateTokenUsedWithoutPrompt(t *testing.T) {
 func TestAuthStatusRefusesWorldReadableFile(t *testing.T) {
 	env, _, stderr, dir := oauthEnv(t)
 	store := oauth.NewXDGStore(dir)
-	c := &oauth.Credential{Key: oauth.Key{Resource: "https://mcp.example/mcp", Issuer: "https://as.example"},
-		TokenURL: "https://as.example/token", ClientID: "c", AccessToken: "at-secret", Updated: time.Now()}
+	c := &oauth.Credential{Key: oauth.Key{Resource: "https://mcp.example/mcp", Issuer: "https://as.example"}, //nolint:gosec // G101: a fixture token, not a credential
+		TokenURL: "https://as.example/token", ClientID: "c", AccessToken: "at-fixture", Updated: time.Now()}
 	if err := store.Save(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestAuthStatusRefusesWorldReadableFile(t *testing.T) {
 	if code := run(context.Background(), env, []string{"auth", "status"}); code != exitOK {
 		t.Fatalf("auth status exit %d: %s", code, stderr)
 	}
-	if err := os.Chmod(storedFiles(t, dir)[0], 0o644); err != nil {
+	if err := os.Chmod(storedFiles(t, dir)[0], 0o644); err != nil { //nolint:gosec // G302: the insecure mode is what the test is about
 		t.Fatal(err)
 	}
 	if code := run(context.Background(), env, []string{"auth", "status"}); code != exitRefused ||

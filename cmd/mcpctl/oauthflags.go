@@ -100,7 +100,9 @@ var openBrowser = func(env *cliEnv, u string) {
 	if err != nil {
 		return
 	}
-	cmd := exec.Command(path, u)
+	// The browser outlives the command, so no context; argv only (no shell), the URL is one
+	// argument.
+	cmd := exec.Command(path, u) //nolint:gosec // G204: the opener is $BROWSER, xdg-open or open from PATH, by the user's choice
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
 	cmd.Env = os.Environ()
 	if cmd.Start() == nil {

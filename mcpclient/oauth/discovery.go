@@ -127,18 +127,15 @@ func safeScopes(in []string) []string {
 		if len(out) == 16 || len(s) == 0 || len(s) > 64 {
 			continue
 		}
-		ok := true
-		for _, r := range s {
-			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(":._/-", r)) {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if strings.IndexFunc(s, func(r rune) bool { return !scopeRune(r) }) < 0 {
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+func scopeRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(":._/-", r)
 }
 
 // challengeError returns the Bearer challenge's error code ("insufficient_scope", ...).
