@@ -75,22 +75,10 @@ type DeploymentReconciler struct {
 func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &v1.ServiceDeployment{}, indexProfileRef, func(o client.Object) []string {
-		return []string{o.(*v1.ServiceDeployment).Spec.ProfileRef.Name}
-	}); err != nil {
+	if err := idx.IndexField(ctx, &v1.ServiceDeployment{}, indexProfileRef, profileRefIndex); err != nil {
 		return err
 	}
-	if err := idx.IndexField(ctx, &v1.ServiceDeployment{}, indexGrantRef, func(o client.Object) []string {
-		var out []string
-		for _, op := range o.(*v1.ServiceDeployment).Spec.Operations {
-			for _, g := range op.GrantRefs {
-				if !slices.Contains(out, g) {
-					out = append(out, g)
-				}
-			}
-		}
-		return out
-	}); err != nil {
+	if err := idx.IndexField(ctx, &v1.ServiceDeployment{}, indexGrantRef, grantRefIndex); err != nil {
 		return err
 	}
 	r.refresh = make(chan event.TypedGenericEvent[*v1.ServiceDeployment], 1024)
@@ -103,6 +91,24 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1.ServiceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.colliders)).
 		WatchesRawSource(source.Channel(r.refresh, &handler.TypedEnqueueRequestForObject[*v1.ServiceDeployment]{})).
 		Complete(r)
+}
+
+// profileRefIndex indexes deployments by the profile they reference.
+func profileRefIndex(o client.Object) []string {
+	return []string{o.(*v1.ServiceDeployment).Spec.ProfileRef.Name}
+}
+
+// grantRefIndex indexes deployments by the RoleBindings their grants name.
+func grantRefIndex(o client.Object) []string {
+	var out []string
+	for _, op := range o.(*v1.ServiceDeployment).Spec.Operations {
+		for _, g := range op.GrantRefs {
+			if !slices.Contains(out, g) {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
 }
 
 // Refresh asks for a re-freeze of one deployment (e.g. on a tools/list_changed notification).
