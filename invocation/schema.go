@@ -1,0 +1,131 @@
+package invocation
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// schemaLocation is the base URL every input schema is compiled under. Relative references
+// resolve against it and are then refused by the loader, like every other external reference.
+const schemaLocation = "urn:connector-mcp:input-schema"
+
+// SchemaCache holds compiled input schemas keyed by (snapshot digest, remote tool name). A
+// frozen snapshot never changes, so each schema is compiled at most once per snapshot, and a
+// failure to compile is remembered too. Share one cache across the surfaces of a process: a
+// surface rebuilt for the same snapshot reuses the compiled schemas. It is safe for concurrent
+// use.
+type SchemaCache struct {
+	mu      sync.Mutex
+	entries map[schemaKey]*schemaEntry
+	count   atomic.Int64
+}
+
+type schemaKey struct{ snapshot, tool string }
+
+type schemaEntry struct {
+	once   sync.Once
+	schema *jsonschema.Schema
+	err    error
+}
+
+// NewSchemaCache returns an empty cache.
+func NewSchemaCache() *SchemaCache {
+	return &SchemaCache{entries: map[schemaKey]*schemaEntry{}}
+}
+
+// Compilations returns how many schemas this cache has compiled (successfully or not).
+func (c *SchemaCache) Compilations() int64 { return c.count.Load() }
+
+// Forget drops every schema compiled for snapshotDigest, e.g. once no surface serves it any more.
+func (c *SchemaCache) Forget(snapshotDigest string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.entries {
+		if k.snapshot == snapshotDigest {
+			delete(c.entries, k)
+		}
+	}
+}
+
+// get returns the compiled input schema of tool in snapshot, compiling raw once.
+func (c *SchemaCache) get(snapshotDigest, tool string, raw json.RawMessage) (*jsonschema.Schema, error) {
+	k := schemaKey{snapshotDigest, tool}
+	c.mu.Lock()
+	e, ok := c.entries[k]
+	if !ok {
+		e = &schemaEntry{}
+		c.entries[k] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() {
+		c.count.Add(1)
+		e.schema, e.err = compileSchema(raw)
+	})
+	return e.schema, e.err
+}
+
+// refusingLoader loads nothing: an input schema is self-contained. The JSON Schema meta-schemas
+// are embedded in the library and never reach a loader.
+type refusingLoader struct{}
+
+func (refusingLoader) Load(string) (any, error) { return nil, ErrRemoteReference }
+
+// compileSchema compiles one input schema (draft 2020-12 unless it says otherwise, the MCP
+// default), with no file or network loading.
+func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, ErrInvalidSchema
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, ErrInvalidSchema
+	}
+	if _, ok := doc.(map[string]any); !ok {
+		return nil, ErrInvalidSchema
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(refusingLoader{})
+	if err := c.AddResource(schemaLocation, doc); err != nil {
+		return nil, ErrInvalidSchema
+	}
+	s, err := c.Compile(schemaLocation)
+	if err != nil {
+		// The library's message may quote the schema; only the sentinel surfaces.
+		if errors.Is(err, ErrRemoteReference) {
+			return nil, ErrRemoteReference
+		}
+		return nil, ErrInvalidSchema
+	}
+	return s, nil
+}
+
+// validationFailure reduces a validation error to the first leaf failure: the JSON Pointer of
+// the instance location and the keyword path. Values are never taken from the error.
+func validationFailure(err error) (pointer, keyword string) {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return "", "schema"
+	}
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	var b strings.Builder
+	for _, tok := range ve.InstanceLocation {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(tok))
+	}
+	if ve.ErrorKind != nil {
+		keyword = strings.Join(ve.ErrorKind.KeywordPath(), "/")
+	}
+	if keyword == "" {
+		keyword = "schema"
+	}
+	return b.String(), keyword
+}

@@ -1,0 +1,390 @@
+package invocation
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/mcpclient"
+	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+// ConditionReady is the deployment condition a surface requires to be True.
+const ConditionReady = "Ready"
+
+// Options configure a Surface.
+type Options struct {
+	// Connector opens sessions to the server. Required (the production one is *EgressConnector).
+	Connector Connector
+	// Authorizer decides every Describe and Invoke. Required (the production one is
+	// *SubjectAccessReviewer).
+	Authorizer Authorizer
+	// Schemas caches compiled input schemas per snapshot. Nil: a private cache. Share one
+	// across surfaces so a rebuilt surface for the same snapshot compiles nothing.
+	Schemas *SchemaCache
+	// MaxArgumentBytes bounds the arguments of one call (zero: mcpclient.DefaultMaxArgumentBytes).
+	MaxArgumentBytes int
+	// MaxResultBytes bounds the result of one call (zero: mcpclient.DefaultMaxResultBytes).
+	MaxResultBytes int
+}
+
+// operation is one exposed operation of a surface.
+type operation struct {
+	mapping     apiv1.OperationMapping
+	inputSchema json.RawMessage
+}
+
+// Surface is the callable authority surface of one activated ServiceDeployment: its exposed
+// operations as the reviewed profile describes them, bound to the frozen snapshot digest. It is
+// immutable once built (a new reviewed profile or a new activation means a new surface) and safe
+// for concurrent use. It keeps at most one MCP session open, connected on first use and checked
+// against the frozen snapshot; Close ends it.
+type Surface struct {
+	target     Target
+	service    string
+	connection string
+	digest     string
+	ops        map[string]*operation
+	endpoint   Endpoint
+	opts       Options
+
+	mu   sync.Mutex
+	sess Session
+}
+
+// NewSurface builds the surface of deployment dep serving profile document doc. It refuses
+// (RefusalInvalidSurface) a document that fails the reviewed-profile checks of ocipack.Validate
+// (shape, one-to-one mapping, reconstructed digests, reviewed effects) or an exposed operation
+// whose frozen descriptor has no "inputSchema", and refuses (RefusalNotActive) a deployment that
+// is not Ready for its current generation or whose status.activeSnapshotDigest is not the
+// document's recorded snapshot digest. Only operations with expose: true are part of the surface.
+func NewSurface(doc *apiv1.ProfileDocument, dep *apiv1.ServiceDeployment, opts Options) (*Surface, error) {
+	if doc == nil || dep == nil || opts.Connector == nil || opts.Authorizer == nil {
+		return nil, refuse(RefusalInvalidSurface, "", ErrInvalidSurface)
+	}
+	if err := ocipack.Validate(doc); err != nil {
+		return nil, refuse(RefusalInvalidSurface, "", fmt.Errorf("%w: %w", ErrInvalidSurface, err))
+	}
+	st := dep.Status
+	if st.ActiveSnapshotDigest == "" || st.ActiveSnapshotDigest != doc.Snapshot.Digest ||
+		st.ObservedGeneration != dep.Generation || !apimeta.IsStatusConditionTrue(st.Conditions, ConditionReady) {
+		return nil, refuse(RefusalNotActive, "", ErrNotActive)
+	}
+	if opts.Schemas == nil {
+		opts.Schemas = NewSchemaCache()
+	}
+	if opts.MaxArgumentBytes <= 0 {
+		opts.MaxArgumentBytes = mcpclient.DefaultMaxArgumentBytes
+	}
+	if opts.MaxResultBytes <= 0 {
+		opts.MaxResultBytes = mcpclient.DefaultMaxResultBytes
+	}
+	descriptors := make(map[string]json.RawMessage, len(doc.Snapshot.Tools))
+	for _, t := range doc.Snapshot.Tools {
+		descriptors[t.Name] = t.Descriptor.Raw
+	}
+	exposed := make(map[string]bool, len(dep.Spec.Operations))
+	for _, b := range dep.Spec.Operations {
+		if b.Expose {
+			exposed[b.OperationRef] = true
+		}
+	}
+	s := &Surface{
+		target:     Target{Namespace: dep.Namespace, Name: dep.Name},
+		service:    doc.Service.Ref,
+		connection: doc.Service.ConnectionRef,
+		digest:     doc.Snapshot.Digest,
+		ops:        map[string]*operation{},
+		opts:       opts,
+	}
+	for _, m := range doc.Operations {
+		if !exposed[m.OperationRef] {
+			continue
+		}
+		var d struct {
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		if err := json.Unmarshal(descriptors[m.RemoteName], &d); err != nil || len(d.InputSchema) == 0 {
+			return nil, refuse(RefusalInvalidSurface, m.OperationRef, ErrInvalidSchema)
+		}
+		s.ops[m.OperationRef] = &operation{mapping: m, inputSchema: d.InputSchema}
+	}
+	conn := dep.Spec.MCPConnection
+	s.endpoint = Endpoint{
+		Namespace: dep.Namespace, Deployment: dep.Name, URL: conn.URL,
+		AllowCIDRs:       append([]string(nil), conn.Egress.AllowCIDRs...),
+		MaxArgumentBytes: opts.MaxArgumentBytes, MaxResultBytes: opts.MaxResultBytes,
+	}
+	if conn.CredentialRef != nil {
+		c := *conn.CredentialRef
+		s.endpoint.Credential = &c
+	}
+	return s, nil
+}
+
+// SnapshotDigest returns the frozen snapshot digest this surface serves.
+func (s *Surface) SnapshotDigest() string { return s.digest }
+
+// Connection returns the Connection reference of this surface (the profile's
+// service.connectionRef).
+func (s *Surface) Connection() string { return s.connection }
+
+// Target returns the ServiceDeployment callers are authorized on.
+func (s *Surface) Target() Target { return s.target }
+
+// Operations returns the exposed operation references, sorted.
+func (s *Surface) Operations() []string {
+	out := make([]string, 0, len(s.ops))
+	for ref := range s.ops {
+		out = append(out, ref)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Description is what Describe returns: the locally owned facts of one exposed operation and a
+// lease for invoking it.
+type Description struct {
+	// Operation is the operation reference.
+	Operation string `json:"operation"`
+	// Connection is the Connection reference.
+	Connection string `json:"connection"`
+	// Service is the service reference.
+	Service string `json:"service"`
+	// Title is the reviewed title.
+	Title string `json:"title"`
+	// Description is the reviewed description.
+	Description string `json:"description,omitempty"`
+	// Effect is the reviewed effect: read, write or destructive.
+	Effect apiv1.Effect `json:"effect"`
+	// InputSchema is the input JSON Schema of the frozen descriptor, byte for byte.
+	InputSchema json.RawMessage `json:"inputSchema"`
+	// Snapshot is the frozen snapshot digest.
+	Snapshot string `json:"snapshot"`
+	// Lease binds a later Invoke to this snapshot, caller seed, operation and Connection (see
+	// Lease).
+	Lease string `json:"lease"`
+}
+
+// Describe authorizes caller on the deployment, then returns the facts of the exposed operation
+// and a lease. Refusals, in order: invalid_caller, wrong_connection, forbidden (the caller may
+// not invoke this deployment; nothing about its operations is revealed), not_exposed,
+// invalid_schema (the frozen input schema does not compile: the operation cannot be invoked).
+func (s *Surface) Describe(ctx context.Context, caller Caller, operation, connection string) (*Description, error) {
+	op, err := s.admit(ctx, caller, operation, connection)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.opts.Schemas.get(s.digest, op.mapping.RemoteName, op.inputSchema); err != nil {
+		return nil, refuse(RefusalInvalidSchema, operation, err)
+	}
+	lease, err := Lease(s.digest, caller.Seed, operation, connection)
+	if err != nil {
+		return nil, refuse(RefusalInvalidCaller, operation, err)
+	}
+	m := op.mapping
+	return &Description{
+		Operation: m.OperationRef, Connection: s.connection, Service: s.service,
+		Title: m.Title, Description: m.Description, Effect: m.Effect,
+		InputSchema: bytes.Clone(op.inputSchema), Snapshot: s.digest, Lease: lease,
+	}, nil
+}
+
+// Request is one invocation.
+type Request struct {
+	// Caller is the authenticated caller; its Seed must be the one the lease was issued for.
+	Caller Caller
+	// Lease is the lease Describe returned.
+	Lease string
+	// Operation is the operation reference.
+	Operation string
+	// Connection is the Connection reference.
+	Connection string
+	// Arguments is one JSON object (empty means {}).
+	Arguments json.RawMessage
+}
+
+// Result is a successful invocation.
+type Result struct {
+	// Operation is the operation reference.
+	Operation string
+	// Snapshot is the frozen snapshot digest the call was made under.
+	Snapshot string
+	// JSON is the complete tools/call result exactly as received (unknown members and content
+	// types included).
+	JSON json.RawMessage
+}
+
+// Invoke runs one invocation. Refusals, in order: invalid_caller, wrong_connection, forbidden,
+// not_exposed, stale_lease, argument_too_large, invalid_schema, invalid_arguments (the arguments
+// are not one JSON object, or violate the frozen input schema: *InvalidArgumentsError), then the
+// remote call of the mapped tool name: live_drift (when the session connects and the live tool
+// list is not the frozen one: *DriftError), result_too_large, tool_error (*ToolError carrying the
+// result JSON). Any other failure of the call is a *CallError.
+func (s *Surface) Invoke(ctx context.Context, req Request) (*Result, error) {
+	op, err := s.admit(ctx, req.Caller, req.Operation, req.Connection)
+	if err != nil {
+		return nil, err
+	}
+	want, err := Lease(s.digest, req.Caller.Seed, req.Operation, req.Connection)
+	if err != nil {
+		return nil, refuse(RefusalInvalidCaller, req.Operation, err)
+	}
+	if !leaseEqual(want, req.Lease) {
+		return nil, refuse(RefusalStaleLease, req.Operation, ErrStaleLease)
+	}
+	args, err := s.checkArguments(op, req.Operation, req.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.call(ctx, req.Operation, op.mapping.RemoteName, args)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Operation: req.Operation, Snapshot: s.digest, JSON: raw}, nil
+}
+
+// admit runs the checks Describe and Invoke share: caller, Connection, authorization, exposure.
+func (s *Surface) admit(ctx context.Context, caller Caller, operation, connection string) (*operation, error) {
+	if caller.User == "" || caller.Seed == "" || !utf8.ValidString(caller.User) || !utf8.ValidString(caller.Seed) {
+		return nil, refuse(RefusalInvalidCaller, "", ErrInvalidCaller)
+	}
+	if connection != s.connection {
+		return nil, refuse(RefusalWrongConnection, "", ErrWrongConnection)
+	}
+	allowed, err := s.opts.Authorizer.Authorize(ctx, caller, s.target)
+	if err != nil {
+		return nil, &AuthorizationError{Operation: operation, Err: err}
+	}
+	if !allowed {
+		return nil, refuse(RefusalForbidden, "", ErrForbidden)
+	}
+	op, ok := s.ops[operation]
+	if !ok {
+		return nil, refuse(RefusalNotExposed, operation, ErrNotExposed)
+	}
+	return op, nil
+}
+
+// checkArguments bounds, parses and validates the arguments against the frozen input schema.
+func (s *Surface) checkArguments(op *operation, ref string, raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) > s.opts.MaxArgumentBytes {
+		return nil, refuse(RefusalArgumentTooLarge, ref, ErrArgumentTooLarge)
+	}
+	args := bytes.TrimSpace(raw)
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	// Duplicate keys, invalid UTF-8 and trailing data are refused before the schema sees the
+	// value: a schema validator and the server could otherwise read two different objects.
+	if args[0] != '{' || snapshot.Validate(args) != nil {
+		return nil, &InvalidArgumentsError{Operation: ref}
+	}
+	sch, err := s.opts.Schemas.get(s.digest, op.mapping.RemoteName, op.inputSchema)
+	if err != nil {
+		return nil, refuse(RefusalInvalidSchema, ref, err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return nil, &InvalidArgumentsError{Operation: ref}
+	}
+	if err := sch.Validate(v); err != nil {
+		ptr, kw := validationFailure(err)
+		return nil, &InvalidArgumentsError{Operation: ref, Pointer: ptr, Keyword: kw}
+	}
+	return args, nil
+}
+
+// call calls the remote tool through the surface's session and maps the outcome.
+func (s *Surface) call(ctx context.Context, ref, remote string, args json.RawMessage) (json.RawMessage, error) {
+	sess, err := s.session(ctx)
+	if err != nil {
+		var de *DriftError
+		if errors.As(err, &de) {
+			return nil, err
+		}
+		return nil, &CallError{Operation: ref, Err: err}
+	}
+	raw, err := sess.CallTool(ctx, remote, args)
+	if err != nil {
+		var te *mcpclient.ToolError
+		var re *mcpclient.RefusalError
+		var tr *mcpclient.TransportError
+		switch {
+		case errors.As(err, &te):
+			if len(te.Result) > s.opts.MaxResultBytes {
+				return nil, refuse(RefusalResultTooLarge, ref, ErrResultTooLarge)
+			}
+			return nil, &ToolError{Operation: ref, Result: te.Result}
+		case errors.As(err, &re) && (re.Name == "result_too_large" || re.Name == "frame_too_large"),
+			errors.Is(err, mcpclient.ErrResultTooLarge), errors.Is(err, mcpclient.ErrFrameTooLarge):
+			return nil, refuse(RefusalResultTooLarge, ref, fmt.Errorf("%w: %w", ErrResultTooLarge, err))
+		case errors.As(err, &tr), errors.Is(err, mcpclient.ErrConnectionClosed):
+			// The session is gone (closed connection, expired HTTP session): reconnect next time.
+			s.drop(sess)
+		}
+		return nil, &CallError{Operation: ref, Err: err}
+	}
+	if len(raw) > s.opts.MaxResultBytes {
+		return nil, refuse(RefusalResultTooLarge, ref, ErrResultTooLarge)
+	}
+	return raw, nil
+}
+
+// session returns the open session, connecting (and checking the live tool list against the
+// frozen snapshot) when there is none.
+func (s *Surface) session(ctx context.Context) (Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sess != nil {
+		return s.sess, nil
+	}
+	sess, err := s.opts.Connector.Connect(ctx, s.endpoint)
+	if err != nil {
+		return nil, err
+	}
+	live, err := sess.ListTools(ctx)
+	if err != nil {
+		_ = sess.Close()
+		return nil, err
+	}
+	if live.Digest != s.digest {
+		_ = sess.Close()
+		return nil, &DriftError{Frozen: s.digest, Live: live.Digest}
+	}
+	s.sess = sess
+	return sess, nil
+}
+
+// drop closes sess if it is still the surface's session.
+func (s *Surface) drop(sess Session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sess == sess {
+		s.sess = nil
+		_ = sess.Close()
+	}
+}
+
+// Close ends the surface's session, if any. The surface stays usable: the next Invoke connects
+// again.
+func (s *Surface) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sess == nil {
+		return nil
+	}
+	err := s.sess.Close()
+	s.sess = nil
+	return err
+}
