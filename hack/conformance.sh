@@ -127,7 +127,12 @@ declare -A EXPECTED_AUTH_FAIL=()
 
 log "running --suite auth"
 (cd "$WORK" && "$SUITE" client --command "$WORK/client" --suite auth -o "$WORK/suite-auth" >"$WORK/suite-auth.txt" 2>&1) || true
-for run in "${REVISIONS[@]}" suite-auth; do
+# The 2025-03-26 back-compat scenarios are in neither requirement set; run them too, as guards.
+: >"$WORK/auth-2025-03-26.txt"
+for sc in auth/2025-03-26-oauth-metadata-backcompat auth/2025-03-26-oauth-endpoint-fallback; do
+  (cd "$WORK" && "$SUITE" client --command "$WORK/client" --scenario "$sc" -o "$WORK/auth-2025-03-26" >>"$WORK/auth-2025-03-26.txt" 2>&1) || true
+done
+for run in "${REVISIONS[@]}" suite-auth auth-2025-03-26; do
   total=0 passed=0
   while read -r name result failed; do
     reason=${EXPECTED_AUTH_FAIL[$name]:-}
