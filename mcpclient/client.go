@@ -2,10 +2,13 @@ package mcpclient
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -279,8 +282,20 @@ func (s *Session) outcomeErr(op string, ctx context.Context, st *callState, err 
 			return &TransportError{Op: op, Status: status, Err: ErrHTTPStatus}
 		}
 	}
+	var certErr *tls.CertificateVerificationError
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	if errors.As(err, &certErr) || errors.As(err, &unknownAuthority) || errors.As(err, &hostname) {
+		return &TransportError{Op: op, Err: ErrTLS}
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return &TransportError{Op: op, Err: ErrExchangeFailed}
+	}
+	// A JSON-RPC error the server sent was recorded below the SDK (above); the SDK's own
+	// transport marker (-32005, rejected by transport) is not a server answer.
 	var werr *jsonrpc.Error
-	if errors.As(err, &werr) {
+	if errors.As(err, &werr) && werr.Code != -32005 {
 		return &ServerError{Op: op, Code: werr.Code}
 	}
 	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||

@@ -432,3 +432,22 @@ func TestConcurrentCalls(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPSServer(t *testing.T) {
+	srv := mcptest.StartHTTPS(mcptest.NewServer("tls", mcptest.DefaultTools()), mcptest.Modern)
+	t.Cleanup(srv.Close)
+	s := connect(t, ServerConfig{HTTP: &HTTPServer{URL: srv.URL, HTTPClient: srv.Client()}})
+	if _, err := s.ListTools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Must-fail twin: without trusting the test certificate the connection is refused.
+	_, err := NewClient(nil).Connect(context.Background(), ServerConfig{HTTP: &HTTPServer{URL: srv.URL}})
+	if !errors.Is(err, ErrTLS) {
+		t.Fatalf("untrusted certificate: %v", err)
+	}
+	// A refused connection is an exchange failure, not a closed connection.
+	_, err = NewClient(nil).Connect(context.Background(), ServerConfig{HTTP: &HTTPServer{URL: "http://127.0.0.1:1/mcp"}})
+	if !errors.Is(err, ErrExchangeFailed) {
+		t.Fatalf("refused connection: %v", err)
+	}
+}

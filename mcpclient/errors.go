@@ -56,6 +56,11 @@ var (
 	ErrInvalidConfig = errors.New("invalid server configuration")
 	// ErrConnectionClosed: the connection broke or the server process exited.
 	ErrConnectionClosed = errors.New("connection closed")
+	// ErrExchangeFailed: an HTTP exchange failed before a response (dial, reset, timeout of the
+	// HTTP client).
+	ErrExchangeFailed = errors.New("HTTP exchange failed")
+	// ErrTLS: the server's TLS certificate could not be verified.
+	ErrTLS = errors.New("TLS verification failed")
 	// ErrHTTPStatus: the server answered with an unexpected HTTP status.
 	ErrHTTPStatus = errors.New("unexpected HTTP status")
 	// ErrServerError: the server answered a request with a JSON-RPC error.

@@ -1,6 +1,7 @@
 package mcptest
 
 import (
+	"crypto/x509"
 	"net/http"
 	"net/http/httptest"
 
@@ -42,6 +43,26 @@ func (h *HTTPServer) Close() {
 func StartHTTP(srv *mcp.Server, era Era) *HTTPServer {
 	ts := httptest.NewServer(HTTPHandler(srv, era))
 	return &HTTPServer{URL: ts.URL + "/mcp", Server: srv, ts: ts}
+}
+
+// StartHTTPS serves srv over TLS on a loopback port (a self-signed test certificate; use Client
+// or CertPool to trust it).
+func StartHTTPS(srv *mcp.Server, era Era) *HTTPServer {
+	ts := httptest.NewTLSServer(HTTPHandler(srv, era))
+	return &HTTPServer{URL: ts.URL + "/mcp", Server: srv, ts: ts}
+}
+
+// Client returns an HTTP client for this server (trusting its certificate when it is TLS).
+func (h *HTTPServer) Client() *http.Client { return h.ts.Client() }
+
+// CertPool returns a pool holding the TLS server's certificate (nil for a plain server).
+func (h *HTTPServer) CertPool() *x509.CertPool {
+	if h.ts.Certificate() == nil {
+		return nil
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(h.ts.Certificate())
+	return pool
 }
 
 // StartRawHTTP serves the raw engine r on a loopback port.
