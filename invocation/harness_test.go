@@ -163,7 +163,13 @@ var (
 // newFixture starts the server and builds a surface; opt may adjust the options.
 func newFixture(t testing.TB, hidden []string, opt func(*invocation.Options)) *fixture {
 	t.Helper()
-	srv := mcptest.StartHTTP(mcptest.NewServer("files", testTools()), mcptest.Modern)
+	return newFixtureWith(t, testTools(), hidden, opt)
+}
+
+// newFixtureWith is newFixture with the server's tools.
+func newFixtureWith(t testing.TB, tools []*mcp.Tool, hidden []string, opt func(*invocation.Options)) *fixture {
+	t.Helper()
+	srv := mcptest.StartHTTP(mcptest.NewServer("files", tools), mcptest.Modern)
 	t.Cleanup(srv.Close)
 	f := &fixture{srv: srv, api: &fakeAPIServer{allow: map[string]bool{alice.User: true}}}
 	f.doc = freeze(t, srv.URL)

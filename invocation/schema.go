@@ -13,7 +13,9 @@ import (
 
 // schemaLocation is the base URL every input schema is compiled under. Relative references
 // resolve against it and are then refused by the loader, like every other external reference.
-const schemaLocation = "urn:connector-mcp:input-schema"
+// It is a hierarchical URL on a reserved name (.invalid): with a "urn:" base the library resolves
+// a relative reference such as "s.json" to the root schema itself instead of refusing it.
+const schemaLocation = "https://input-schema.invalid/schema.json"
 
 // SchemaCache holds compiled input schemas keyed by (snapshot digest, remote tool name). A
 // frozen snapshot never changes, so each schema is compiled at most once per snapshot, and a
@@ -71,10 +73,14 @@ func (c *SchemaCache) get(snapshotDigest, tool string, raw json.RawMessage) (*js
 }
 
 // refusingLoader loads nothing: an input schema is self-contained. The JSON Schema meta-schemas
-// are embedded in the library and never reach a loader.
-type refusingLoader struct{}
+// are embedded in the library and never reach a loader. It counts the attempts, since the
+// library's load error does not unwrap.
+type refusingLoader struct{ attempts int }
 
-func (refusingLoader) Load(string) (any, error) { return nil, ErrRemoteReference }
+func (l *refusingLoader) Load(string) (any, error) {
+	l.attempts++
+	return nil, ErrRemoteReference
+}
 
 // compileSchema compiles one input schema (draft 2020-12 unless it says otherwise, the MCP
 // default), with no file or network loading.
@@ -91,14 +97,15 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(refusingLoader{})
+	loader := &refusingLoader{}
+	c.UseLoader(loader)
 	if err := c.AddResource(schemaLocation, doc); err != nil {
 		return nil, ErrInvalidSchema
 	}
 	s, err := c.Compile(schemaLocation)
 	if err != nil {
 		// The library's message may quote the schema; only the sentinel surfaces.
-		if errors.Is(err, ErrRemoteReference) {
+		if loader.attempts > 0 {
 			return nil, ErrRemoteReference
 		}
 		return nil, ErrInvalidSchema
