@@ -83,7 +83,14 @@ func (c *Client) Connect(ctx context.Context, cfg ServerConfig) (*Session, error
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
 	if era, ok := c.CachedEra(cfg); ok {
-		return c.open(ctx, cfg, era, false)
+		s, err := c.open(ctx, cfg, era, false)
+		if err != nil {
+			// The server may have changed: negotiate afresh next time.
+			c.ForgetEra(cfg)
+			return nil, err
+		}
+		c.remember(cfg, s.era) // a modern attempt may have fallen back to initialize
+		return s, nil
 	}
 	s, err := c.open(ctx, cfg, "", true)
 	if err == nil {

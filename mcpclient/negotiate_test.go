@@ -3,6 +3,9 @@ package mcpclient
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,5 +89,50 @@ func TestUnsupportedProtocolRefused(t *testing.T) {
 		if refusalName(err) != "unsupported_protocol_version" || !errors.Is(err, ErrUnsupportedProtocol) {
 			t.Fatalf("%s: %v", name, err)
 		}
+	}
+}
+
+// switchHandler lets a test replace the server behind one URL.
+type switchHandler struct{ h atomic.Pointer[http.Handler] }
+
+func (s *switchHandler) set(h http.Handler) { s.h.Store(&h) }
+
+func (s *switchHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*s.h.Load()).ServeHTTP(w, r)
+}
+
+func TestEraCacheFollowsServer(t *testing.T) {
+	sw := &switchHandler{}
+	sw.set(mcptest.HTTPHandler(mcptest.NewServer("m", mcptest.DefaultTools()), mcptest.Modern))
+	ts := httptest.NewServer(sw)
+	t.Cleanup(ts.Close)
+	cfg := ServerConfig{HTTP: &HTTPServer{URL: ts.URL + "/mcp"}}
+	cl := NewClient(nil)
+	s, err := cl.Connect(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if era, _ := cl.CachedEra(cfg); era != EraModern {
+		t.Fatalf("cached %s", era)
+	}
+	// The server is replaced by a legacy-only one: the cached modern attempt falls back, and the
+	// cache follows.
+	sw.set(mcptest.HTTPHandler(mcptest.NewServer("l", mcptest.DefaultTools()), mcptest.Legacy))
+	s, err = cl.Connect(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if era, _ := cl.CachedEra(cfg); era != EraLegacy || s.Era() != EraLegacy {
+		t.Fatalf("cached %s, session %s", era, s.Era())
+	}
+	// A failing connect forgets the era.
+	sw.set(http.NotFoundHandler())
+	if _, err := cl.Connect(context.Background(), cfg); err == nil {
+		t.Fatal("connect to a 404 endpoint succeeded")
+	}
+	if _, ok := cl.CachedEra(cfg); ok {
+		t.Fatal("era still cached after a failed connect")
 	}
 }
