@@ -1,11 +1,14 @@
 package mcpclient
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,5 +184,53 @@ func TestOversizeFrameMemory(t *testing.T) {
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
 		t.Fatalf("allocated %d bytes while refusing a 32 MiB frame at a 64 KiB bound", grew)
+	}
+}
+
+// startServerProcess runs the test server program as a child process serving HTTP and returns its
+// MCP URL, so that the client's allocations can be measured alone.
+func startServerProcess(t *testing.T, flags ...string) string {
+	t.Helper()
+	argv := mcptest.StdioArgv(append([]string{"--http", "127.0.0.1:0"}, flags...)...)
+	cmd := exec.CommandContext(context.Background(), argv[0], argv[1:]...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(line, "http://")
+	if i < 0 {
+		t.Fatalf("startup line %q", line)
+	}
+	return strings.TrimSpace(line[i:])
+}
+
+// TestOversizeBodyMemory: a 32 MiB HTTP body (JSON, then one SSE event) against a 64 KiB frame
+// bound is refused without the client (or the SDK above it) reading it into memory.
+func TestOversizeBodyMemory(t *testing.T) {
+	for _, mode := range []string{mcptest.HostileOversizeFrame, mcptest.HostileOversizeSSE} {
+		t.Run(mode, func(t *testing.T) {
+			url := startServerProcess(t, "--hostile", mode, "--size", strconv.Itoa(32<<20))
+			cfg := ServerConfig{HTTP: &HTTPServer{URL: url}, Limits: Limits{MaxFrameBytes: 64 << 10}}
+			s := connect(t, cfg)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err := s.ListTools(context.Background())
+			runtime.ReadMemStats(&after)
+			if refusalName(err) != "frame_too_large" {
+				t.Fatalf("err = %v", err)
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
+				t.Fatalf("allocated %d bytes while refusing a 32 MiB body at a 64 KiB bound", grew)
+			}
+		})
 	}
 }
