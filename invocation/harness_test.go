@@ -214,6 +214,9 @@ func refusal(err error) string {
 // loopbackOptions are the test options: the real egress port with loopback explicitly allowed,
 // the real SubjectAccessReviewer against api.
 func loopbackOptions(api *fakeAPIServer) invocation.Options {
+	if api == nil {
+		api = &fakeAPIServer{}
+	}
 	return invocation.Options{
 		Connector:  &invocation.EgressConnector{IP: egress.IPPolicy{Loopback: egress.LoopbackAllowedUnsafe}},
 		Authorizer: &invocation.SubjectAccessReviewer{Client: api.client()},
