@@ -108,6 +108,13 @@ func (r *registry) failAll(err error) {
 	if r.fault == nil {
 		r.fault = err
 	}
+	r.mu.Unlock()
+	r.cancelInflight(err)
+}
+
+// cancelInflight ends every in-flight request with err, leaving the session usable.
+func (r *registry) cancelInflight(err error) {
+	r.mu.Lock()
 	states := make([]*callState, 0, len(r.inflight))
 	for st := range r.inflight {
 		states = append(states, st)

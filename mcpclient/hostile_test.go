@@ -234,3 +234,19 @@ func TestOversizeBodyMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedRequestLeavesSessionUsable: a refused server-to-client request ends the call in
+// flight, not the session.
+func TestRefusedRequestLeavesSessionUsable(t *testing.T) {
+	s := connect(t, stdio("--hostile", mcptest.HostileSampling))
+	ctx := context.Background()
+	if _, err := s.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CallTool(ctx, "echo", nil); refusalName(err) != "sampling" {
+		t.Fatalf("call: %v", err)
+	}
+	if _, err := s.ListTools(ctx); err != nil {
+		t.Fatalf("listing after the refusal: %v", err)
+	}
+}

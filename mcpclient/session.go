@@ -107,14 +107,15 @@ func serverRequestFeature(method string) string {
 }
 
 // refuseServerRequests answers every server-to-client request except ping with a JSON-RPC error
-// naming the refused feature, and ends in-flight requests with the same named refusal.
+// naming the refused feature, and ends the in-flight requests with the same named refusal. The
+// session stays usable.
 func (s *Session) refuseServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "ping" || strings.HasPrefix(method, "notifications/") {
 			return next(ctx, method, req)
 		}
 		feature := serverRequestFeature(method)
-		s.reg.failAll(&FeatureRefusedError{Feature: feature})
+		s.reg.cancelInflight(&FeatureRefusedError{Feature: feature})
 		return nil, &jsonrpc.Error{Code: -32601, Message: "refused: " + feature}
 	}
 }
