@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sort"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -255,16 +254,7 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 		for name := range excluded {
 			snap.Warnings = append(snap.Warnings, snapshot.Warning{Tool: name, Path: "/inputSchema", Code: WarnInvalidToolHeaders})
 		}
-		sort.Slice(snap.Warnings, func(i, j int) bool {
-			a, b := snap.Warnings[i], snap.Warnings[j]
-			if a.Tool != b.Tool {
-				return a.Tool < b.Tool
-			}
-			if a.Path != b.Path {
-				return a.Path < b.Path
-			}
-			return a.Code < b.Code
-		})
+		snapshot.SortWarnings(snap.Warnings)
 	}
 	s.mu.Lock()
 	s.last = snap

@@ -70,6 +70,21 @@ type ToolSnapshot struct {
 	Warnings []Warning `json:"warnings,omitempty"`
 }
 
+// SortWarnings sorts warnings by tool, path and code, the order of ToolSnapshot.Warnings (for
+// callers that add findings of their own to a new snapshot).
+func SortWarnings(ws []Warning) {
+	sort.Slice(ws, func(i, j int) bool {
+		a, b := ws[i], ws[j]
+		if a.Tool != b.Tool {
+			return a.Tool < b.Tool
+		}
+		if a.Path != b.Path {
+			return a.Path < b.Path
+		}
+		return a.Code < b.Code
+	})
+}
+
 // Digest returns the snapshot digest for protocolVersion and tools: sha256 over the canonical form
 // of {"protocolVersion", "tools": [{"name", "digest"}]} with tools sorted by name. Only names and
 // digests are used; descriptors are not read.
@@ -155,16 +170,7 @@ func New(protocolVersion string, server ServerInfo, descriptors []json.RawMessag
 		s.Warnings = append(s.Warnings, warns...)
 	}
 	sort.Slice(s.Tools, func(i, j int) bool { return s.Tools[i].Name < s.Tools[j].Name })
-	sort.Slice(s.Warnings, func(i, j int) bool {
-		a, b := s.Warnings[i], s.Warnings[j]
-		if a.Tool != b.Tool {
-			return a.Tool < b.Tool
-		}
-		if a.Path != b.Path {
-			return a.Path < b.Path
-		}
-		return a.Code < b.Code
-	})
+	SortWarnings(s.Warnings)
 	d, err := Digest(protocolVersion, s.Tools)
 	if err != nil {
 		return nil, err
