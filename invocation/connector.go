@@ -2,6 +2,7 @@ package invocation
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -71,6 +72,9 @@ type EgressConnector struct {
 	// IP is the cluster's dial-time address policy; a deployment's allowCIDRs are added to its
 	// AllowCIDRs.
 	IP egress.IPPolicy
+	// TLSClientConfig optionally sets the roots (e.g. an in-cluster CA) for every endpoint;
+	// nil means the system roots.
+	TLSClientConfig *tls.Config
 	// ExchangeTimeout bounds each HTTP exchange (zero: egress default).
 	ExchangeTimeout time.Duration
 	// MaxResponseBytes bounds each response body (zero: egress default).
@@ -98,7 +102,7 @@ func (c *EgressConnector) Connect(ctx context.Context, ep Endpoint) (Session, er
 		}
 		ip.AllowCIDRs = append(slices.Clone(ip.AllowCIDRs), extra...)
 	}
-	pol := egress.Policy{Endpoint: ep.URL, IP: ip, Timeout: c.ExchangeTimeout, MaxResponseBytes: c.MaxResponseBytes}
+	pol := egress.Policy{Endpoint: ep.URL, IP: ip, TLSClientConfig: c.TLSClientConfig, Timeout: c.ExchangeTimeout, MaxResponseBytes: c.MaxResponseBytes}
 	if ep.Credential != nil {
 		if c.Secrets == nil {
 			return nil, errNoSecrets

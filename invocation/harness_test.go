@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"sync"
 	"testing"
 
@@ -40,8 +41,14 @@ func testTools() []*mcp.Tool {
 // from them (every effect "read", except transfer "write").
 func freeze(t testing.TB, url string) *apiv1.ProfileDocument {
 	t.Helper()
+	return freezeWith(t, url, nil)
+}
+
+// freezeWith is freeze with an HTTP client (nil: mcpclient's default).
+func freezeWith(t testing.TB, url string, hc *http.Client) *apiv1.ProfileDocument {
+	t.Helper()
 	ctx := context.Background()
-	s, err := mcpclient.NewClient(nil).Connect(ctx, mcpclient.ServerConfig{HTTP: &mcpclient.HTTPServer{URL: url}})
+	s, err := mcpclient.NewClient(nil).Connect(ctx, mcpclient.ServerConfig{HTTP: &mcpclient.HTTPServer{URL: url, HTTPClient: hc}})
 	if err != nil {
 		t.Fatal(err)
 	}

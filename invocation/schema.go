@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,7 +107,7 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	if err != nil {
 		// The library's message may quote the schema; only the sentinel surfaces.
 		if loader.attempts > 0 {
-			return nil, ErrRemoteReference
+			return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, ErrRemoteReference)
 		}
 		return nil, ErrInvalidSchema
 	}

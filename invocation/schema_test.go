@@ -100,13 +100,13 @@ func TestSchemaLoadsNothing(t *testing.T) {
 	ctx := context.Background()
 	for _, op := range []string{"remote-ref", "relative-ref", "id-ref", "file-ref", "meta"} {
 		_, err := f.s.Describe(ctx, alice, op, "files")
-		if !errors.Is(err, invocation.ErrRemoteReference) || refusal(err) != "invalid_schema" {
+		if !errors.Is(err, invocation.ErrRemoteReference) || !errors.Is(err, invocation.ErrInvalidSchema) || refusal(err) != "invalid_schema" {
 			t.Fatalf("%s: %v", op, err)
 		}
 		// Invoke refuses the same way, with a hand-computed lease.
 		lease, _ := invocation.Lease(f.doc.Snapshot.Digest, alice.Seed, op, "files")
 		_, err = f.s.Invoke(ctx, invocation.Request{Caller: alice, Lease: lease, Operation: op, Connection: "files", Arguments: json.RawMessage(`{"x":1}`)})
-		if !errors.Is(err, invocation.ErrInvalidSchema) && !errors.Is(err, invocation.ErrRemoteReference) {
+		if !errors.Is(err, invocation.ErrRemoteReference) || refusal(err) != "invalid_schema" {
 			t.Fatalf("%s invoke: %v", op, err)
 		}
 	}
