@@ -1,0 +1,96 @@
+package app
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+
+	"github.com/b10x/connector-mcp/egress"
+)
+
+func TestFlagsDefaultToProduction(t *testing.T) {
+	o := DefaultOptions()
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if !o.RequireProvenance || o.AllowLoopbackUnsafe || o.ReverifyInterval <= 0 {
+		t.Fatalf("defaults are not the production policy: %+v", o)
+	}
+	if err := fs.Parse([]string{"--require-provenance=false", "--allow-loopback-unsafe", "--egress-allow-cidr=10.96.0.0/12", "--egress-allow-cidr=10.244.0.0/16"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.RequireProvenance || !o.AllowLoopbackUnsafe || len(o.EgressAllowCIDRs) != 2 {
+		t.Fatalf("flags not applied: %+v", o)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*Options)
+		err    string
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"subject without issuer", func(o *Options) { o.DefaultSubject = "ci" }, "--default-identity-issuer"},
+		{"subject and regexp", func(o *Options) {
+			o.DefaultIssuer, o.DefaultSubject, o.DefaultSubjectRegExp = "https://i", "a", "b"
+		}, "at most one"},
+		{"repository without ref", func(o *Options) { o.DefaultSourceRepository = "git+https://x" }, "go together"},
+		{"jitter out of range", func(o *Options) { o.ReverifyJitter = 2 }, "jitter"},
+		{"bad CIDR", func(o *Options) { o.EgressAllowCIDRs = []string{"not-a-cidr"} }, "--egress-allow-cidr"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions()
+			tc.mutate(&o)
+			err := o.Validate()
+			if tc.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("err = %v, want it to mention %q", err, tc.err)
+			}
+		})
+	}
+}
+
+func TestIPPolicy(t *testing.T) {
+	cfg := &rest.Config{Host: "https://10.0.0.1:6443"}
+	o := DefaultOptions()
+	o.EgressAllowCIDRs = []string{"10.0.0.0/8"}
+	p, err := ipPolicy(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Check(netip.MustParseAddrPort("10.1.2.3:443")); err != nil {
+		t.Fatalf("an allow-listed private address was refused: %v", err)
+	}
+	if err := p.Check(netip.MustParseAddrPort("10.0.0.1:6443")); err == nil {
+		t.Fatal("the apiserver was reachable through the allow-list")
+	}
+	if err := p.Check(netip.MustParseAddrPort("127.0.0.1:8080")); err == nil {
+		t.Fatal("loopback reachable without the development flag")
+	}
+	o.AllowLoopbackUnsafe = true
+	p, err = ipPolicy(&rest.Config{Host: "https://127.0.0.1:6443"}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Loopback != egress.LoopbackAllowedUnsafe {
+		t.Fatalf("loopback mode = %v", p.Loopback)
+	}
+	if err := p.Check(netip.MustParseAddrPort("127.0.0.1:8080")); err != nil {
+		t.Fatalf("loopback refused with the development flag: %v", err)
+	}
+	if err := p.Check(netip.MustParseAddrPort("169.254.169.254:80")); err == nil {
+		t.Fatal("the metadata address was reachable")
+	}
+}
