@@ -8,73 +8,73 @@ import (
 // Refusal names, stable and snake_case. Every refusal of this package returns one of them from
 // its Refusal method.
 const (
-	// RefusalInvalidSurface: the profile document or the deployment cannot form a surface.
+	// RefusalInvalidSurface means the profile document or the deployment cannot form a surface.
 	RefusalInvalidSurface = "invalid_surface"
-	// RefusalNotActive: the deployment is not Ready, its current generation is not activated, or
+	// RefusalNotActive means the deployment is not Ready, its current generation is not activated, or
 	// its active snapshot digest is not the profile's recorded one.
 	RefusalNotActive = "not_active"
-	// RefusalInvalidCaller: the caller has no user name or no authority seed, or a value is not
+	// RefusalInvalidCaller means the caller has no user name or no authority seed, or a value is not
 	// valid UTF-8.
 	RefusalInvalidCaller = "invalid_caller"
-	// RefusalWrongConnection: the request names another Connection than the surface's.
+	// RefusalWrongConnection means the request names another Connection than the surface's.
 	RefusalWrongConnection = "wrong_connection"
-	// RefusalNotExposed: the operation is unknown or not exposed by the deployment.
+	// RefusalNotExposed means the operation is unknown or not exposed by the deployment.
 	RefusalNotExposed = "not_exposed"
-	// RefusalForbidden: the SubjectAccessReview did not allow the caller to invoke.
+	// RefusalForbidden means the SubjectAccessReview did not allow the caller to invoke.
 	RefusalForbidden = "forbidden"
-	// RefusalStaleLease: the lease was not issued for this snapshot, caller seed, operation and
+	// RefusalStaleLease means the lease was not issued for this snapshot, caller seed, operation and
 	// Connection.
 	RefusalStaleLease = "stale_lease"
-	// RefusalInvalidSchema: the frozen input schema of the operation does not compile (or needs
+	// RefusalInvalidSchema means the frozen input schema of the operation does not compile (or needs
 	// a remote reference).
 	RefusalInvalidSchema = "invalid_schema"
-	// RefusalInvalidArguments: the arguments are not one JSON object or violate the frozen
+	// RefusalInvalidArguments means the arguments are not one JSON object or violate the frozen
 	// input schema.
 	RefusalInvalidArguments = "invalid_arguments"
-	// RefusalArgumentTooLarge: the arguments exceed the surface's argument bound.
+	// RefusalArgumentTooLarge means the arguments exceed the surface's argument bound.
 	RefusalArgumentTooLarge = "argument_too_large"
-	// RefusalResultTooLarge: the result exceeds the surface's result bound.
+	// RefusalResultTooLarge means the result exceeds the surface's result bound.
 	RefusalResultTooLarge = "result_too_large"
-	// RefusalToolError: the tool answered with "isError": true.
+	// RefusalToolError means the tool answered with "isError": true.
 	RefusalToolError = "tool_error"
-	// RefusalLiveDrift: the live server's tool list no longer equals the frozen snapshot.
+	// RefusalLiveDrift means the live server's tool list no longer equals the frozen snapshot.
 	RefusalLiveDrift = "live_drift"
 )
 
 var (
-	// ErrInvalidSurface: the profile document or deployment cannot form a surface.
+	// ErrInvalidSurface means the profile document or deployment cannot form a surface.
 	ErrInvalidSurface = errors.New("invalid surface")
-	// ErrNotActive: the deployment's active snapshot is not the profile's, or it is not Ready.
+	// ErrNotActive means the deployment's active snapshot is not the profile's, or it is not Ready.
 	ErrNotActive = errors.New("deployment not active for this snapshot")
-	// ErrInvalidCaller: the caller identity is incomplete or not valid UTF-8.
+	// ErrInvalidCaller means the caller identity is incomplete or not valid UTF-8.
 	ErrInvalidCaller = errors.New("invalid caller")
-	// ErrWrongConnection: the request names another Connection.
+	// ErrWrongConnection means the request names another Connection.
 	ErrWrongConnection = errors.New("wrong connection")
-	// ErrNotExposed: the operation is unknown or not exposed.
+	// ErrNotExposed means the operation is unknown or not exposed.
 	ErrNotExposed = errors.New("operation not exposed")
-	// ErrForbidden: the caller may not invoke this deployment.
+	// ErrForbidden means the caller may not invoke this deployment.
 	ErrForbidden = errors.New("forbidden")
-	// ErrStaleLease: the lease does not match this snapshot, caller seed, operation and Connection.
+	// ErrStaleLease means the lease does not match this snapshot, caller seed, operation and Connection.
 	ErrStaleLease = errors.New("stale lease")
-	// ErrInvalidSchema: the frozen input schema does not compile.
+	// ErrInvalidSchema means the frozen input schema does not compile.
 	ErrInvalidSchema = errors.New("invalid input schema")
-	// ErrRemoteReference: the input schema refers to a resource outside itself; nothing is ever
+	// ErrRemoteReference means the input schema refers to a resource outside itself; nothing is ever
 	// loaded from a file or the network.
 	ErrRemoteReference = errors.New("input schema refers to an external resource")
-	// ErrInvalidArguments: the arguments are not a JSON object or violate the input schema.
+	// ErrInvalidArguments means the arguments are not a JSON object or violate the input schema.
 	ErrInvalidArguments = errors.New("invalid arguments")
-	// ErrArgumentTooLarge: the arguments exceed the argument bound.
+	// ErrArgumentTooLarge means the arguments exceed the argument bound.
 	ErrArgumentTooLarge = errors.New("arguments too large")
-	// ErrResultTooLarge: the result exceeds the result bound.
+	// ErrResultTooLarge means the result exceeds the result bound.
 	ErrResultTooLarge = errors.New("result too large")
-	// ErrToolError: the tool result has "isError": true; see *ToolError.
+	// ErrToolError means the tool result has "isError": true; see *ToolError.
 	ErrToolError = errors.New("tool returned an error result")
-	// ErrLiveDrift: the live tool list differs from the frozen snapshot; see *DriftError.
+	// ErrLiveDrift means the live tool list differs from the frozen snapshot; see *DriftError.
 	ErrLiveDrift = errors.New("live tool list differs from the frozen snapshot")
-	// ErrAuthorizationUnavailable: the authorizer could not decide (e.g. the apiserver did not
+	// ErrAuthorizationUnavailable means the authorizer could not decide (e.g. the apiserver did not
 	// answer). Invocation fails closed.
 	ErrAuthorizationUnavailable = errors.New("authorization unavailable")
-	// ErrCallFailed: the remote call failed for a reason other than a refusal of this package;
+	// ErrCallFailed means the remote call failed for a reason other than a refusal of this package;
 	// see *CallError.
 	ErrCallFailed = errors.New("call failed")
 )
