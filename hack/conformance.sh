@@ -155,6 +155,35 @@ for run in "${REVISIONS[@]}" suite-auth auth-2025-03-26; do
 done
 # ---------------------------------------------------------------------------------------------
 
+# ---------------------------------------------------------------------------------------------
+# Interop with a real server nobody here wrote: @modelcontextprotocol/server-everything (legacy
+# 2025-11-25 only, over stdio), driven through mcpctl: discover must fall back to 2025-11-25, two
+# snapshots must agree, and a call must return the server's result.
+EVERYTHING_VERSION="2026.8.31"
+EVERYTHING="$NODE_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+if [[ ! -f "$NODE_DIR/.installed-everything-$EVERYTHING_VERSION" || ! -f "$EVERYTHING" ]]; then
+  log "installing @modelcontextprotocol/server-everything@$EVERYTHING_VERSION into $NODE_DIR"
+  npm install --silent --no-audit --no-fund --prefix "$NODE_DIR" "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION" >&2
+  touch "$NODE_DIR/.installed-everything-$EVERYTHING_VERSION"
+fi
+go build -o "$WORK/mcpctl" ./cmd/mcpctl
+server=(-- "$(command -v node)" "$EVERYTHING" stdio)
+interop() {
+  local era digest1 digest2 result
+  era=$("$WORK/mcpctl" discover --probe-timeout 3s "${server[@]}" 2>/dev/null | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).era))') || return 1
+  [[ "$era" == "2025-11-25" ]] || { log "interop: discover era $era, want 2025-11-25"; return 1; }
+  digest1=$("$WORK/mcpctl" snapshot "${server[@]}" 2>/dev/null | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const j=JSON.parse(s);if(!j.tools.length)process.exit(1);console.log(j.digest)})') || return 1
+  digest2=$("$WORK/mcpctl" snapshot "${server[@]}" 2>/dev/null | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).digest))') || return 1
+  [[ "$digest1" == "$digest2" ]] || { log "interop: two snapshots, two digests ($digest1, $digest2)"; return 1; }
+  result=$("$WORK/mcpctl" call --tool echo --args '{"message":"interop"}' "${server[@]}" 2>/dev/null) || return 1
+  [[ "$result" == *'Echo: interop'* ]] || { log "interop: unexpected echo result"; return 1; }
+  log "interop: server-everything discover/snapshot/call pass (era $era, digest $digest1)"
+}
+if ! interop; then
+  log "interop: FAIL"
+  status=1
+fi
+
 if [[ $status -ne 0 ]]; then
   log "FAILED (suite output kept in the log above)"
   for rev in "${REVISIONS[@]}"; do sed -n '/SUITE SUMMARY/,$p' "$WORK/$rev.txt" | grep -v 'auth/' >&2 || true; done
