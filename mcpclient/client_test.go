@@ -451,3 +451,29 @@ func TestHTTPSServer(t *testing.T) {
 		t.Fatalf("refused connection: %v", err)
 	}
 }
+
+// TestToolListChangedStdio: both eras over stdio deliver list_changed (2026-07-28 through
+// subscriptions/listen, 2025-11-25 as a plain notification).
+func TestToolListChangedStdio(t *testing.T) {
+	for _, era := range []string{"modern", "legacy"} {
+		cfg := stdio("--era", era, "--change-after", "300ms")
+		cfg.WatchToolListChanged = true
+		s := connect(t, cfg)
+		before, err := s.ListTools(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-s.ToolListChanged():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no list_changed notification", era)
+		}
+		after, err := s.ListTools(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if before.Digest == after.Digest {
+			t.Fatalf("%s: changed tool kept the digest", era)
+		}
+	}
+}

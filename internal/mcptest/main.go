@@ -52,6 +52,7 @@ func StdioArgv(flags ...string) []string {
 //	--raw                serve --tools byte for byte with the raw engine
 //	--size N --delay D --page-size N --sse   parameters of the raw engine
 //	--stderr N           write N bytes to stderr at start (stderr capture tests)
+//	--change-after D     change tool "echo" after D (notifications/tools/list_changed)
 //	--print-env          stdio: expose the environment as tool "env" (raw engine)
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcptest-server", flag.ContinueOnError)
@@ -70,6 +71,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		sse       = fs.Bool("sse", false, "raw engine: answer HTTP with SSE")
 		noise     = fs.Int("stderr", 0, "write N bytes to stderr at start")
 		printEnv  = fs.Bool("print-env", false, "raw engine: serve tool 'env' whose description is the environment")
+		change    = fs.Duration("change-after", 0, "go-sdk server: change tool 'echo' after this long (list_changed)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -117,6 +119,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			tools = t
 		}
 		srv = NewServer("mcptest", tools)
+		if *change > 0 {
+			time.AfterFunc(*change, func() {
+				SetTool(srv, &mcp.Tool{Name: "echo", Description: "Echo, changed at run time.", InputSchema: json.RawMessage(`{"type":"object"}`)})
+			})
+		}
 		if *addr != "" {
 			handler = HTTPHandler(srv, Era(*era))
 		}
