@@ -9,6 +9,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/ocipack/ocitest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const (
@@ -41,6 +43,13 @@ type packWorld struct {
 }
 
 func newPackWorld(t *testing.T, ns string) *packWorld {
+	w, _ := newPackWorldWithServer(t, ns)
+	return w
+}
+
+// newPackWorldWithServer is newPackWorld that also returns the live server's go-sdk server, so
+// the story can change its tools.
+func newPackWorldWithServer(t *testing.T, ns string) (*packWorld, *mcp.Server) {
 	t.Helper()
 	reg := ocitest.New(ocitest.Options{Referrers: true})
 	t.Cleanup(reg.Close)
@@ -57,10 +66,10 @@ func newPackWorld(t *testing.T, ns string) *packWorld {
 		t.Fatal(err)
 	}
 	mustCreate(t, newSecret(ns, "signing-key", "cosign.pub", string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))))
-	_, h := modernServer(mcptest.DefaultTools())
+	srv, h := modernServer(mcptest.DefaultTools())
 	live := startSwitchable(t, h)
 	return &packWorld{reg: reg, client: &ocipack.Client{PlainHTTP: true}, signer: &ocipack.Signer{Keypair: kp},
-		doc: reviewedProfile(t, live.URL), url: live.URL}
+		doc: reviewedProfile(t, live.URL), url: live.URL}, srv
 }
 
 // push pushes the reviewed profile as a pack and returns its digest reference.
@@ -209,5 +218,56 @@ func TestStoryPackRefusals(t *testing.T) {
 				t.Fatalf("a refused pack left status %+v (kstatus %s)", prof.Status, kstatusOf(t, prof))
 			}
 		})
+	}
+}
+
+// Production drift: the live server adds a tool after review; the deployment refuses with the
+// diff; the team reviews the change, publishes a new signed pack digest and points the profile
+// at it; the deployment re-activates on its own.
+func TestStoryNewPackDigestFixesDrift(t *testing.T) {
+	ns := newNamespace(t, "story-repack")
+	o := devOptions()
+	o.RequireProvenance = true
+	o.ReverifyInterval, o.ReverifyJitter = time.Second, 0
+	startOperator(t, ns, o)
+	w, srv := newPackWorldWithServer(t, ns)
+	ref := w.push(t, "team/demo")
+	w.sign(t, ref, packRef)
+	prof := packProfile(ns, "demo", ref, mainPolicy())
+	mustCreate(t, prof)
+	makeGrant(t, ns, "all")
+	sd := newDeployment(ns, "demo", "demo", "demo", w.url, w.doc, nil, "all")
+	mustCreate(t, sd)
+	waitObj(t, sd, storyTimeout, "Ready", isReady[*apiv1.ServiceDeployment])
+
+	mcptest.SetTool(srv, &mcp.Tool{Name: "delete_repo", Description: "Delete a repository.", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	sd = waitObj(t, sd, storyTimeout, "drift", func(sd *apiv1.ServiceDeployment) bool {
+		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift)
+	})
+	if d := sd.Status.Drift; d == nil || len(d.Added) != 1 || d.Added[0].Name != "delete_repo" {
+		t.Fatalf("drift = %+v", d)
+	}
+
+	w.doc = reviewedProfile(t, w.url)
+	for i := range w.doc.Operations {
+		if w.doc.Operations[i].RemoteName == "delete_repo" {
+			w.doc.Operations[i].Effect = apiv1.EffectDestructive
+		}
+	}
+	newRef := w.push(t, "team/demo")
+	if newRef.Digest == ref.Digest {
+		t.Fatal("the re-reviewed pack has the old digest")
+	}
+	w.sign(t, newRef, packRef)
+	mutate(t, prof, func(p *apiv1.McpServiceProfile) { p.Spec.Source.OCI.Ref = newRef.String() })
+	mutate(t, sd, func(sd *apiv1.ServiceDeployment) {
+		sd.Spec.Operations = newDeployment(ns, "demo", "demo", "demo", w.url, w.doc, nil, "all").Spec.Operations
+	})
+	sd = waitObj(t, sd, storyTimeout, "Ready on the new pack", func(sd *apiv1.ServiceDeployment) bool {
+		return isReady(sd) && sd.Status.ActiveSnapshotDigest == w.doc.Snapshot.Digest
+	})
+	prof = waitObj(t, prof, storyTimeout, "profile on the new pack", isReady[*apiv1.McpServiceProfile])
+	if prof.Status.PackDigest != newRef.Digest || sd.Status.Drift != nil {
+		t.Fatalf("profile pack %s, deployment drift %+v", prof.Status.PackDigest, sd.Status.Drift)
 	}
 }
