@@ -36,9 +36,10 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: ## Generate CRD YAML (config/crd/bases), the manager ClusterRole and docs/crd-reference.md.
+manifests: ## Generate CRDs (config/crd/bases, copied to the chart), the manager ClusterRole, docs/crd-reference.md.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=$(CRD_DIR)
 	$(GO) run ./hack/crdref -crd-dir $(CRD_DIR) -out docs/crd-reference.md
+	@if [[ -d charts/connector-mcp/crds ]]; then echo "cp $(CRD_DIR)/*.yaml charts/connector-mcp/crds/"; cp $(CRD_DIR)/*.yaml charts/connector-mcp/crds/; fi
 	@if [[ -d controllers ]]; then \
 	  echo "$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac"; \
 	  $(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac; \
