@@ -52,6 +52,7 @@ var hostileCases = []hostileCase{
 	{name: "duplicate key", hostile: mcptest.HostileDuplicateKey, want: "duplicate_key", http: true},
 	{name: "duplicate tool name", hostile: mcptest.HostileDuplicateName, want: "duplicate_tool_name", http: true},
 	{name: "slow list past deadline", hostile: mcptest.HostileSlow, limits: Limits{CallTimeout: 300 * time.Millisecond}, want: "call_timeout", reason: ErrCallTimeout, http: true},
+	{name: "slow call past deadline", hostile: mcptest.HostileSlowCall, limits: Limits{CallTimeout: 300 * time.Millisecond}, call: "echo", want: "call_timeout", reason: ErrCallTimeout, http: true},
 	{name: "sampling request", hostile: mcptest.HostileSampling, call: "echo", want: "sampling", reason: ErrFeatureRefused, http: true, sse: true},
 	{name: "elicitation request", hostile: mcptest.HostileElicitation, call: "echo", want: "elicitation", reason: ErrFeatureRefused, http: true, sse: true},
 	{name: "roots request", hostile: mcptest.HostileRoots, call: "echo", want: "roots", reason: ErrFeatureRefused, http: true, sse: true},

@@ -37,6 +37,7 @@ const (
 	HostileOversizeSSE     = "oversize-sse"     // HTTP: the tools/list answer as one SSE event of Size bytes
 	HostileDuplicateResult = "duplicate-result" // tools/call result with a repeated key
 	HostileFutureOnly      = "future-only"      // supports only an unknown future revision
+	HostileSlowCall        = "slow-call"        // only tools/call waits Delay
 )
 
 // Raw is a JSON-RPC level MCP server for hostile and byte-exact tests. It speaks just enough of
@@ -203,7 +204,7 @@ func (r *Raw) call(ctx context.Context, m rawMsg, id string, result func(string)
 		return [][]byte{[]byte(`{"jsonrpc":"2.0","id":"srv-1","method":"` + method + `","params":{}}`), nil}
 	}
 	switch r.Hostile {
-	case HostileSlow:
+	case HostileSlow, HostileSlowCall:
 		sleep(ctx, r.Delay)
 	case HostileSampling:
 		return serverRequest("sampling/createMessage")
@@ -250,8 +251,10 @@ func (r *Raw) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 			}
 		}
 	}
+	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer cancel() // input ended: stop slow answers, then wait for the writers
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	for sc.Scan() {
