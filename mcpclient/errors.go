@@ -90,6 +90,7 @@ func (e *RefusalError) Refusal() string { return e.Name }
 // Unwrap returns the sentinel reason.
 func (e *RefusalError) Unwrap() error { return e.Err }
 
+// Error describes the failure without server text.
 func (e *RefusalError) Error() string {
 	msg := "mcpclient: "
 	if e.Op != "" {
@@ -122,6 +123,7 @@ func (e *FeatureRefusedError) Refusal() string { return e.Feature }
 // Unwrap returns ErrFeatureRefused.
 func (e *FeatureRefusedError) Unwrap() error { return ErrFeatureRefused }
 
+// Error describes the failure without server text.
 func (e *FeatureRefusedError) Error() string {
 	if e.Op == "" {
 		return "mcpclient: refused: " + e.Feature
@@ -141,6 +143,7 @@ type ToolError struct {
 // Unwrap returns ErrToolError.
 func (e *ToolError) Unwrap() error { return ErrToolError }
 
+// Error describes the failure without server text.
 func (e *ToolError) Error() string {
 	return fmt.Sprintf("mcpclient: tools/call %q: tool returned isError", clip(e.Tool))
 }
@@ -157,6 +160,7 @@ type ServerError struct {
 // Unwrap returns ErrServerError.
 func (e *ServerError) Unwrap() error { return ErrServerError }
 
+// Error describes the failure without server text.
 func (e *ServerError) Error() string {
 	return fmt.Sprintf("mcpclient: %s: server returned JSON-RPC error %d", e.Op, e.Code)
 }
@@ -175,6 +179,7 @@ type TransportError struct {
 // Unwrap returns the sentinel reason.
 func (e *TransportError) Unwrap() error { return e.Err }
 
+// Error describes the failure without server text.
 func (e *TransportError) Error() string {
 	if e.Status != 0 {
 		return fmt.Sprintf("mcpclient: %s: %v %d", e.Op, e.Err, e.Status)

@@ -47,6 +47,7 @@ func (e *RefusalError) Refusal() string { return e.Name }
 // Unwrap returns the sentinel reason.
 func (e *RefusalError) Unwrap() error { return e.Err }
 
+// Error describes the failure without server text.
 func (e *RefusalError) Error() string {
 	msg := "snapshot: " + e.Name
 	if e.Tool != "" {
@@ -75,6 +76,7 @@ func (e *MismatchError) Refusal() string { return "digest_mismatch" }
 // Unwrap returns ErrDigestMismatch.
 func (e *MismatchError) Unwrap() error { return ErrDigestMismatch }
 
+// Error describes the failure without server text.
 func (e *MismatchError) Error() string {
 	if e.Tool == "" {
 		return fmt.Sprintf("snapshot: digest_mismatch: snapshot digest recorded %s, computed %s", e.Recorded, e.Computed)
