@@ -151,25 +151,20 @@ func TestArgumentBounds(t *testing.T) {
 }
 
 func TestServerErrorHasNoProse(t *testing.T) {
-	s := connect(t, stdio("--raw"))
-	// The raw engine answers unknown methods with a JSON-RPC error carrying prose.
-	_, err := s.CallTool(context.Background(), "echo", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := mcptest.StartHTTP(mcptest.NewServer("s", mcptest.DefaultTools()), mcptest.Modern)
+	srv := mcptest.StartRawHTTP(&mcptest.Raw{Era: mcptest.Legacy, Hostile: mcptest.HostileProseError})
 	t.Cleanup(srv.Close)
-	h := connect(t, ServerConfig{HTTP: &HTTPServer{URL: srv.URL}})
-	_, err = h.CallTool(context.Background(), "no_such_tool", nil)
-	if err == nil {
-		t.Fatal("unknown tool succeeded")
-	}
-	if strings.Contains(err.Error(), "no_such_tool") && !strings.Contains(err.Error(), `"no_such_tool"`) {
-		t.Fatalf("unexpected text in %v", err)
-	}
-	for _, prose := range []string{"unknown tool", "not found"} {
-		if strings.Contains(strings.ToLower(err.Error()), prose) {
-			t.Fatalf("server prose %q leaked into %v", prose, err)
+	for name, cfg := range map[string]ServerConfig{
+		"stdio": stdio("--hostile", mcptest.HostileProseError),
+		"http":  {HTTP: &HTTPServer{URL: srv.URL}},
+	} {
+		s := connect(t, cfg)
+		_, err := s.CallTool(context.Background(), "echo", nil)
+		var se *ServerError
+		if !errors.As(err, &se) || se.Code != -32000 || !errors.Is(err, ErrServerError) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "upstream") {
+			t.Fatalf("%s: server prose leaked into %q", name, err)
 		}
 	}
 }

@@ -180,3 +180,13 @@ func TestInheritEnvFlag(t *testing.T) {
 		t.Fatalf("child env leaked or missing: %s", out)
 	}
 }
+
+func TestCLINoServerProse(t *testing.T) {
+	code, out, errOut := runServerCLI(t, nil, append([]string{"call", "--tool", "echo"}, stdioArgs("--hostile", mcptest.HostileProseError)...)...)
+	if code != 1 || out != "" {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+	if strings.Contains(errOut, "SECRET") || strings.Contains(errOut, "upstream") || !strings.Contains(errOut, "-32000") {
+		t.Fatalf("stderr %q", errOut)
+	}
+}

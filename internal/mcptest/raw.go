@@ -38,6 +38,7 @@ const (
 	HostileDuplicateResult = "duplicate-result" // tools/call result with a repeated key
 	HostileFutureOnly      = "future-only"      // supports only an unknown future revision
 	HostileSlowCall        = "slow-call"        // only tools/call waits Delay
+	HostileProseError      = "prose-error"      // tools/call fails with prose (and a fake secret) in the error
 )
 
 // Raw is a JSON-RPC level MCP server for hostile and byte-exact tests. It speaks just enough of
@@ -218,6 +219,8 @@ func (r *Raw) call(ctx context.Context, m rawMsg, id string, result func(string)
 		return result(`{"content":[{"type":"text","text":"` + strings.Repeat("y", r.Size) + `"}]}`)
 	case HostileUnknownContent:
 		return result(`{"content":[{"type":"hologram","frames":[1,2,3],"x-vendor":{"kept":true}}],"structuredContent":{"ok":true}}`)
+	case HostileProseError:
+		return [][]byte{[]byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32000,"message":"upstream said: Authorization: Bearer SECRET-PROSE-TOKEN","data":{"session":"SECRET-SESSION"}}}`)}
 	case HostileDuplicateResult:
 		return result(`{"content":[{"type":"text","text":"a","text":"b"}]}`)
 	}
