@@ -11,9 +11,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
@@ -156,7 +160,10 @@ func TestLegacyServer(t *testing.T) {
 type countingConnector struct {
 	inner    invocation.Connector
 	connects atomic.Int64
+	closes   atomic.Int64
 	breakOne atomic.Bool
+	// gate, when set, holds every call until it is closed; entered is signalled on entry.
+	gate, entered chan struct{}
 }
 
 func (c *countingConnector) Connect(ctx context.Context, ep invocation.Endpoint) (invocation.Session, error) {
@@ -173,7 +180,16 @@ type breakableSession struct {
 	c *countingConnector
 }
 
+func (s *breakableSession) Close() error {
+	s.c.closes.Add(1)
+	return s.Session.Close()
+}
+
 func (s *breakableSession) CallTool(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	if s.c.gate != nil {
+		s.c.entered <- struct{}{}
+		<-s.c.gate
+	}
 	if s.c.breakOne.CompareAndSwap(true, false) {
 		return nil, &mcpclient.TransportError{Op: "tools/call", Err: mcpclient.ErrConnectionClosed}
 	}
@@ -224,5 +240,84 @@ func TestSessionReuse(t *testing.T) {
 	}
 	if n := cc.connects.Load(); n != 2 {
 		t.Fatalf("%d connections after a tool error, want 2", n)
+	}
+}
+
+func TestSessionMaxAge(t *testing.T) {
+	cc := &countingConnector{}
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0))
+	f := newFixture(t, nil, func(o *invocation.Options) {
+		cc.inner, o.Connector = o.Connector, cc
+		o.MaxSessionAge, o.Clock = time.Minute, clk
+	})
+	ctx := context.Background()
+	d := f.describe(t, alice, "echo")
+	req := invocation.Request{Caller: alice, Lease: d.Lease, Operation: "echo", Connection: "files"}
+	call := func() error { _, err := f.s.Invoke(ctx, req); return err }
+	if err := call(); err != nil {
+		t.Fatal(err)
+	}
+	clk.SetTime(clk.Now().Add(59 * time.Second))
+	// The server changes a tool: within the session's age the open session keeps serving.
+	mcptest.SetTool(f.srv.Server, &mcp.Tool{Name: "add", Description: "Add, changed.", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	if err := call(); err != nil || cc.connects.Load() != 1 {
+		t.Fatalf("within the age: %v, %d connections", err, cc.connects.Load())
+	}
+	// Twin: past the age the surface reconnects, re-lists, and refuses the drift.
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	var de *invocation.DriftError
+	if err := call(); !errors.As(err, &de) || cc.connects.Load() != 2 {
+		t.Fatalf("past the age: %v, %d connections", err, cc.connects.Load())
+	}
+}
+
+// A session retired while a call runs on it is closed only when that call ends.
+func TestSessionRetiredAfterCallsEnd(t *testing.T) {
+	cc := &countingConnector{}
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0))
+	f := newFixture(t, nil, func(o *invocation.Options) {
+		cc.inner, o.Connector = o.Connector, cc
+		o.MaxSessionAge, o.Clock = time.Minute, clk
+	})
+	ctx := context.Background()
+	d := f.describe(t, alice, "echo")
+	req := invocation.Request{Caller: alice, Lease: d.Lease, Operation: "echo", Connection: "files"}
+	cc.gate, cc.entered = make(chan struct{}), make(chan struct{}, 2)
+	first := make(chan error, 1)
+	go func() { _, err := f.s.Invoke(ctx, req); first <- err }()
+	<-cc.entered // the first call runs on session 1
+	clk.SetTime(clk.Now().Add(2 * time.Minute))
+	second := make(chan error, 1)
+	go func() { _, err := f.s.Invoke(ctx, req); second <- err }()
+	<-cc.entered // the second call runs on session 2; session 1 is retired
+	if n := cc.closes.Load(); n != 0 {
+		t.Fatalf("session closed under a running call (%d closes)", n)
+	}
+	close(cc.gate)
+	for _, ch := range []chan error{first, second} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c, n := cc.connects.Load(), cc.closes.Load(); c != 2 || n != 1 {
+		t.Fatalf("%d connections, %d closes; want 2 and 1", c, n)
+	}
+}
+
+// A negative MaxSessionAge uses one session per call, closed after it.
+func TestSessionNotReused(t *testing.T) {
+	cc := &countingConnector{}
+	f := newFixture(t, nil, func(o *invocation.Options) {
+		cc.inner, o.Connector = o.Connector, cc
+		o.MaxSessionAge = -1
+	})
+	d := f.describe(t, alice, "echo")
+	for range 3 {
+		if _, err := f.s.Invoke(context.Background(), invocation.Request{Caller: alice, Lease: d.Lease, Operation: "echo", Connection: "files"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c, n := cc.connects.Load(), cc.closes.Load(); c != 3 || n != 3 {
+		t.Fatalf("%d connections, %d closes; want 3 and 3", c, n)
 	}
 }

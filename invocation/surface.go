@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/clock"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/mcpclient"
@@ -36,7 +38,17 @@ type Options struct {
 	MaxArgumentBytes int
 	// MaxResultBytes bounds the result of one call (zero: mcpclient.DefaultMaxResultBytes).
 	MaxResultBytes int
+	// MaxSessionAge is how long one MCP session is reused. An older session is closed and the
+	// next call connects again, which lists the live tools and compares them with the frozen
+	// snapshot (live_drift). Zero: DefaultMaxSessionAge; negative: a session is never reused.
+	MaxSessionAge time.Duration
+	// Clock is the time source for MaxSessionAge (nil: the real clock).
+	Clock clock.PassiveClock
 }
+
+// DefaultMaxSessionAge is the default Options.MaxSessionAge: a surface re-checks the live tool
+// list against the frozen snapshot at least this often while it is in use.
+const DefaultMaxSessionAge = 5 * time.Minute
 
 // operation is one exposed operation of a surface.
 type operation struct {
@@ -58,8 +70,8 @@ type Surface struct {
 	endpoint   Endpoint
 	opts       Options
 
-	mu   sync.Mutex
-	sess Session
+	mu  sync.Mutex
+	cur *pooledSession
 }
 
 // NewSurface builds the surface of deployment dep serving profile document doc. It refuses
@@ -88,6 +100,12 @@ func NewSurface(doc *apiv1.ProfileDocument, dep *apiv1.ServiceDeployment, opts O
 	}
 	if opts.MaxResultBytes <= 0 {
 		opts.MaxResultBytes = mcpclient.DefaultMaxResultBytes
+	}
+	if opts.MaxSessionAge == 0 {
+		opts.MaxSessionAge = DefaultMaxSessionAge
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	descriptors := make(map[string]json.RawMessage, len(doc.Snapshot.Tools))
 	for _, t := range doc.Snapshot.Tools {
@@ -307,7 +325,7 @@ func (s *Surface) checkArguments(op *operation, ref string, raw json.RawMessage)
 
 // call calls the remote tool through the surface's session and maps the outcome.
 func (s *Surface) call(ctx context.Context, ref, remote string, args json.RawMessage) (json.RawMessage, error) {
-	sess, err := s.session(ctx)
+	ps, err := s.acquire(ctx)
 	if err != nil {
 		var de *DriftError
 		if errors.As(err, &de) {
@@ -315,7 +333,8 @@ func (s *Surface) call(ctx context.Context, ref, remote string, args json.RawMes
 		}
 		return nil, &CallError{Operation: ref, Err: err}
 	}
-	raw, err := sess.CallTool(ctx, remote, args)
+	defer s.release(ps)
+	raw, err := ps.sess.CallTool(ctx, remote, args)
 	if err != nil {
 		var te *mcpclient.ToolError
 		var re *mcpclient.RefusalError
@@ -331,7 +350,7 @@ func (s *Surface) call(ctx context.Context, ref, remote string, args json.RawMes
 			return nil, refuse(RefusalResultTooLarge, ref, fmt.Errorf("%w: %w", ErrResultTooLarge, err))
 		case errors.As(err, &tr), errors.Is(err, mcpclient.ErrConnectionClosed):
 			// The session is gone (closed connection, expired HTTP session): reconnect next time.
-			s.drop(sess)
+			s.retire(ps)
 		}
 		return nil, &CallError{Operation: ref, Err: err}
 	}
@@ -341,13 +360,27 @@ func (s *Surface) call(ctx context.Context, ref, remote string, args json.RawMes
 	return raw, nil
 }
 
-// session returns the open session, connecting (and checking the live tool list against the
-// frozen snapshot) when there is none.
-func (s *Surface) session(ctx context.Context) (Session, error) {
+// pooledSession is the surface's session with the calls running on it. A retired session is
+// closed when its last call ends, so retiring never breaks a call in flight.
+type pooledSession struct {
+	sess      Session
+	connected time.Time
+	calls     int
+	retired   bool
+}
+
+// acquire returns the current session for one call, connecting (and checking the live tool
+// list against the frozen snapshot) when there is none or it is older than MaxSessionAge.
+// Connecting happens under the surface's lock, so concurrent first calls share one connection.
+func (s *Surface) acquire(ctx context.Context) (*pooledSession, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sess != nil {
-		return s.sess, nil
+	if ps := s.cur; ps != nil {
+		if s.opts.Clock.Since(ps.connected) < s.opts.MaxSessionAge {
+			ps.calls++
+			return ps, nil
+		}
+		closeLater(s.retireLocked(ps))
 	}
 	sess, err := s.opts.Connector.Connect(ctx, s.endpoint)
 	if err != nil {
@@ -355,36 +388,81 @@ func (s *Surface) session(ctx context.Context) (Session, error) {
 	}
 	live, err := sess.ListTools(ctx)
 	if err != nil {
-		_ = sess.Close()
+		closeLater(sess)
 		return nil, err
 	}
 	if live.Digest != s.digest {
-		_ = sess.Close()
+		closeLater(sess)
 		return nil, &DriftError{Frozen: s.digest, Live: live.Digest}
 	}
-	s.sess = sess
-	return sess, nil
+	ps := &pooledSession{sess: sess, connected: s.opts.Clock.Now(), calls: 1}
+	if s.opts.MaxSessionAge > 0 {
+		s.cur = ps
+	} else {
+		ps.retired = true // not reused: closed after this call
+	}
+	return ps, nil
 }
 
-// drop closes sess if it is still the surface's session.
-func (s *Surface) drop(sess Session) {
+// release ends one call on ps.
+func (s *Surface) release(ps *pooledSession) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sess == sess {
-		s.sess = nil
-		_ = sess.Close()
+	ps.calls--
+	var done Session
+	if ps.retired && ps.calls == 0 {
+		done = ps.sess
+	}
+	s.mu.Unlock()
+	if done != nil {
+		_ = done.Close()
 	}
 }
 
-// Close ends the surface's session, if any. The surface stays usable: the next Invoke connects
-// again.
-func (s *Surface) Close() error {
+// retire stops handing ps out; it is closed when its last call ends.
+func (s *Surface) retire(ps *pooledSession) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sess == nil {
+	done := s.retireLocked(ps)
+	s.mu.Unlock()
+	if done != nil {
+		_ = done.Close()
+	}
+}
+
+// retireLocked retires ps and returns its session when no call runs on it any more: the caller
+// closes it outside the lock (closing may send an HTTP DELETE).
+func (s *Surface) retireLocked(ps *pooledSession) Session {
+	if s.cur == ps {
+		s.cur = nil
+	}
+	if ps.retired {
 		return nil
 	}
-	err := s.sess.Close()
-	s.sess = nil
-	return err
+	ps.retired = true
+	if ps.calls == 0 {
+		return ps.sess
+	}
+	return nil
+}
+
+// closeLater closes sess without holding up the caller (nil: nothing to do). Close is bounded
+// by the egress deadline.
+func closeLater(sess Session) {
+	if sess != nil {
+		go func() { _ = sess.Close() }()
+	}
+}
+
+// Close ends the surface's session, if any, once the calls running on it end. The surface stays
+// usable: the next Invoke connects again.
+func (s *Surface) Close() error {
+	s.mu.Lock()
+	var done Session
+	if s.cur != nil {
+		done = s.retireLocked(s.cur)
+	}
+	s.mu.Unlock()
+	if done != nil {
+		return done.Close()
+	}
+	return nil
 }
