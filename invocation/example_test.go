@@ -39,6 +39,10 @@ func Example() {
 	for i := range doc.Operations {
 		doc.Operations[i].Effect = apiv1.EffectRead
 	}
+	profileDigest, err := ocipack.ProfileDigest(doc)
+	if err != nil {
+		panic(err)
+	}
 	dep := &apiv1.ServiceDeployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "files", Generation: 1},
 		Spec: apiv1.ServiceDeploymentSpec{
@@ -49,7 +53,7 @@ func Example() {
 			},
 		},
 		Status: apiv1.ServiceDeploymentStatus{
-			ObservedGeneration: 1, ActiveSnapshotDigest: snap.Digest,
+			ObservedGeneration: 1, ActiveSnapshotDigest: snap.Digest, ProfileDigest: profileDigest,
 			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Activated"}},
 		},
 	}

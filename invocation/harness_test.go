@@ -95,15 +95,20 @@ func deployment(doc *apiv1.ProfileDocument, url string, hidden ...string) *apiv1
 			GrantRefs: []string{"agents-invoke"}, Expose: expose,
 		})
 	}
-	activate(dep, doc.Snapshot.Digest)
+	activate(dep, doc)
 	return dep
 }
 
-// activate sets the status the operator writes on activation.
-func activate(dep *apiv1.ServiceDeployment, digest string) {
+// activate sets the status the operator writes on activation of doc.
+func activate(dep *apiv1.ServiceDeployment, doc *apiv1.ProfileDocument) {
+	pd, err := ocipack.ProfileDigest(doc)
+	if err != nil {
+		panic(err)
+	}
 	dep.Status = apiv1.ServiceDeploymentStatus{
 		ObservedGeneration:   dep.Generation,
-		ActiveSnapshotDigest: digest,
+		ActiveSnapshotDigest: doc.Snapshot.Digest,
+		ProfileDigest:        pd,
 		Conditions: []metav1.Condition{{
 			Type: "Ready", Status: metav1.ConditionTrue, Reason: "Activated", ObservedGeneration: dep.Generation,
 			LastTransitionTime: metav1.Now(),

@@ -78,8 +78,9 @@ type Surface struct {
 // (RefusalInvalidSurface) a document that fails the reviewed-profile checks of ocipack.Validate
 // (shape, one-to-one mapping, reconstructed digests, reviewed effects) or an exposed operation
 // whose frozen descriptor has no "inputSchema", and refuses (RefusalNotActive) a deployment that
-// is not Ready for its current generation or whose status.activeSnapshotDigest is not the
-// document's recorded snapshot digest. Only operations with expose: true are part of the surface.
+// is not Ready for its current generation, whose status.activeSnapshotDigest is not the
+// document's recorded snapshot digest, or whose status.profileDigest is not the document's
+// digest (ocipack.ProfileDigest): another profile over the same snapshot is not this surface. Only operations with expose: true are part of the surface.
 func NewSurface(doc *apiv1.ProfileDocument, dep *apiv1.ServiceDeployment, opts Options) (*Surface, error) {
 	if doc == nil || dep == nil || opts.Connector == nil || opts.Authorizer == nil {
 		return nil, refuse(RefusalInvalidSurface, "", ErrInvalidSurface)
@@ -87,8 +88,12 @@ func NewSurface(doc *apiv1.ProfileDocument, dep *apiv1.ServiceDeployment, opts O
 	if err := ocipack.Validate(doc); err != nil {
 		return nil, refuse(RefusalInvalidSurface, "", fmt.Errorf("%w: %w", ErrInvalidSurface, err))
 	}
+	profileDigest, err := ocipack.ProfileDigest(doc)
+	if err != nil {
+		return nil, refuse(RefusalInvalidSurface, "", fmt.Errorf("%w: %w", ErrInvalidSurface, err))
+	}
 	st := dep.Status
-	if st.ActiveSnapshotDigest == "" || st.ActiveSnapshotDigest != doc.Snapshot.Digest ||
+	if st.ActiveSnapshotDigest == "" || st.ActiveSnapshotDigest != doc.Snapshot.Digest || st.ProfileDigest != profileDigest ||
 		st.ObservedGeneration != dep.Generation || !apimeta.IsStatusConditionTrue(st.Conditions, ConditionReady) {
 		return nil, refuse(RefusalNotActive, "", ErrNotActive)
 	}

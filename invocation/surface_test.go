@@ -371,6 +371,7 @@ func TestSurfaceRefusedUnlessActive(t *testing.T) {
 		{"no active snapshot (drift, fail closed)", func(d *apiv1.ServiceDeployment) { d.Status.ActiveSnapshotDigest = "" }},
 		{"spec not yet activated", func(d *apiv1.ServiceDeployment) { d.Generation = 2 }},
 		{"not ready", func(d *apiv1.ServiceDeployment) { d.Status.Conditions[0].Status = "False" }},
+		{"no profile digest", func(d *apiv1.ServiceDeployment) { d.Status.ProfileDigest = "" }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -387,6 +388,13 @@ func TestSurfaceRefusedUnlessActive(t *testing.T) {
 	doc.Snapshot.Tools[0].Descriptor.Raw = []byte(`{"name":"add","inputSchema":{"type":"object"}}`)
 	if _, err := invocation.NewSurface(doc, f.dep, f.opts); !errors.Is(err, invocation.ErrInvalidSurface) {
 		t.Fatalf("tampered document: %v", err)
+	}
+	// Another reviewed profile over the same snapshot (other titles, say) is not what the
+	// deployment activated.
+	other2 := f.doc.DeepCopy()
+	other2.Operations[0].Title = "Something else"
+	if _, err := invocation.NewSurface(other2, f.dep, f.opts); !errors.Is(err, invocation.ErrNotActive) {
+		t.Fatalf("another profile over the same snapshot: %v", err)
 	}
 	// Twin: the activated deployment as is.
 	if _, err := invocation.NewSurface(f.doc, f.dep, f.opts); err != nil {

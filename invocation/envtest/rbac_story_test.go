@@ -180,8 +180,12 @@ func createActivated(t *testing.T, ns, name, url string, doc *apiv1.ProfileDocum
 		})
 	}
 	create(t, sd)
+	pd, err := ocipack.ProfileDigest(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sd.Status = apiv1.ServiceDeploymentStatus{
-		ObservedGeneration: sd.Generation, ActiveSnapshotDigest: doc.Snapshot.Digest,
+		ObservedGeneration: sd.Generation, ActiveSnapshotDigest: doc.Snapshot.Digest, ProfileDigest: pd,
 		Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Activated",
 			ObservedGeneration: sd.Generation, LastTransitionTime: metav1.Now()}},
 	}
