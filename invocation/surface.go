@@ -80,7 +80,8 @@ type Surface struct {
 // whose frozen descriptor has no "inputSchema", and refuses (RefusalNotActive) a deployment that
 // is not Ready for its current generation, whose status.activeSnapshotDigest is not the
 // document's recorded snapshot digest, or whose status.profileDigest is not the document's
-// digest (ocipack.ProfileDigest): another profile over the same snapshot is not this surface. Only operations with expose: true are part of the surface.
+// digest (ocipack.ProfileDigest): another profile over the same snapshot is not this surface.
+// Only operations with expose: true are part of the surface.
 func NewSurface(doc *apiv1.ProfileDocument, dep *apiv1.ServiceDeployment, opts Options) (*Surface, error) {
 	if doc == nil || dep == nil || opts.Connector == nil || opts.Authorizer == nil {
 		return nil, refuse(RefusalInvalidSurface, "", ErrInvalidSurface)
