@@ -280,6 +280,13 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode >= 300 && ct != "application/json" {
+		// An error page (e.g. a 401 from an authorization gateway) is not a protocol frame:
+		// bound it, but let the status, not its prose, explain the failure.
+		resp.Body = &errorBody{body: resp.Body, limit: int64(t.frame)}
+		resp.ContentLength = -1
+		return resp, nil
+	}
 	if ct == "text/event-stream" {
 		resp.Body = &sseBody{body: resp.Body, reg: t.reg, st: st, limit: t.frame}
 	} else {
@@ -288,6 +295,27 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.ContentLength = -1
 	return resp, nil
 }
+
+// errorBody bounds a non-protocol error body (read only so the connection can be reused).
+type errorBody struct {
+	body  io.ReadCloser
+	limit int64
+	read  int64
+}
+
+func (b *errorBody) Read(p []byte) (int, error) {
+	if b.read >= b.limit {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.limit-b.read {
+		p = p[:b.limit-b.read]
+	}
+	n, err := b.body.Read(p)
+	b.read += int64(n)
+	return n, err
+}
+
+func (b *errorBody) Close() error { return b.body.Close() }
 
 func frameRefusal(limit int) *RefusalError {
 	return refuse("frame_too_large", "", int64(limit), ErrFrameTooLarge)

@@ -285,6 +285,9 @@ func (s *Session) outcomeErr(op string, ctx context.Context, st *callState, err 
 		if rpcErr {
 			return &ServerError{Op: op, Code: code}
 		}
+		if status == http.StatusUnauthorized {
+			return &TransportError{Op: op, Status: status, Err: ErrUnauthorized}
+		}
 		if status >= 300 {
 			return &TransportError{Op: op, Status: status, Err: ErrHTTPStatus}
 		}

@@ -472,3 +472,35 @@ func TestToolListChangedStdio(t *testing.T) {
 		}
 	}
 }
+
+// TestUnauthorizedNamedWithoutProse pins that a 401 error page (not a protocol frame) surfaces
+// as ErrUnauthorized with the status, never as a JSON refusal and never with the page's text.
+func TestUnauthorizedNamedWithoutProse(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte("SECRET-PROSE: please log in"))
+	}))
+	defer ts.Close()
+	_, err := NewClient(nil).Connect(context.Background(), ServerConfig{HTTP: &HTTPServer{URL: ts.URL + "/mcp"}})
+	if !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("Connect to a 401 server: got %v, want ErrUnauthorized", err)
+	}
+	var te *TransportError
+	if !errors.As(err, &te) || te.Status != http.StatusUnauthorized {
+		t.Fatalf("want a TransportError with status 401, got %#v", err)
+	}
+	if strings.Contains(err.Error(), "SECRET-PROSE") {
+		t.Fatalf("error carries server prose: %v", err)
+	}
+
+	// Twin: a 500 error page is an unexpected status, not an authorization problem.
+	ts500 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "boom", http.StatusInternalServerError)
+	}))
+	defer ts500.Close()
+	_, err = NewClient(nil).Connect(context.Background(), ServerConfig{HTTP: &HTTPServer{URL: ts500.URL + "/mcp"}})
+	if !errors.Is(err, ErrHTTPStatus) || errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("Connect to a 500 server: got %v, want ErrHTTPStatus", err)
+	}
+}

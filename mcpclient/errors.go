@@ -63,6 +63,9 @@ var (
 	ErrTLS = errors.New("TLS verification failed")
 	// ErrHTTPStatus: the server answered with an unexpected HTTP status.
 	ErrHTTPStatus = errors.New("unexpected HTTP status")
+	// ErrUnauthorized: the server answered 401; it requires authorization this client did not
+	// present (for mcpctl: run "mcpctl login --url URL" first).
+	ErrUnauthorized = errors.New("server requires authorization")
 	// ErrServerError: the server answered a request with a JSON-RPC error.
 	ErrServerError = errors.New("server returned a JSON-RPC error")
 	// ErrToolError: the tool result has isError set; see *ToolError.
