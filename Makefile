@@ -17,9 +17,10 @@ TESTFLAGS ?=
 BENCH_COUNT ?= 1
 BENCH_OUT ?= bench.txt
 
-# Tool paths resolve lazily (installing the tool on first use), so `make help` builds nothing.
-CONTROLLER_GEN = $(shell hack/tools.sh --path controller-gen)
-GOLANGCI_LINT = $(shell hack/tools.sh --path golangci-lint)
+# Tool paths resolve lazily and once (installing the tool on first use), so `make help` builds
+# nothing and a recipe that names a tool twice asks hack/tools.sh once.
+CONTROLLER_GEN = $(eval CONTROLLER_GEN := $$(shell hack/tools.sh --path controller-gen))$(CONTROLLER_GEN)
+GOLANGCI_LINT = $(eval GOLANGCI_LINT := $$(shell hack/tools.sh --path golangci-lint))$(GOLANGCI_LINT)
 # The control-plane bin dir (kube-apiserver, etcd, kubectl); built on first use, reused after.
 ENVTEST_ASSETS = $$(hack/control-plane.sh)
 
