@@ -124,11 +124,21 @@ func invoke(ctx context.Context, s *invocation.Surface, caller invocation.Caller
 	return err
 }
 
-// canI runs the real kubectl: kubectl auth can-i invoke servicedeployments/NAME -n NS --as USER.
+// canI runs the real kubectl: kubectl auth can-i invoke servicedeployments/NAME -n NS --as USER,
+// as docs/invocation.md tells users to, and the fully qualified resource form, which must agree.
 func canI(t *testing.T, ns, name, user string) bool {
 	t.Helper()
+	short := canIAs(t, "servicedeployments/"+name, ns, user)
+	if full := canIAs(t, "servicedeployments.connectors.b10x.io/"+name, ns, user); full != short {
+		t.Fatalf("kubectl auth can-i: short form %v, qualified form %v", short, full)
+	}
+	return short
+}
+
+func canIAs(t *testing.T, resource, ns, user string) bool {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), filepath.Join(cluster.BinDir, "kubectl"), "--kubeconfig", kubeconfig,
-		"auth", "can-i", "invoke", "servicedeployments.connectors.b10x.io/"+name, "-n", ns, "--as", user)
+		"auth", "can-i", "invoke", resource, "-n", ns, "--as", user)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	err := cmd.Run()
@@ -140,7 +150,7 @@ func canI(t *testing.T, ns, name, user string) bool {
 	case errors.As(err, &exit) && exit.ExitCode() == 1 && answer == "no":
 		return false
 	}
-	t.Fatalf("kubectl auth can-i: %v: %q %q", err, answer, stderr.String())
+	t.Fatalf("kubectl auth can-i %s: %v: %q %q", resource, err, answer, stderr.String())
 	return false
 }
 
