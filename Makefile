@@ -59,8 +59,10 @@ vet: ## Run go vet.
 	$(GO) vet $(PKGS)
 
 .PHONY: lint
-lint: ## Run golangci-lint (config: .golangci.yml).
+lint: ## Run golangci-lint (config: .golangci.yml) and shellcheck on the scripts.
 	$(GOLANGCI_LINT) run --allow-serial-runners $(PKGS)
+	@if command -v shellcheck >/dev/null; then echo "shellcheck hack/*.sh .ci/run"; shellcheck hack/*.sh .ci/run; \
+	else echo "lint: shellcheck not installed (Debian: apt-get install shellcheck), shell scripts not linted"; fi
 
 .PHONY: tidy
 tidy: ## Run go mod tidy.

@@ -44,8 +44,8 @@ start_control_plane() {
   log "Starting etcd and kube-apiserver, installing the CRDs"
   (cd "$ROOT" && exec "$WORK/devcluster" --write-kubeconfig "$KUBECONFIG_FILE") &
   DEVCLUSTER_PID=$!
-  local i
-  for i in $(seq 1 120); do
+  local _
+  for _ in $(seq 1 120); do
     [[ -s "$KUBECONFIG_FILE" ]] && return 0
     kill -0 "$DEVCLUSTER_PID" 2>/dev/null || { log "The control plane failed to start"; return 1; }
     sleep 1

@@ -59,7 +59,7 @@ install_tool() {
   start=$(date +%s)
   tmp="$(mktemp -d "$dir.tmp.XXXXXX")"
   # Run outside the repository so the project's go.mod is neither consulted nor touched.
-  (cd "$tmp" && GOBIN="$tmp" GOFLAGS= GOTOOLCHAIN=local go install "$spec")
+  (cd "$tmp" && GOBIN="$tmp" GOFLAGS='' GOTOOLCHAIN=local go install "$spec")
   mv "$tmp/$name" "$bin"
   rm -rf "$tmp"
   exec 9>&-
