@@ -289,8 +289,13 @@ func TestStoryInlineRefusedWhenProvenanceRequired(t *testing.T) {
 		prof.Status.SnapshotDigest != "" || kstatusOf(t, prof) != status.FailedStatus {
 		t.Fatalf("profile: %+v kstatus %s", prof.Status, kstatusOf(t, prof))
 	}
-	sd = refusedWith(t, sd, controllers.ReasonProfileNotReady)
-	if kstatusOf(t, sd) != status.FailedStatus || live.hits.Load() != hits {
+	// The deployment may first see the profile not yet verified (waiting, InProgress); once the
+	// profile is refused it is refused too (Stalled, Failed).
+	sd = waitObj(t, sd, storyTimeout, "Stalled ProfileNotReady", func(sd *apiv1.ServiceDeployment) bool {
+		return hasCondition(sd, controllers.TypeStalled, metav1.ConditionTrue, controllers.ReasonProfileNotReady)
+	})
+	if !hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonProfileNotReady) ||
+		kstatusOf(t, sd) != status.FailedStatus || live.hits.Load() != hits {
 		t.Fatalf("deployment kstatus %s, %d requests to the server", kstatusOf(t, sd), live.hits.Load()-hits)
 	}
 }

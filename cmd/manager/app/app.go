@@ -52,6 +52,8 @@ type Options struct {
 	// FreezeTimeout bounds one live freeze; ProbeTimeout the era negotiation; ExchangeTimeout
 	// one HTTP exchange.
 	FreezeTimeout, ProbeTimeout, ExchangeTimeout time.Duration
+	// Concurrency is the number of deployments reconciled in parallel.
+	Concurrency int
 	// MaxTools and MaxResponseBytes bound a freeze.
 	MaxTools         int
 	MaxResponseBytes int64
@@ -67,6 +69,7 @@ func DefaultOptions() Options {
 		FreezeTimeout:     60 * time.Second,
 		ProbeTimeout:      mcpclient.DefaultProbeTimeout,
 		ExchangeTimeout:   egress.DefaultTimeout,
+		Concurrency:       4,
 		MaxTools:          mcpclient.DefaultMaxTools,
 		MaxResponseBytes:  egress.DefaultMaxResponseBytes,
 	}
@@ -91,6 +94,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.FreezeTimeout, "freeze-timeout", o.FreezeTimeout, "Deadline of one live freeze (connect, negotiate, list all tools).")
 	fs.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline of protocol era negotiation.")
 	fs.DurationVar(&o.ExchangeTimeout, "exchange-timeout", o.ExchangeTimeout, "Deadline of one outbound HTTP exchange.")
+	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "Number of ServiceDeployments reconciled (and frozen) in parallel.")
 	fs.IntVar(&o.MaxTools, "max-tools", o.MaxTools, "Maximum number of tools in one live listing.")
 	fs.Int64Var(&o.MaxResponseBytes, "max-response-bytes", o.MaxResponseBytes, "Maximum size of one outbound HTTP response body.")
 }
@@ -106,6 +110,9 @@ func (o *Options) Validate() error {
 	}
 	if (o.DefaultSourceRepository == "") != (o.DefaultSourceRef == "") {
 		errs = append(errs, errors.New("--default-source-repository and --default-source-ref go together"))
+	}
+	if o.Concurrency < 1 {
+		errs = append(errs, errors.New("--concurrency must be at least 1"))
 	}
 	if o.ReverifyJitter < 0 || o.ReverifyJitter > 1 {
 		errs = append(errs, errors.New("--reverify-jitter must be within 0..1"))
@@ -166,7 +173,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	w.Deployments = &controllers.DeploymentReconciler{
 		Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder("connector-mcp"),
 		Resolver: resolver, Freezer: freezer, ReverifyInterval: o.ReverifyInterval, ReverifyJitter: o.ReverifyJitter,
-		FreezeTimeout: o.FreezeTimeout, RetryInterval: o.RetryInterval, Metrics: m,
+		FreezeTimeout: o.FreezeTimeout, RetryInterval: o.RetryInterval, Metrics: m, MaxConcurrentReconciles: o.Concurrency,
 	}
 	if err := w.Deployments.SetupWithManager(mgr); err != nil {
 		return nil, err
