@@ -9,6 +9,7 @@ package envtest
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,7 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/devcluster"
@@ -35,6 +38,8 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// The manager's logs would only interleave with test output.
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(os.Stderr, "FAIL: invocation envtest setup: "+format+"\n", args...)
 		return 1
