@@ -19,6 +19,9 @@ log() { printf '\n\033[1m[quickstart] %s\033[0m\n' "$*" >&2; }
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
+  # Output may go to a pipe that Ctrl-C already closed (make quickstart | tee): don't die on it
+  # before the control plane is stopped.
+  trap '' PIPE
   if [[ -n "$DEVCLUSTER_PID" ]] && kill -0 "$DEVCLUSTER_PID" 2>/dev/null; then
     log "Stopping the control plane"
     kill -TERM "$DEVCLUSTER_PID" 2>/dev/null || true

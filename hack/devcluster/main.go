@@ -37,6 +37,10 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Ctrl-C on `make quickstart | tee log` ends tee too; a write to the dead pipe must not kill
+	// this process before it has stopped etcd and kube-apiserver (envtest starts them in their
+	// own process group, so nothing else stops them).
+	signal.Ignore(syscall.SIGPIPE)
 
 	fmt.Fprintln(os.Stderr, "devcluster: Starting etcd and kube-apiserver")
 	c, err := devcluster.Start(opts)
