@@ -36,9 +36,21 @@ type Caller struct {
 	Extra map[string][]string
 	// Seed is the stable caller-authority seed bound into every lease: a value that stays the
 	// same for as long as this caller's authority does and differs between callers, e.g.
-	// "serviceaccount:<uid>" or the gateway's tenant key. Required; never a secret (it may be
+	// IdentitySeed(caller) or the gateway's tenant key. Required; never a secret (it may be
 	// logged), never a token.
 	Seed string
+}
+
+// IdentitySeed returns a caller-authority seed derived from the Kubernetes identity alone, for
+// consumers with no authority key of their own: "uid:<UID>" when the UID is known (a
+// ServiceAccount deleted and re-created under the same name gets a new UID, so the old one's
+// leases go stale), else "user:<User>". Groups are not part of it: group membership is decided by
+// the SubjectAccessReview on every call.
+func IdentitySeed(c Caller) string {
+	if c.UID != "" {
+		return "uid:" + c.UID
+	}
+	return "user:" + c.User
 }
 
 // Target is the object an invocation is authorized on: one ServiceDeployment.

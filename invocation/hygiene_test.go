@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/invocation"
 	"github.com/b10x/connector-mcp/mcpclient"
 )
@@ -70,6 +71,39 @@ func TestRefusalOrder(t *testing.T) {
 			_, err := f.s.Invoke(ctx, c.req)
 			if got := refusal(err); got != c.want || (c.want == "" && err != nil) {
 				t.Fatalf("refusal %q (%v), want %q", got, err, c.want)
+			}
+		})
+	}
+}
+
+// Refusals of the MCP client by feature name pass through as *CallError, still named.
+func TestFeatureRefusalsPassThrough(t *testing.T) {
+	for _, c := range []struct{ hostile, op, want string }{
+		{mcptest.HostileTaskRequired, "long_job", "tasks"}, // the raw engine serves its own tool
+		{mcptest.HostileInputRequired, "get", "input_required"},
+		{mcptest.HostileNone, "get", ""},
+	} {
+		t.Run(c.want, func(t *testing.T) {
+			srv := mcptest.StartRawHTTP(&mcptest.Raw{Era: mcptest.Modern, Hostile: c.hostile,
+				Tools: []json.RawMessage{json.RawMessage(`{"name":"get","inputSchema":{"type":"object"}}`)}})
+			t.Cleanup(srv.Close)
+			doc := freeze(t, srv.URL)
+			api := &fakeAPIServer{allow: map[string]bool{alice.User: true}}
+			s, err := invocation.NewSurface(doc, deployment(doc, srv.URL), loopbackOptions(api))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			d, err := s.Describe(context.Background(), alice, c.op, "files")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Invoke(context.Background(), invocation.Request{Caller: alice, Lease: d.Lease, Operation: c.op, Connection: "files"})
+			if got := refusal(err); got != c.want || (c.want == "" && err != nil) {
+				t.Fatalf("refusal %q (%v), want %q", got, err, c.want)
+			}
+			if c.want != "" && (!errors.Is(err, invocation.ErrCallFailed) || !errors.Is(err, mcpclient.ErrFeatureRefused)) {
+				t.Fatalf("not a CallError over a feature refusal: %v", err)
 			}
 		})
 	}

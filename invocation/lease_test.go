@@ -49,3 +49,17 @@ func TestLeaseRefusesInvalidInput(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestIdentitySeed(t *testing.T) {
+	sa := invocation.Caller{User: "system:serviceaccount:team-a:agent", UID: "u-1"}
+	recreated := invocation.Caller{User: sa.User, UID: "u-2"}
+	if invocation.IdentitySeed(sa) != "uid:u-1" || invocation.IdentitySeed(sa) == invocation.IdentitySeed(recreated) {
+		t.Fatalf("seeds %q %q", invocation.IdentitySeed(sa), invocation.IdentitySeed(recreated))
+	}
+	// Twin: without a UID the user name is the seed, and groups never matter.
+	a := invocation.Caller{User: "alice", Groups: []string{"x"}}
+	b := invocation.Caller{User: "alice", Groups: []string{"y"}}
+	if invocation.IdentitySeed(a) != "user:alice" || invocation.IdentitySeed(a) != invocation.IdentitySeed(b) {
+		t.Fatalf("seeds %q %q", invocation.IdentitySeed(a), invocation.IdentitySeed(b))
+	}
+}

@@ -241,12 +241,12 @@ type Request struct {
 // Result is a successful invocation.
 type Result struct {
 	// Operation is the operation reference.
-	Operation string
+	Operation string `json:"operation"`
 	// Snapshot is the frozen snapshot digest the call was made under.
-	Snapshot string
+	Snapshot string `json:"snapshot"`
 	// JSON is the complete tools/call result exactly as received (unknown members and content
 	// types included).
-	JSON json.RawMessage
+	JSON json.RawMessage `json:"result"`
 }
 
 // Invoke runs one invocation. Refusals, in order: invalid_caller, wrong_connection, forbidden,
