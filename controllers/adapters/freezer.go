@@ -58,16 +58,17 @@ func (f *Freezer) Freeze(ctx context.Context, req controllers.FreezeRequest) (*s
 	}
 	defer tr.CloseIdleConnections()
 	cfg := mcpclient.ServerConfig{HTTP: &mcpclient.HTTPServer{URL: req.URL, HTTPClient: tr.HTTPClient()}, Limits: f.Limits}
+	// Every freeze negotiates afresh: the era the server negotiates now is part of what is
+	// compared with the review, so a remembered era must not stand in for it (and a wrong
+	// verdict from one flaky negotiation must not outlive that freeze).
+	f.Client.ForgetEra(cfg)
 	sess, err := f.Client.Connect(ctx, cfg)
 	if err != nil {
-		// A server may have changed era since the last connect: negotiate afresh next time.
-		f.Client.ForgetEra(cfg)
 		return nil, classify(err, controllers.SanitizeURL(req.URL))
 	}
 	defer func() { _ = sess.Close() }()
 	snap, err := sess.ListTools(ctx)
 	if err != nil {
-		f.Client.ForgetEra(cfg)
 		return nil, classify(err, controllers.SanitizeURL(req.URL))
 	}
 	return snap, nil

@@ -184,7 +184,12 @@ func TestStoryCredentialMissingThenRotated(t *testing.T) {
 // Stalled; when it comes up the retry activates the deployment.
 func TestStoryServerUnreachableIsRetried(t *testing.T) {
 	ns := newNamespace(t, "story-down")
-	startOperator(t, ns, devOptions())
+	o := devOptions()
+	// A negotiation racing the server's start can see the legacy era (mcpclient falls back to
+	// initialize when the discover probe's connection fails); that is drift until the next
+	// re-verification negotiates afresh.
+	o.ReverifyInterval, o.ReverifyJitter = time.Second, 0
+	startOperator(t, ns, o)
 	_, h := modernServer(mcptest.DefaultTools())
 	up := startSwitchable(t, h)
 	doc := reviewedProfile(t, up.URL)
