@@ -42,8 +42,11 @@ type Options struct {
 	// next call connects again, which lists the live tools and compares them with the frozen
 	// snapshot (live_drift). Zero: DefaultMaxSessionAge; negative: a session is never reused.
 	MaxSessionAge time.Duration
-	// Clock is the time source for MaxSessionAge (nil: the real clock).
+	// Clock is the time source for MaxSessionAge and audit durations (nil: the real clock).
 	Clock clock.PassiveClock
+	// Audit, when set, is called once per Describe and per Invoke, after the outcome is known
+	// (refusals included), on the caller's goroutine. Keep it fast.
+	Audit func(context.Context, AuditEvent)
 }
 
 // DefaultMaxSessionAge is the default Options.MaxSessionAge: a surface re-checks the live tool
@@ -204,7 +207,8 @@ type Description struct {
 // and a lease. Refusals, in order: invalid_caller, wrong_connection, forbidden (the caller may
 // not invoke this deployment; nothing about its operations is revealed), not_exposed,
 // invalid_schema (the frozen input schema does not compile: the operation cannot be invoked).
-func (s *Surface) Describe(ctx context.Context, caller Caller, operation, connection string) (*Description, error) {
+func (s *Surface) Describe(ctx context.Context, caller Caller, operation, connection string) (d *Description, err error) {
+	defer func(start time.Time) { s.audit(ctx, "describe", caller, operation, connection, start, err) }(s.opts.Clock.Now())
 	op, err := s.admit(ctx, caller, operation, connection)
 	if err != nil {
 		return nil, err
@@ -255,7 +259,10 @@ type Result struct {
 // remote call of the mapped tool name: live_drift (when the session connects and the live tool
 // list is not the frozen one: *DriftError), result_too_large, tool_error (*ToolError carrying the
 // result JSON). Any other failure of the call is a *CallError.
-func (s *Surface) Invoke(ctx context.Context, req Request) (*Result, error) {
+func (s *Surface) Invoke(ctx context.Context, req Request) (res *Result, err error) {
+	defer func(start time.Time) {
+		s.audit(ctx, "invoke", req.Caller, req.Operation, req.Connection, start, err)
+	}(s.opts.Clock.Now())
 	op, err := s.admit(ctx, req.Caller, req.Operation, req.Connection)
 	if err != nil {
 		return nil, err
