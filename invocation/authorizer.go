@@ -6,8 +6,6 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	apiv1 "github.com/b10x/connector-mcp/api/v1"
 )
 
 // The RBAC attributes every invocation is authorized against. A Grant of a ServiceDeployment is a
@@ -18,10 +16,10 @@ const (
 	Verb = "invoke"
 	// Resource is the RBAC resource: "servicedeployments".
 	Resource = "servicedeployments"
+	// Group is the RBAC API group, apiv1.GroupVersion.Group (a constant, so no caller can change
+	// what is authorized).
+	Group = "connectors.b10x.io"
 )
-
-// Group is the RBAC API group: "connectors.b10x.io".
-var Group = apiv1.GroupVersion.Group
 
 // Caller is an authenticated caller, as the consumer (a gateway, the operator) authenticated it.
 // This package does not authenticate; it authorizes the identity it is given.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/invocation"
 )
 
@@ -61,5 +62,17 @@ func TestIdentitySeed(t *testing.T) {
 	b := invocation.Caller{User: "alice", Groups: []string{"y"}}
 	if invocation.IdentitySeed(a) != "user:alice" || invocation.IdentitySeed(a) != invocation.IdentitySeed(b) {
 		t.Fatalf("seeds %q %q", invocation.IdentitySeed(a), invocation.IdentitySeed(b))
+	}
+}
+
+// The RBAC attributes are the API's own group and resource.
+func TestRBACAttributes(t *testing.T) {
+	if invocation.Group != apiv1.GroupVersion.Group || invocation.Resource != "servicedeployments" || invocation.Verb != "invoke" {
+		t.Fatalf("%s %s %s", invocation.Group, invocation.Resource, invocation.Verb)
+	}
+	r := invocation.Review(invocation.Caller{User: "u", Extra: map[string][]string{"k": {"v"}}}, invocation.Target{Namespace: "ns", Name: "n"})
+	ra := r.Spec.ResourceAttributes
+	if ra.Group != apiv1.GroupVersion.Group || ra.Namespace != "ns" || ra.Name != "n" || r.Spec.Extra["k"][0] != "v" {
+		t.Fatalf("review %+v", r.Spec)
 	}
 }
