@@ -401,3 +401,20 @@ func TestSurfaceRefusedUnlessActive(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Arguments nested beyond what a JSON decoder accepts are refused as invalid_arguments before
+// anything is sent; reasonable nesting goes through.
+func TestDeeplyNestedArguments(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	d := f.describe(t, alice, "add") // its schema allows additional members
+	nested := func(n int) json.RawMessage {
+		return json.RawMessage(`{"a":1,"b":2,"x":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`)
+	}
+	_, err := f.s.Invoke(context.Background(), invocation.Request{Caller: alice, Lease: d.Lease, Operation: "add", Connection: "files", Arguments: nested(20_000)})
+	if !errors.Is(err, invocation.ErrInvalidArguments) {
+		t.Fatalf("20000 levels: %v", err)
+	}
+	if _, err := f.s.Invoke(context.Background(), invocation.Request{Caller: alice, Lease: d.Lease, Operation: "add", Connection: "files", Arguments: nested(50)}); err != nil {
+		t.Fatalf("50 levels: %v", err)
+	}
+}
