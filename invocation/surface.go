@@ -316,14 +316,14 @@ func (s *Surface) checkArguments(op *operation, ref string, raw json.RawMessage)
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
+	sch, err := s.opts.Schemas.get(s.digest, op.mapping.RemoteName, op.inputSchema)
+	if err != nil {
+		return nil, refuse(RefusalInvalidSchema, ref, err)
+	}
 	// Duplicate keys, invalid UTF-8 and trailing data are refused before the schema sees the
 	// value: a schema validator and the server could otherwise read two different objects.
 	if args[0] != '{' || snapshot.Validate(args) != nil {
 		return nil, &InvalidArgumentsError{Operation: ref}
-	}
-	sch, err := s.opts.Schemas.get(s.digest, op.mapping.RemoteName, op.inputSchema)
-	if err != nil {
-		return nil, refuse(RefusalInvalidSchema, ref, err)
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
