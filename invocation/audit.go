@@ -9,13 +9,13 @@ import (
 // AuditEvent is one Describe or Invoke as an audit log or metrics would record it. It names who
 // asked for what and the outcome; it never holds arguments, results, tokens or server prose.
 type AuditEvent struct {
-	// Action is "describe" or "invoke".
+	// Action is "describe", "list" or "invoke".
 	Action string
 	// Target is the ServiceDeployment.
 	Target Target
 	// User is the caller's user name; Seed its authority seed.
 	User, Seed string
-	// Operation and Connection are what the request named.
+	// Operation and Connection are what the request named (no operation for "list").
 	Operation, Connection string
 	// Snapshot is the surface's frozen snapshot digest.
 	Snapshot string

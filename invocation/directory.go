@@ -71,6 +71,15 @@ func (d *Directory) Describe(ctx context.Context, caller Caller, operation, conn
 	return s.Describe(ctx, caller, operation, connection)
 }
 
+// List is Surface.List on the surface of connection.
+func (d *Directory) List(ctx context.Context, caller Caller, connection string) ([]*Description, error) {
+	s, ok := d.Surface(connection)
+	if !ok {
+		return nil, refuse(RefusalWrongConnection, "", ErrWrongConnection)
+	}
+	return s.List(ctx, caller, connection)
+}
+
 // Invoke is Surface.Invoke on the surface of req.Connection.
 func (d *Directory) Invoke(ctx context.Context, req Request) (*Result, error) {
 	s, ok := d.Surface(req.Connection)

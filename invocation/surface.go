@@ -216,11 +216,39 @@ func (s *Surface) Describe(ctx context.Context, caller Caller, operation, connec
 	if _, err := s.opts.Schemas.get(s.digest, op.mapping.RemoteName, op.inputSchema); err != nil {
 		return nil, refuse(RefusalInvalidSchema, operation, err)
 	}
-	lease, err := Lease(s.digest, caller.Seed, operation, connection)
-	if err != nil {
-		return nil, refuse(RefusalInvalidCaller, operation, err)
+	return s.describe(op, caller, connection)
+}
+
+// List authorizes caller once and describes every exposed operation whose input schema compiles,
+// sorted by operation reference, each with its lease: what a gateway answers an agent's tools/list
+// with. Operations whose frozen schema does not compile are left out (Describe names them
+// invalid_schema). Refusals: invalid_caller, wrong_connection, forbidden.
+func (s *Surface) List(ctx context.Context, caller Caller, connection string) (out []*Description, err error) {
+	defer func(start time.Time) { s.audit(ctx, "list", caller, "", connection, start, err) }(s.opts.Clock.Now())
+	if err := s.authorize(ctx, caller, "", connection); err != nil {
+		return nil, err
 	}
+	for _, ref := range s.Operations() {
+		op := s.ops[ref]
+		if _, err := s.opts.Schemas.get(s.digest, op.mapping.RemoteName, op.inputSchema); err != nil {
+			continue
+		}
+		d, err := s.describe(op, caller, connection)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// describe builds the description of op with the caller's lease.
+func (s *Surface) describe(op *operation, caller Caller, connection string) (*Description, error) {
 	m := op.mapping
+	lease, err := Lease(s.digest, caller.Seed, m.OperationRef, connection)
+	if err != nil {
+		return nil, refuse(RefusalInvalidCaller, m.OperationRef, err)
+	}
 	return &Description{
 		Operation: m.OperationRef, Connection: s.connection, Service: s.service,
 		Title: m.Title, Description: m.Description, Effect: m.Effect,
@@ -287,24 +315,32 @@ func (s *Surface) Invoke(ctx context.Context, req Request) (res *Result, err err
 
 // admit runs the checks Describe and Invoke share: caller, Connection, authorization, exposure.
 func (s *Surface) admit(ctx context.Context, caller Caller, operation, connection string) (*operation, error) {
-	if caller.User == "" || caller.Seed == "" || !utf8.ValidString(caller.User) || !utf8.ValidString(caller.Seed) {
-		return nil, refuse(RefusalInvalidCaller, "", ErrInvalidCaller)
-	}
-	if connection != s.connection {
-		return nil, refuse(RefusalWrongConnection, "", ErrWrongConnection)
-	}
-	allowed, err := s.opts.Authorizer.Authorize(ctx, caller, s.target)
-	if err != nil {
-		return nil, &AuthorizationError{Operation: operation, Err: err}
-	}
-	if !allowed {
-		return nil, refuse(RefusalForbidden, "", ErrForbidden)
+	if err := s.authorize(ctx, caller, operation, connection); err != nil {
+		return nil, err
 	}
 	op, ok := s.ops[operation]
 	if !ok {
 		return nil, refuse(RefusalNotExposed, operation, ErrNotExposed)
 	}
 	return op, nil
+}
+
+// authorize checks the caller and the Connection, then asks the Authorizer.
+func (s *Surface) authorize(ctx context.Context, caller Caller, operation, connection string) error {
+	if caller.User == "" || caller.Seed == "" || !utf8.ValidString(caller.User) || !utf8.ValidString(caller.Seed) {
+		return refuse(RefusalInvalidCaller, "", ErrInvalidCaller)
+	}
+	if connection != s.connection {
+		return refuse(RefusalWrongConnection, "", ErrWrongConnection)
+	}
+	allowed, err := s.opts.Authorizer.Authorize(ctx, caller, s.target)
+	if err != nil {
+		return &AuthorizationError{Operation: operation, Err: err}
+	}
+	if !allowed {
+		return refuse(RefusalForbidden, "", ErrForbidden)
+	}
+	return nil
 }
 
 // checkArguments bounds, parses and validates the arguments against the frozen input schema.

@@ -418,3 +418,35 @@ func TestDeeplyNestedArguments(t *testing.T) {
 		t.Fatalf("50 levels: %v", err)
 	}
 }
+
+func TestList(t *testing.T) {
+	tools := append(testTools(), &mcp.Tool{Name: "remote", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"$ref":"https://example.com/s.json"}}}`)})
+	f := newFixtureWith(t, tools, []string{"read_file"}, nil)
+	ctx := context.Background()
+	before := f.api.count()
+	list, err := f.s.List(ctx, alice, "files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.api.count() - before; n != 1 {
+		t.Fatalf("%d reviews for one list", n)
+	}
+	var refs []string
+	for _, d := range list {
+		refs = append(refs, d.Operation)
+		if one := f.describe(t, alice, d.Operation); one.Lease != d.Lease || string(one.InputSchema) != string(d.InputSchema) || one.Title != d.Title {
+			t.Fatalf("listed %+v, described %+v", d, one)
+		}
+	}
+	// Hidden read_file and the uncompilable remote are not listed.
+	if got := strings.Join(refs, ","); got != "add,echo,fail,transfer" {
+		t.Fatalf("listed %s", got)
+	}
+	// Twins: another caller, another Connection.
+	if _, err := f.s.List(ctx, mallory, "files"); !errors.Is(err, invocation.ErrForbidden) {
+		t.Fatalf("mallory: %v", err)
+	}
+	if _, err := f.s.List(ctx, alice, "other"); !errors.Is(err, invocation.ErrWrongConnection) {
+		t.Fatalf("other connection: %v", err)
+	}
+}
