@@ -7,7 +7,8 @@
 // credential reference and status.activeSnapshotDigest). Only exposed operations are part of it;
 // anything else is refused as "not_exposed", so nothing new is ever exposed by accident. A
 // surface is refused when the deployment's active snapshot digest is not the document's recorded
-// one, or the deployment is not Ready for its current generation.
+// one, its profile digest is not the document's, or the deployment is not Ready for its current
+// generation.
 //
 // [Surface.Describe] returns the locally owned facts of an operation (reference, title,
 // description, effect, and the input schema of the frozen descriptor) and a lease,
@@ -25,9 +26,14 @@
 // per snapshot by a [SchemaCache] with santhosh-tekuri/jsonschema v6; no file or network
 // reference is ever loaded), then calls the mapped remote tool name through an mcpclient session
 // whose HTTP client is the egress port ([EgressConnector]). On connecting, the session's live
-// tool list must still be the frozen snapshot ("live_drift" otherwise). The result JSON is kept
+// tool list must still be the frozen snapshot ("live_drift" otherwise); a session is reused for
+// at most Options.MaxSessionAge, so the check recurs. The result JSON is kept
 // as received; an "isError" result is a [*ToolError] carrying it; an oversize result is
 // "result_too_large".
+//
+// [Surface.List] describes every exposed operation for one authorization (a gateway's answer to
+// tools/list); a [Directory] routes requests to the surface of the Connection they name; and
+// Options.Audit receives one [AuditEvent] per request (never arguments or results).
 //
 // Every refusal is a typed error with a stable snake_case name (Refusal method) matched with
 // errors.Is against an ErrX sentinel. Errors never carry caller argument values, tokens, bodies or
