@@ -1,7 +1,6 @@
 package envtest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -566,14 +565,6 @@ func TestProviderIDImmutable(t *testing.T) {
 // apply; an unknown field, a tag reference and a wrong contract are refused with a message naming
 // the field.
 func TestKubectlApply(t *testing.T) {
-	kubectl := filepath.Join(cluster.BinDir, "kubectl")
-	if _, err := os.Stat(kubectl); err != nil {
-		t.Fatalf("kubectl is not in %s (hack/control-plane.sh builds it): %v", cluster.BinDir, err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := cluster.WriteKubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
 	ns := newNamespace(t, "kubectl")
 	apply := func(t *testing.T, u *unstructured.Unstructured) (string, error) {
 		t.Helper()
@@ -581,10 +572,7 @@ func TestKubectlApply(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.CommandContext(context.Background(), kubectl, "--kubeconfig", kubeconfig, "apply", "-n", ns, "-f", "-")
-		cmd.Stdin = bytes.NewReader(data)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
+		return kubectlRun(t, data, "apply", "-n", ns, "-f", "-")
 	}
 	t.Run("samples apply", func(t *testing.T) {
 		for _, f := range []string{sampleInline, sampleOCI, sampleDeployment} {

@@ -1,6 +1,7 @@
 package envtest
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -15,14 +16,21 @@ import (
 )
 
 // kubectlRun runs the control plane's own kubectl (its built-in kustomize included) against the
-// test apiserver and returns its combined output.
-func kubectlRun(t *testing.T, args ...string) (string, error) {
+// test apiserver as cluster admin, with stdin (may be nil), and returns its combined output.
+func kubectlRun(t *testing.T, stdin []byte, args ...string) (string, error) {
 	t.Helper()
+	kubectl := filepath.Join(cluster.BinDir, "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		t.Fatalf("kubectl is not in %s (hack/control-plane.sh builds it): %v", cluster.BinDir, err)
+	}
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := cluster.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(context.Background(), filepath.Join(cluster.BinDir, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd := exec.CommandContext(context.Background(), kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -35,7 +43,7 @@ const managerNamespace = "connector-mcp-system"
 // namespace exists.
 func renderDefault(t *testing.T) string {
 	t.Helper()
-	out, err := kubectlRun(t, "kustomize", filepath.Join(repoRoot, "config", "default"))
+	out, err := kubectlRun(t, nil, "kustomize", filepath.Join(repoRoot, "config", "default"))
 	if err != nil {
 		t.Fatalf("kustomize config/default: %v\n%s", err, out)
 	}
@@ -53,7 +61,7 @@ func dryRunApply(t *testing.T, manifests string) (string, error) {
 	if err := os.WriteFile(f, []byte(manifests), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return kubectlRun(t, "apply", "--dry-run=server", "--validate=strict", "-f", f)
+	return kubectlRun(t, nil, "apply", "--dry-run=server", "--validate=strict", "-f", f)
 }
 
 // TestDefaultKustomizationIsValid renders config/default (CRDs, RBAC, manager) and has the real
