@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -70,8 +71,12 @@ type EgressConnector struct {
 	// names a credential.
 	Secrets client.Reader
 	// IP is the cluster's dial-time address policy; a deployment's allowCIDRs are added to its
-	// AllowCIDRs.
+	// AllowCIDRs, and the in-cluster apiserver (KUBERNETES_SERVICE_HOST, see
+	// egress.APIServerPrefixes) to its DenyPrefixes, so a deployment's allow-list can never open
+	// the apiserver. Add the apiserver's other endpoint addresses to DenyPrefixes yourself.
 	IP egress.IPPolicy
+	// Getenv reads the environment for KUBERNETES_SERVICE_HOST (nil: os.Getenv).
+	Getenv func(string) string
 	// TLSClientConfig optionally sets the roots (e.g. an in-cluster CA) for every endpoint;
 	// nil means the system roots.
 	TLSClientConfig *tls.Config
@@ -95,6 +100,11 @@ var errNoSecrets = errors.New("invocation: EgressConnector has no Secrets reader
 // Connect builds the egress port for ep and connects an mcpclient session through it.
 func (c *EgressConnector) Connect(ctx context.Context, ep Endpoint) (Session, error) {
 	ip := c.IP
+	getenv := c.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	ip.DenyPrefixes = append(slices.Clone(ip.DenyPrefixes), egress.APIServerPrefixes(getenv)...)
 	if len(ep.AllowCIDRs) > 0 {
 		extra, err := egress.ParseCIDRs(ep.AllowCIDRs)
 		if err != nil {

@@ -321,3 +321,32 @@ func TestSessionNotReused(t *testing.T) {
 		t.Fatalf("%d connections, %d closes; want 3 and 3", c, n)
 	}
 }
+
+// The in-cluster apiserver is never reachable through a surface, whatever the policy allows: the
+// test server stands in for it by being KUBERNETES_SERVICE_HOST.
+func TestAPIServerAlwaysDenied(t *testing.T) {
+	for _, c := range []struct {
+		host string
+		want string
+	}{{"127.0.0.1", "destination_refused"}, {"", ""}} {
+		t.Run("host="+c.host, func(t *testing.T) {
+			f := newFixture(t, nil, func(o *invocation.Options) {
+				o.Connector = &invocation.EgressConnector{
+					IP: egress.IPPolicy{Loopback: egress.LoopbackAllowedUnsafe},
+					Getenv: func(k string) string {
+						if k == "KUBERNETES_SERVICE_HOST" {
+							return c.host
+						}
+						return ""
+					},
+				}
+			})
+			d := f.describe(t, alice, "echo")
+			_, err := f.s.Invoke(context.Background(), invocation.Request{Caller: alice, Lease: d.Lease, Operation: "echo", Connection: "files"})
+			var de *egress.DestinationError
+			if got := refusal(err); got != c.want || (c.want != "" && (!errors.As(err, &de) || de.Reason != "apiserver")) {
+				t.Fatalf("refusal %q (%v), want %q", got, err, c.want)
+			}
+		})
+	}
+}
