@@ -15,7 +15,7 @@ PKGS ?= ./...
 TESTFLAGS ?=
 # go test -count for benchmarks; use >= 6 when comparing with benchstat.
 BENCH_COUNT ?= 1
-BENCH_OUT ?= bench.txt
+BENCH_OUT ?= bench.out
 
 # Tool paths resolve lazily and once (installing the tool on first use), so `make help` builds
 # nothing and a recipe that names a tool twice asks hack/tools.sh once.
