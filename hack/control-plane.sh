@@ -55,10 +55,18 @@ export GOFLAGS="-mod=mod"
 export CGO_ENABLED=0
 export GOTOOLCHAIN=local
 
-# Heartbeat so a cold build (~15 minutes on 2 cores) visibly makes progress. Its output (and its
-# sleep's) goes to stderr so that a caller's $(...) does not wait for it.
+# Heartbeat so a cold build (~15 minutes on 2 cores) visibly makes progress. Its output goes to
+# stderr so that a caller's $(...) does not wait for it, and on TERM it ends its sleep too, so no
+# stray process keeps a caller's pipe open after the build.
 start=$(date +%s)
-( while sleep 60; do log "Still building... $(( ($(date +%s) - start) / 60 )) min elapsed"; done ) >&2 &
+(
+  trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+  while :; do
+    sleep 60 & nap=$!
+    wait "$nap"
+    log "Still building... $(( ($(date +%s) - start) / 60 )) min elapsed"
+  done
+) >&2 &
 heartbeat=$!
 trap 'kill $heartbeat 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
