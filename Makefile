@@ -52,7 +52,7 @@ generate: ## Generate deepcopy methods (zz_generated.deepcopy.go) for api/.
 
 .PHONY: fmt
 fmt: ## Format Go code with gofmt -s.
-	gofmt -s -w $$(git ls-files --cached --others --exclude-standard '*.go')
+	git ls-files -z --cached --others --exclude-standard '*.go' | while IFS= read -r -d '' f; do if [[ -f "$$f" ]]; then printf '%s\0' "$$f"; fi; done | xargs -0 -r gofmt -s -w
 
 .PHONY: vet
 vet: ## Run go vet.
