@@ -220,7 +220,3 @@ type McpServiceProfileList struct {
 	// Items are the profiles.
 	Items []McpServiceProfile `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&McpServiceProfile{}, &McpServiceProfileList{})
-}

@@ -249,7 +249,3 @@ type ServiceDeploymentList struct {
 	// Items are the deployments.
 	Items []ServiceDeployment `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ServiceDeployment{}, &ServiceDeploymentList{})
-}
