@@ -57,7 +57,7 @@ cleanup() {
     kill -TERM "$DEVCLUSTER_PID" 2>/dev/null || true
     wait "$DEVCLUSTER_PID" 2>/dev/null || true
   fi
-  if [[ $rc -ne 0 && -f "$WORK/manager.log" ]]; then
+  if [[ $rc -ne 0 && $rc -ne 130 && $rc -ne 143 && -f "$WORK/manager.log" ]]; then
     log "Last manager log lines:"
     tail -n 20 "$WORK/manager.log" >&2 || true
   fi
