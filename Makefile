@@ -109,5 +109,5 @@ tools: ## Install controller-gen, kustomize, helm, golangci-lint into the tool c
 	hack/tools.sh
 
 .PHONY: quickstart
-quickstart: ## Start a local control plane, install CRDs, apply the samples, show them, clean up.
+quickstart: ## Local demo: control plane, registry, sample server; review, sign, activate; drift refused; clean up.
 	hack/quickstart.sh
