@@ -105,3 +105,56 @@ func TestStoryChartMatchesGeneratedManifests(t *testing.T) {
 		t.Errorf("the chart's manager rules differ from config/rbac/role.yaml:\n%s", chart[start:start+end])
 	}
 }
+
+// A reviewer sees at a glance, with kubectl alone, what is active and why something is refused.
+func TestStoryKubectlShowsWhy(t *testing.T) {
+	ns := newNamespace(t, "story-kubectl")
+	startOperator(t, ns, devOptions())
+	_, h := modernServer(mcptest.DefaultTools())
+	live := startSwitchable(t, h)
+	doc := reviewedProfile(t, live.URL)
+	makeGrant(t, ns, "all")
+	mustCreate(t, inlineProfile(ns, "svc", doc))
+	other := doc.DeepCopy()
+	other.Service = apiv1.ServiceIdentity{Ref: "other", ConnectionRef: "other"}
+	mustCreate(t, inlineProfile(ns, "other", other))
+	ok := newDeployment(ns, "active", "svc", "p-active", live.URL, doc, nil, "all")
+	mustCreate(t, ok)
+	refused := newDeployment(ns, "refused", "other", "p-refused", "http://127.0.0.9:1/mcp", other, nil, "nobody-granted-this")
+	mustCreate(t, refused)
+	waitObj(t, ok, storyTimeout, "Ready", isReady[*apiv1.ServiceDeployment])
+	refusedWith(t, refused, "GrantNotFound")
+
+	out, err := kubectlRun(t, nil, "get", "mcpsp,sdep", "-n", ns, "-o", "wide")
+	if err != nil {
+		t.Fatalf("kubectl get: %v\n%s", err, out)
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			rows[f[0]] = f
+		}
+	}
+	active := rows["servicedeployment.connectors.b10x.io/active"]
+	if len(active) < 4 || active[1] != "True" || active[2] != "Activated" || active[3] != doc.Snapshot.Digest {
+		t.Errorf("active row = %v\n%s", active, out)
+	}
+	ref := rows["servicedeployment.connectors.b10x.io/refused"]
+	if len(ref) < 3 || ref[1] != "False" || ref[2] != "GrantNotFound" {
+		t.Errorf("refused row = %v\n%s", ref, out)
+	}
+	prof := rows["mcpserviceprofile.connectors.b10x.io/svc"]
+	if len(prof) < 4 || prof[1] != "True" || prof[2] != "Verified" || prof[3] != doc.Snapshot.Digest {
+		t.Errorf("profile row = %v\n%s", prof, out)
+	}
+
+	desc, err := kubectlRun(t, nil, "describe", "sdep", "refused", "-n", ns)
+	if err != nil {
+		t.Fatalf("kubectl describe: %v\n%s", err, desc)
+	}
+	for _, want := range []string{"GrantNotFound", `grant RoleBinding "nobody-granted-this" does not exist in this namespace`} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("kubectl describe lacks %q:\n%s", want, desc)
+		}
+	}
+}
