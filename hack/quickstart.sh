@@ -89,64 +89,10 @@ build_binaries() {
   ln -s "$crane_dir/crane" "$BIN/crane"
 }
 
-# build_sample_server builds the sample MCP server: cmd/mcptest-server (both eras) when this
-# checkout has it, else a minimal modern-era go-sdk server with the same flags.
+# build_sample_server builds the sample MCP server (internal/mcptest/cmd/mcptest-server: go-sdk,
+# both protocol eras, tools from a JSON file).
 build_sample_server() {
-  if [[ -d "$ROOT/cmd/mcptest-server" ]]; then
-    (cd "$ROOT" && go build -o "$BIN/mcp-sample-server" ./cmd/mcptest-server)
-    return
-  fi
-  local dir="$WORK/sample-server"
-  mkdir -p "$dir"
-  cp "$ROOT/go.sum" "$dir/go.sum"
-  printf 'module sample\n\ngo 1.26\n\nrequire github.com/modelcontextprotocol/go-sdk %s\n' \
-    "$(cd "$ROOT" && go list -m -f '{{.Version}}' github.com/modelcontextprotocol/go-sdk)" >"$dir/go.mod"
-  cat >"$dir/main.go" <<'GO'
-// Command sample serves the tools of a JSON file over stateless Streamable HTTP (2026-07-28).
-package main
-
-import (
-	"context"
-	"encoding/json"
-	"flag"
-	"log"
-	"net"
-	"net/http"
-	"os"
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
-
-func main() {
-	addr := flag.String("http", "127.0.0.1:0", "listen address")
-	tools := flag.String("tools", "", "JSON array of tool descriptors")
-	_ = flag.String("era", "modern", "only modern is supported by this fallback")
-	flag.Parse()
-	b, err := os.ReadFile(*tools)
-	if err != nil {
-		log.Fatal(err)
-	}
-	var ts []*mcp.Tool
-	if err := json.Unmarshal(b, &ts); err != nil {
-		log.Fatal(err)
-	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "sample", Version: "1.0.0"}, nil)
-	for _, t := range ts {
-		srv.AddTool(t, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
-		})
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		log.Fatal(err)
-	}
-	log.Printf("serving modern MCP on http://%s/mcp", ln.Addr())
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
-	log.Fatal((&http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}).Serve(ln))
-}
-GO
-  (cd "$dir" && GOFLAGS=-mod=mod go build -o "$BIN/mcp-sample-server" .)
+  (cd "$ROOT" && go build -o "$BIN/mcp-sample-server" ./internal/mcptest/cmd/mcptest-server)
 }
 
 # start_control_plane starts etcd + kube-apiserver with the CRDs and waits for the kubeconfig.
