@@ -105,22 +105,15 @@ func (c *EgressConnector) Connect(ctx context.Context, ep Endpoint) (Session, er
 		getenv = os.Getenv
 	}
 	ip.DenyPrefixes = append(slices.Clone(ip.DenyPrefixes), egress.APIServerPrefixes(getenv)...)
-	if len(ep.AllowCIDRs) > 0 {
-		extra, err := egress.ParseCIDRs(ep.AllowCIDRs)
-		if err != nil {
-			return nil, err
-		}
-		ip.AllowCIDRs = append(slices.Clone(ip.AllowCIDRs), extra...)
-	}
-	pol := egress.Policy{Endpoint: ep.URL, IP: ip, TLSClientConfig: c.TLSClientConfig, Timeout: c.ExchangeTimeout, MaxResponseBytes: c.MaxResponseBytes}
+	b := egress.Binding{URL: ep.URL, AllowCIDRs: ep.AllowCIDRs}
 	if ep.Credential != nil {
 		if c.Secrets == nil {
 			return nil, errNoSecrets
 		}
-		pol.Credential = &egress.CredentialRef{Name: ep.Credential.Name, Key: ep.Credential.Key}
-		pol.Secrets = egress.NewKubernetesSecretStore(c.Secrets, ep.Namespace)
+		b.Credential = &egress.CredentialRef{Name: ep.Credential.Name, Key: ep.Credential.Key}
+		b.Secrets = egress.NewKubernetesSecretStore(c.Secrets, ep.Namespace)
 	}
-	tr, err := egress.NewTransport(pol)
+	tr, err := egress.NewBindingTransport(egress.Policy{IP: ip, TLSClientConfig: c.TLSClientConfig, Timeout: c.ExchangeTimeout, MaxResponseBytes: c.MaxResponseBytes}, b)
 	if err != nil {
 		return nil, err
 	}

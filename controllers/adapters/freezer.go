@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,24 +36,18 @@ var _ controllers.Freezer = (*Freezer)(nil)
 // Freeze connects to req.URL through a fresh egress port bound to that endpoint, negotiates and
 // lists every tool within bounds.
 func (f *Freezer) Freeze(ctx context.Context, req controllers.FreezeRequest) (*snapshot.ToolSnapshot, error) {
-	ip := f.IP
-	if len(req.AllowCIDRs) > 0 {
-		extra, err := egress.ParseCIDRs(req.AllowCIDRs)
-		if err != nil {
-			return nil, &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonEndpointRefused, Err: err,
-				Message: "mcpConnection.egress.allowCIDRs holds an invalid or disallowed prefix"}
-		}
-		ip.AllowCIDRs = append(slices.Clone(ip.AllowCIDRs), extra...)
-	}
-	pol := egress.Policy{Endpoint: req.URL, IP: ip, Timeout: f.ExchangeTimeout, MaxResponseBytes: f.MaxResponseBytes}
+	b := egress.Binding{URL: req.URL, AllowCIDRs: req.AllowCIDRs}
 	if req.Credential != nil {
-		pol.Credential = &egress.CredentialRef{Name: req.Credential.Name, Key: req.Credential.Key}
-		pol.Secrets = egress.NewKubernetesSecretStore(f.Secrets, req.Namespace)
+		b.Credential = &egress.CredentialRef{Name: req.Credential.Name, Key: req.Credential.Key}
+		b.Secrets = egress.NewKubernetesSecretStore(f.Secrets, req.Namespace)
 	}
-	tr, err := egress.NewTransport(pol)
+	tr, err := egress.NewBindingTransport(egress.Policy{IP: f.IP, Timeout: f.ExchangeTimeout, MaxResponseBytes: f.MaxResponseBytes}, b)
 	if err != nil {
-		return nil, &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonEndpointRefused, Err: err,
-			Message: "the endpoint is not acceptable to the egress policy: " + refusal(err)}
+		msg := "the endpoint is not acceptable to the egress policy: " + refusal(err)
+		if errors.Is(err, egress.ErrInvalidPolicy) {
+			msg = "the endpoint binding is not a valid egress policy (check mcpConnection.egress.allowCIDRs)"
+		}
+		return nil, &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonEndpointRefused, Err: err, Message: msg}
 	}
 	defer tr.CloseIdleConnections()
 	cfg := mcpclient.ServerConfig{HTTP: &mcpclient.HTTPServer{URL: req.URL, HTTPClient: tr.HTTPClient()}, Limits: f.Limits}
