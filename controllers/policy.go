@@ -205,10 +205,10 @@ func describeCredential(c *v1.CredentialRef) string {
 }
 
 // InvokeVerb is the RBAC verb a grant must allow on servicedeployments.
-const InvokeVerb = "invoke"
+const InvokeVerb = v1.InvokeVerb
 
 // ServiceDeploymentsResource is the RBAC resource a grant must name.
-const ServiceDeploymentsResource = "servicedeployments"
+const ServiceDeploymentsResource = v1.ServiceDeploymentsResource
 
 // RulesAllowInvoke reports whether RBAC policy rules allow the verb "invoke" on the
 // servicedeployments resource of group connectors.b10x.io for the named deployment, with the

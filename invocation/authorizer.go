@@ -6,6 +6,8 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
 )
 
 // The RBAC attributes every invocation is authorized against. A Grant of a ServiceDeployment is a
@@ -13,9 +15,9 @@ import (
 // servicedeployments/NAME -n NAMESPACE --as USER` answers what Invoke will decide.
 const (
 	// Verb is the RBAC verb: "invoke".
-	Verb = "invoke"
+	Verb = apiv1.InvokeVerb
 	// Resource is the RBAC resource: "servicedeployments".
-	Resource = "servicedeployments"
+	Resource = apiv1.ServiceDeploymentsResource
 	// Group is the RBAC API group, apiv1.GroupVersion.Group (a constant, so no caller can change
 	// what is authorized).
 	Group = "connectors.b10x.io"

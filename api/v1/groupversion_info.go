@@ -32,3 +32,13 @@ func addKnownTypes(s *runtime.Scheme) error {
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }
+
+// The RBAC attributes of a Grant: a Grant reference names a RoleBinding whose role allows
+// InvokeVerb on ServiceDeploymentsResource in group connectors.b10x.io, and every invocation is
+// authorized for the same (so `kubectl auth can-i invoke servicedeployments/NAME` tells the truth).
+const (
+	// InvokeVerb is the RBAC verb of invoking a deployment's operations.
+	InvokeVerb = "invoke"
+	// ServiceDeploymentsResource is the RBAC resource name of ServiceDeployment.
+	ServiceDeploymentsResource = "servicedeployments"
+)
