@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +66,11 @@ type DeploymentReconciler struct {
 	MaxConcurrentReconciles int
 
 	refresh chan event.TypedGenericEvent[*v1.ServiceDeployment]
+
+	// refreshMu guards refreshWanted: per deployment, the count of Refresh requests not yet
+	// satisfied by a successful freeze that started after them.
+	refreshMu     sync.Mutex
+	refreshWanted map[types.NamespacedName]uint64
 }
 
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments,verbs=get;list;watch
@@ -118,6 +124,12 @@ func grantRefIndex(o client.Object) []string {
 // Refresh asks for a re-freeze of one deployment (e.g. on a tools/list_changed notification).
 // It never changes the active snapshot by itself: the next pass freezes and compares.
 func (r *DeploymentReconciler) Refresh(key types.NamespacedName) {
+	r.refreshMu.Lock()
+	if r.refreshWanted == nil {
+		r.refreshWanted = map[types.NamespacedName]uint64{}
+	}
+	r.refreshWanted[key]++
+	r.refreshMu.Unlock()
 	if r.refresh == nil {
 		return
 	}
@@ -193,6 +205,8 @@ type pass struct {
 	live     *snapshot.ToolSnapshot
 	drift    *snapshot.Diff
 	froze    bool
+	// refreshSeen is the number of pending Refresh requests when the pass began.
+	refreshSeen uint64
 }
 
 // Reconcile runs the activation pipeline once and writes status once, only when it changed.
@@ -207,7 +221,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 	orig := sd.DeepCopy()
-	p := &pass{sd: sd, now: r.now()}
+	p := &pass{sd: sd, now: r.now(), refreshSeen: r.pendingRefresh(req.NamespacedName)}
 
 	var failed *StageError
 	for _, stage := range []func(context.Context, *pass) *StageError{r.verifyProfile, r.bind, r.freeze, r.match} {
@@ -462,6 +476,7 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 		return retry(TypeSnapshotFrozen, ReasonServerUnreachable, err, "the live tool list of %s could not be read; retrying", SanitizeURL(sd.Spec.MCPConnection.URL))
 	}
 	p.live, p.froze = live, true
+	r.satisfyRefresh(client.ObjectKeyFromObject(sd), p.refreshSeen)
 	t := metav1.NewTime(p.now)
 	st.LastFrozenTime = &t
 	st.CredentialHash = p.credHash
@@ -475,7 +490,8 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 func (r *DeploymentReconciler) freezeDue(p *pass) bool {
 	st := &p.sd.Status
 	switch {
-	case st.LastFrozenTime == nil,
+	case p.refreshSeen > 0,
+		st.LastFrozenTime == nil,
 		st.ObservedGeneration != p.sd.Generation,
 		st.ProfileDigest != p.resolved.ProfileDigest,
 		st.CredentialHash != p.credHash,
@@ -485,6 +501,28 @@ func (r *DeploymentReconciler) freezeDue(p *pass) bool {
 		return !p.now.Before(NextVerification(st.LastFrozenTime.Time, r.ReverifyInterval, r.ReverifyJitter, string(p.sd.UID)))
 	}
 	return false
+}
+
+// pendingRefresh returns the number of Refresh requests for key not yet satisfied.
+func (r *DeploymentReconciler) pendingRefresh(key types.NamespacedName) uint64 {
+	r.refreshMu.Lock()
+	defer r.refreshMu.Unlock()
+	return r.refreshWanted[key]
+}
+
+// satisfyRefresh clears the Refresh requests a successful freeze answered: those seen when the
+// pass began. A request that arrived during the freeze stays pending.
+func (r *DeploymentReconciler) satisfyRefresh(key types.NamespacedName, seen uint64) {
+	if seen == 0 {
+		return
+	}
+	r.refreshMu.Lock()
+	defer r.refreshMu.Unlock()
+	if r.refreshWanted[key] <= seen {
+		delete(r.refreshWanted, key)
+	} else {
+		r.refreshWanted[key] -= seen
+	}
 }
 
 // match compares the live snapshot (or, when no freeze was due, the recorded outcome of the last

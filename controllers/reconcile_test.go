@@ -605,3 +605,38 @@ func TestMetricsCountTransitionsOnly(t *testing.T) {
 		t.Fatalf("refusals{SnapshotDrift} = %v", got)
 	}
 }
+
+// TestRefreshForcesFreeze pins that Refresh (a list_changed notification) makes the next pass
+// freeze even when no re-verification is due, that the request is consumed by that freeze, and
+// that drift found this way refuses the deployment.
+func TestRefreshForcesFreeze(t *testing.T) {
+	_, objs := world(t)
+	h := newHarness(t, objs...)
+	h.dep.ReverifyInterval = 0
+	h.activate()
+	key := types.NamespacedName{Namespace: ns, Name: "sd"}
+
+	freezes := h.freezer.count()
+	h.reconcileDeployment("sd")
+	if h.freezer.count() != freezes {
+		t.Fatal("a pass with nothing due froze the server")
+	}
+
+	h.dep.Refresh(key)
+	h.reconcileDeployment("sd")
+	if h.freezer.count() != freezes+1 {
+		t.Fatalf("Refresh did not force a freeze: %d freezes", h.freezer.count()-freezes)
+	}
+	h.reconcileDeployment("sd")
+	if h.freezer.count() != freezes+1 {
+		t.Fatal("a satisfied Refresh froze again")
+	}
+
+	// A Refresh after the live server changed finds the drift.
+	h.freezer.set(liveSnapshot(t, "2026-07-28", toolA), nil)
+	h.dep.Refresh(key)
+	h.reconcileDeployment("sd")
+	if c := cond(h.deployment("sd").Status.Conditions, TypeReady); c.Status != metav1.ConditionFalse || c.Reason != ReasonSnapshotDrift {
+		t.Fatalf("Ready after a refresh over a changed server = %+v", c)
+	}
+}
