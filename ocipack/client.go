@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -72,7 +73,9 @@ func (c *Client) repository(ref Reference) (*remote.Repository, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	repo.Client = &auth.Client{Client: hc, Credential: c.Credentials, Cache: auth.NewCache()}
+	checked := *hc // the caller's client (egress policy, redirect checks) is kept; only wrapped
+	checked.Transport = contentCheckTransport{base: hc.Transport}
+	repo.Client = &auth.Client{Client: &checked, Credential: c.Credentials, Cache: auth.NewCache()}
 	repo.PlainHTTP = c.PlainHTTP
 	repo.MaxMetadataBytes = c.limits().MaxManifestBytes
 	repo.ReferrerListMaxPages = 4
@@ -208,8 +211,13 @@ func (p *Pack) Profile(serviceRef string) (*apiv1.ProfileDocument, error) {
 
 // fetchManifest fetches the manifest named by dgst, bounded by max and verified against dgst.
 func fetchManifest(ctx context.Context, r *remote.Repository, dgst string, max int64) ([]byte, error) {
-	desc, err := r.Resolve(ctx, dgst)
+	// The HEAD answer must carry no other Docker-Content-Digest; its size is not known yet.
+	x := &fetchExpect{desc: ocispec.Descriptor{Digest: digest.Digest(dgst), Size: -1}}
+	desc, err := r.Resolve(context.WithValue(ctx, fetchExpectKey{}, x), dgst)
 	if err != nil {
+		if errors.Is(err, errServedMismatch) {
+			return nil, refuse("blob_digest_mismatch", dgst, ErrBlobDigestMismatch)
+		}
 		return nil, registryError("resolve", err)
 	}
 	if desc.Size > max {
@@ -222,11 +230,16 @@ func fetchManifest(ctx context.Context, r *remote.Repository, dgst string, max i
 	return fetchBlob(ctx, r, desc)
 }
 
-// fetchBlob reads exactly desc.Size bytes that must hash to desc.Digest.
+// fetchBlob reads exactly desc.Size bytes that must hash to desc.Digest. Content that does not
+// match its descriptor — another length, declared (Content-Length, refused before oras-go sees
+// it) or actual (short or trailing body), another Docker-Content-Digest, or other bytes of the
+// same length — is the refusal "blob_digest_mismatch"; a transfer that breaks off stays a
+// RegistryError (retried).
 func fetchBlob(ctx context.Context, r *remote.Repository, desc ocispec.Descriptor) ([]byte, error) {
-	rc, err := r.Fetch(ctx, desc)
+	x := &fetchExpect{desc: desc}
+	rc, err := r.Fetch(context.WithValue(ctx, fetchExpectKey{}, x), desc)
 	if err != nil {
-		if errors.Is(err, content.ErrMismatchedDigest) {
+		if errors.Is(err, errServedMismatch) || errors.Is(err, content.ErrMismatchedDigest) {
 			return nil, refuse("blob_digest_mismatch", desc.Digest.String(), ErrBlobDigestMismatch)
 		}
 		return nil, registryError("fetch", err)
@@ -234,12 +247,81 @@ func fetchBlob(ctx context.Context, r *remote.Repository, desc ocispec.Descripto
 	defer rc.Close()
 	b, err := content.ReadAll(io.LimitReader(rc, desc.Size+1), desc)
 	if err != nil {
-		if errors.Is(err, content.ErrMismatchedDigest) || errors.Is(err, content.ErrTrailingData) || errors.Is(err, io.ErrUnexpectedEOF) {
+		short := errors.Is(err, io.ErrUnexpectedEOF) && x.cleanEOF.Load()
+		if short || errors.Is(err, content.ErrMismatchedDigest) || errors.Is(err, content.ErrTrailingData) {
 			return nil, refuse("blob_digest_mismatch", desc.Digest.String(), ErrBlobDigestMismatch)
 		}
 		return nil, registryError("fetch", err)
 	}
 	return b, nil
+}
+
+// errServedMismatch is returned by contentCheckTransport for a response that contradicts the
+// descriptor it was requested by.
+var errServedMismatch = errors.New("registry response contradicts the descriptor")
+
+type fetchExpectKey struct{}
+
+// fetchExpect is the descriptor a fetch expects (Size -1: not known yet), and whether the response
+// body ended with a clean EOF (the server said "this is all": a short body is short content, not a
+// broken transfer).
+type fetchExpect struct {
+	desc     ocispec.Descriptor
+	cleanEOF atomic.Bool
+}
+
+// contentCheckTransport checks the 200 answer to a content GET made by fetchBlob, or the manifest
+// HEAD made by fetchManifest (the blob or manifest URL of the expected digest, or a redirect from
+// it), against the expected descriptor: a declared Content-Length other than its size (when
+// known), or a Docker-Content-Digest other than its digest, is errServedMismatch. oras-go reports
+// these as untyped errors that cannot be told from a network failure, so they are caught here
+// first. Other requests (token, referrers, pushes, error statuses) pass unchanged.
+type contentCheckTransport struct{ base http.RoundTripper }
+
+func (t contentCheckTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK || (req.Method != http.MethodGet && req.Method != http.MethodHead) {
+		return resp, err
+	}
+	x, ok := req.Context().Value(fetchExpectKey{}).(*fetchExpect)
+	if !ok || !isContentRequest(req, x.desc.Digest.String()) {
+		return resp, nil
+	}
+	dcd := resp.Header.Get("Docker-Content-Digest")
+	if (x.desc.Size >= 0 && resp.ContentLength >= 0 && resp.ContentLength != x.desc.Size) || (dcd != "" && dcd != x.desc.Digest.String()) {
+		resp.Body.Close()
+		return nil, errServedMismatch
+	}
+	resp.Body = &eofBody{ReadCloser: resp.Body, clean: &x.cleanEOF}
+	return resp, nil
+}
+
+// isContentRequest reports whether the first request of req's redirect chain (req itself when not
+// redirected) is for the blob or manifest URL of dgst.
+func isContentRequest(req *http.Request, dgst string) bool {
+	for req.Response != nil && req.Response.Request != nil {
+		req = req.Response.Request
+	}
+	p := req.URL.Path
+	return strings.HasSuffix(p, "/blobs/"+dgst) || strings.HasSuffix(p, "/manifests/"+dgst)
+}
+
+// eofBody records whether the body ended with a clean io.EOF.
+type eofBody struct {
+	io.ReadCloser
+	clean *atomic.Bool
+}
+
+func (b *eofBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.clean.Store(true)
+	}
+	return n, err
 }
 
 // Referrer is one sigstore bundle attached to a pack.

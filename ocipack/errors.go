@@ -72,8 +72,9 @@ var (
 	// ErrProfileNotInPack is the reason a pack holds no profile for the requested service, or
 	// several when one was expected (refusals "profile_not_in_pack", "ambiguous_pack").
 	ErrProfileNotInPack = errors.New("profile not in pack")
-	// ErrBlobDigestMismatch is the reason for content whose bytes do not hash to the digest it was
-	// fetched by (refusal "blob_digest_mismatch": a tampered layer or manifest).
+	// ErrBlobDigestMismatch is the reason for content that does not match the descriptor it was
+	// fetched by: bytes that do not hash to its digest, or another size, read or declared
+	// (refusal "blob_digest_mismatch": a tampered layer, manifest or referrer).
 	ErrBlobDigestMismatch = errors.New("content does not match its digest")
 
 	// ErrNoSignature is the reason for a pack without a verifiable signature bundle referrer
