@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -28,6 +29,10 @@ type callKey struct{}
 type callState struct {
 	op     string
 	cancel context.CancelCauseFunc
+	// guardDiscover (HTTP connect that may probe): a server/discover exchange that gets no
+	// recognised answer ends the whole connect with a transport error, so the SDK's built-in
+	// fallback cannot turn a transport failure into a legacy verdict.
+	guardDiscover bool
 
 	mu      sync.Mutex
 	got     bool
@@ -254,6 +259,7 @@ type boundTransport struct {
 
 func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	st, _ := req.Context().Value(callKey{}).(*callState)
+	discover := false
 	if st != nil && req.Method == http.MethodPost && req.GetBody != nil {
 		if body, err := req.GetBody(); err == nil {
 			var m struct {
@@ -266,10 +272,16 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 					t.reg.bind(idKey(id), st)
 				}
 			}
+			discover = m.Method == methodDiscover
 			body.Close()
 		}
 	}
 	resp, err := t.base.RoundTrip(req)
+	if discover && st.guardDiscover {
+		if terr := probeTransportFailure(req, resp, err); terr != nil {
+			st.cancel(terr)
+		}
+	}
 	if err != nil || resp == nil {
 		return resp, err
 	}
@@ -288,12 +300,58 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	if ct == "text/event-stream" {
-		resp.Body = &sseBody{body: resp.Body, reg: t.reg, st: st, limit: t.frame}
+		resp.Body = &sseBody{body: resp.Body, reg: t.reg, st: st, limit: t.frame, probe: probeReq(discover, st, req)}
 	} else {
-		resp.Body = &jsonBody{body: resp.Body, reg: t.reg, st: st, limit: t.frame}
+		resp.Body = &jsonBody{body: resp.Body, reg: t.reg, st: st, limit: t.frame, probe: probeReq(discover, st, req)}
 	}
 	resp.ContentLength = -1
 	return resp, nil
+}
+
+const methodDiscover = "server/discover"
+
+// probeFailure is the cause that ends a connect whose server/discover exchange got no recognised
+// answer: no HTTP response at all (dial error, refused or reset connection, EOF, TLS, a refusal
+// of the egress transport, timeout) or an overload/error page (408, 429, 5xx). That is not a
+// verdict on the protocol era. A 4xx answer (400/404/405 with or without a JSON-RPC error body)
+// is one, and is left to the negotiation. outcomeErr maps it to the error it stands for.
+type probeFailure struct {
+	err    error // the RoundTrip error, when there was no response
+	status int   // the HTTP status of the error page
+}
+
+func (p *probeFailure) Error() string { return "mcpclient: server/discover got no answer" }
+
+func probeTransportFailure(req *http.Request, resp *http.Response, err error) *probeFailure {
+	if err != nil || resp == nil {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		// When the connect context already ended (probe deadline, caller), its first cause stays.
+		// Wrapped as the http.Client would (the URL never reaches an error message).
+		return &probeFailure{err: &url.Error{Op: req.Method, URL: req.URL.Redacted(), Err: err}}
+	}
+	switch s := resp.StatusCode; {
+	case s == http.StatusRequestTimeout, s == http.StatusTooManyRequests, s >= 500:
+		return &probeFailure{status: s}
+	}
+	return nil
+}
+
+// probeReq returns the guarded server/discover request whose response body is read, or nil.
+func probeReq(discover bool, st *callState, req *http.Request) *http.Request {
+	if discover && st.guardDiscover {
+		return req
+	}
+	return nil
+}
+
+// probeBodyFailed ends the connect when the body of a guarded server/discover response breaks
+// before it is complete (reset, unexpected EOF): an answer cut short is no answer.
+func probeBodyFailed(req *http.Request, st *callState, err error) {
+	if req != nil && err != nil && !errors.Is(err, io.EOF) {
+		st.cancel(&probeFailure{err: &url.Error{Op: req.Method, URL: req.URL.Redacted(), Err: err}})
+	}
 }
 
 // errorBody bounds a non-protocol error body (read only so the connection can be reused).
@@ -324,6 +382,7 @@ func frameRefusal(limit int) *RefusalError {
 // jsonBody bounds a JSON response body and records the response it carries at EOF.
 type jsonBody struct {
 	body  io.ReadCloser
+	probe *http.Request // a guarded server/discover (see probeBodyFailed)
 	reg   *registry
 	st    *callState
 	limit int
@@ -336,6 +395,7 @@ func (b *jsonBody) Read(p []byte) (int, error) {
 		return 0, b.err
 	}
 	n, err := b.body.Read(p)
+	probeBodyFailed(b.probe, b.st, err)
 	if len(b.buf)+n > b.limit {
 		b.err = frameRefusal(b.limit)
 		b.reg.fail(b.st, b.err)
@@ -358,6 +418,7 @@ func (b *jsonBody) Close() error { return b.body.Close() }
 // before the SDK sees the bytes that complete the event.
 type sseBody struct {
 	body  io.ReadCloser
+	probe *http.Request // a guarded server/discover (see probeBodyFailed)
 	reg   *registry
 	st    *callState
 	limit int
@@ -372,6 +433,7 @@ func (b *sseBody) Read(p []byte) (int, error) {
 		return 0, b.err
 	}
 	n, err := b.body.Read(p)
+	probeBodyFailed(b.probe, b.st, err)
 	for _, c := range p[:n] {
 		if c != '\n' {
 			b.line = append(b.line, c)

@@ -73,10 +73,12 @@ func (c *Client) remember(cfg ServerConfig, e Era) {
 // Connect connects to the server named by cfg and negotiates the protocol era.
 //
 // With no era cached for cfg, it probes: server/discover at 2026-07-28, falling back to initialize
-// at 2025-11-25 on a non-modern answer, all within Limits.ProbeTimeout. If the probe times out or
-// the connection closes (a stdio server that ignores or exits on server/discover, go-sdk #1177),
-// it connects again on a fresh connection (a fresh process for stdio) with initialize at
-// 2025-11-25, within Limits.CallTimeout. The era that worked is cached for cfg.
+// at 2025-11-25 on a recognised non-modern answer, all within Limits.ProbeTimeout. Over stdio, if
+// the probe times out or the process exits (a server that ignores or exits on server/discover,
+// go-sdk #1177), it connects again in a fresh process with initialize at 2025-11-25, within
+// Limits.CallTimeout. Over HTTP a transport failure of the probe (no HTTP answer, a 408/429/5xx
+// error page, the probe deadline) is not a verdict: Connect fails with it and caches nothing.
+// The era that worked is cached for cfg.
 func (c *Client) Connect(ctx context.Context, cfg ServerConfig) (*Session, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -97,7 +99,7 @@ func (c *Client) Connect(ctx context.Context, cfg ServerConfig) (*Session, error
 		c.remember(cfg, s.era)
 		return s, nil
 	}
-	if !fallbackWorthy(err) {
+	if !fallbackWorthy(cfg, err) {
 		return nil, err
 	}
 	s, lerr := c.open(ctx, cfg, EraLegacy, false)
@@ -113,9 +115,15 @@ func (c *Client) Connect(ctx context.Context, cfg ServerConfig) (*Session, error
 }
 
 // fallbackWorthy reports whether a failed probe may be retried with initialize on a fresh
-// connection: the probe timed out or the connection closed. A recognised answer (a JSON-RPC
-// error, an HTTP status, a refusal other than the probe deadline) is final.
-func fallbackWorthy(err error) bool {
+// connection. Only over stdio: the probe timed out or the process exited (a server that ignores
+// or exits on server/discover, go-sdk #1177). Over HTTP the SDK falls back within the probe on a
+// recognised non-modern answer; what is left is a transport failure (no answer, an error page,
+// the probe deadline) and is not a verdict on the era. A recognised answer (a JSON-RPC error, an
+// HTTP status, a refusal other than the probe deadline) is final everywhere.
+func fallbackWorthy(cfg ServerConfig, err error) bool {
+	if cfg.Stdio == nil {
+		return false
+	}
 	var r *RefusalError
 	if errors.As(err, &r) {
 		return r.Name == "probe_timeout"
@@ -160,7 +168,7 @@ func (c *Client) open(ctx context.Context, cfg ServerConfig, era Era, probe bool
 	defer cancel(nil)
 	tctx, stop := context.WithTimeoutCause(cctx, timeout, cause)
 	defer stop()
-	state := &callState{op: "connect", cancel: cancel}
+	state := &callState{op: "connect", cancel: cancel, guardDiscover: cfg.HTTP != nil && era != EraLegacy}
 	s.reg.track(state)
 	defer s.reg.untrack(state)
 	tctx = context.WithValue(tctx, callKey{}, state)
@@ -242,7 +250,20 @@ func boundClient(hc *http.Client, reg *registry, frame int) *http.Client {
 // observed below the SDK.
 func (s *Session) outcomeErr(op string, ctx context.Context, st *callState, err error) error {
 	var fr *FeatureRefusedError
-	if cause := context.Cause(ctx); cause != nil {
+	var pf *probeFailure
+	if errors.As(context.Cause(ctx), &pf) {
+		// The server/discover exchange got no answer (see probeFailure): explain it by what was
+		// observed there, not by the SDK's fallback attempt that the cancellation cut short.
+		if pf.status != 0 {
+			return &TransportError{Op: op, Status: pf.status, Err: ErrHTTPStatus}
+		}
+		perr := s.outcomeErr(op, context.Background(), nil, pf.err)
+		var te *TransportError
+		if errors.As(perr, &te) && te.Err == ErrConnectionClosed {
+			return &TransportError{Op: op, Err: ErrExchangeFailed} // no HTTP response at all
+		}
+		return perr
+	} else if cause := context.Cause(ctx); cause != nil {
 		if errors.As(cause, &fr) {
 			return &FeatureRefusedError{Feature: fr.Feature, Op: op}
 		}

@@ -54,7 +54,7 @@ type Limits struct {
 	// MaxStderrBytes bounds the captured stderr of a stdio server; the rest is dropped.
 	MaxStderrBytes int
 	// ProbeTimeout bounds protocol negotiation (server/discover with fallback) before the legacy
-	// attempt on a fresh connection (refusal "probe_timeout").
+	// attempt in a fresh stdio process (refusal "probe_timeout"; over HTTP the refusal is final).
 	ProbeTimeout time.Duration
 	// CallTimeout bounds each operation: a connect with a known era, a complete listing, one call
 	// (refusal "call_timeout").

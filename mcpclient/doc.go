@@ -3,8 +3,9 @@
 // It connects to a server over stdio (argv only, exact child environment, bounded stderr) or
 // Streamable HTTP (https except loopback, any injected *http.Client, optional OAuth handler),
 // negotiates the protocol era (server/discover at 2026-07-28 with fallback to initialize at
-// 2025-11-25, own probe deadline, a fresh connection for servers that ignore or exit on the probe,
-// era cached per configuration), freezes tools/list into an immutable snapshot.ToolSnapshot of the
+// 2025-11-25 on a recognised non-modern answer only, own probe deadline, a fresh process for stdio
+// servers that ignore or exit on the probe; over HTTP a transport failure of the probe is an error,
+// never a legacy verdict; era cached per configuration), freezes tools/list into an immutable snapshot.ToolSnapshot of the
 // raw descriptors as received, and calls tools returning the raw result JSON.
 //
 // MCP is transport, not authority: the client advertises no capabilities, refuses every
