@@ -23,9 +23,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/writecount"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -87,32 +87,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	h.c = fake.NewClientBuilder().WithScheme(scheme).
 		WithStatusSubresource(&v1.McpServiceProfile{}, &v1.ServiceDeployment{}).
 		WithObjects(objs...).
-		WithInterceptorFuncs(interceptor.Funcs{
-			Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-				count()
-				return c.Create(ctx, o, opts...)
-			},
-			Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-				count()
-				return c.Update(ctx, o, opts...)
-			},
-			Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-				count()
-				return c.Patch(ctx, o, p, opts...)
-			},
-			Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
-				count()
-				return c.Delete(ctx, o, opts...)
-			},
-			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
-				count()
-				return c.SubResource(sub).Update(ctx, o, opts...)
-			},
-			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-				count()
-				return c.SubResource(sub).Patch(ctx, o, p, opts...)
-			},
-		}).Build()
+		WithInterceptorFuncs(writecount.Funcs(count)).Build()
 	resolver := &Resolver{}
 	h.prof = &ProfileReconciler{Client: h.c, Events: h.events, Resolver: resolver, Clock: h.clock, RetryInterval: 5 * time.Second}
 	h.dep = &DeploymentReconciler{Client: h.c, SecretReader: h.c, Events: h.events, Resolver: resolver, Freezer: h.freezer,

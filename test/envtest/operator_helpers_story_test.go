@@ -38,6 +38,7 @@ import (
 	"github.com/b10x/connector-mcp/cmd/manager/app"
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/internal/writecount"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/ocipack"
 )
@@ -88,40 +89,16 @@ func startOperatorAs(t testing.TB, restCfg *rest.Config, ns string, o app.Option
 		if err != nil {
 			return nil, err
 		}
-		return interceptor.NewClient(base, interceptor.Funcs{
-			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-				if _, ok := obj.(*apiv1.ServiceDeployment); ok {
-					op.mu.Lock()
-					op.gets[key.String()]++
-					op.mu.Unlock()
-				}
-				return c.Get(ctx, key, obj, opts...)
-			},
-			Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-				count()
-				return c.Create(ctx, o, opts...)
-			},
-			Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-				count()
-				return c.Update(ctx, o, opts...)
-			},
-			Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-				count()
-				return c.Patch(ctx, o, p, opts...)
-			},
-			Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
-				count()
-				return c.Delete(ctx, o, opts...)
-			},
-			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
-				count()
-				return c.SubResource(sub).Update(ctx, o, opts...)
-			},
-			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-				count()
-				return c.SubResource(sub).Patch(ctx, o, p, opts...)
-			},
-		}), nil
+		funcs := writecount.Funcs(count)
+		funcs.Get = func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*apiv1.ServiceDeployment); ok {
+				op.mu.Lock()
+				op.gets[key.String()]++
+				op.mu.Unlock()
+			}
+			return c.Get(ctx, key, obj, opts...)
+		}
+		return interceptor.NewClient(base, funcs), nil
 	}
 	shutdown := 5 * time.Second
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
