@@ -33,36 +33,33 @@ func CheckProfile(doc *v1.ProfileDocument) (*snapshot.ToolSnapshot, *StageError)
 	for _, check := range []ocipack.Check{ocipack.ValidateFields, ocipack.ValidateMapping, ocipack.ValidateEffects} {
 		if err := check(doc); err != nil {
 			return nil, &StageError{Condition: TypeSourceVerified, Reason: ReasonProfileInvalid, Err: err,
-				Message: "the profile document is refused: " + refusalText(err)}
+				Message: "the profile document is refused: " + RefusalText(err, "invalid")}
 		}
 	}
 	rec, err := ocipack.SnapshotOf(doc)
 	if err != nil {
 		return nil, &StageError{Condition: TypeSnapshotMatched, Reason: ReasonSnapshotDigestMismatch, Err: err,
-			Message: "the recorded snapshot does not reconstruct: " + refusalText(err)}
+			Message: "the recorded snapshot does not reconstruct: " + RefusalText(err, "invalid")}
 	}
 	return rec, nil
 }
 
-// refusalText renders a package refusal as "name at path" with no document text.
-func refusalText(err error) string {
+// RefusalText renders err for a condition message: the stable refusal name (with the document
+// path for ocipack refusals, as "name at path"), clipped, never document or server text;
+// fallback when err carries no refusal name.
+func RefusalText(err error, fallback string) string {
 	var r *ocipack.RefusalError
 	if errors.As(err, &r) {
 		if r.Path != "" {
-			return r.Name + " at " + clipN(r.Path, 128)
+			return clipN(r.Name, 64) + " at " + clipN(r.Path, 128)
 		}
-		return r.Name
+		return clipN(r.Name, 64)
 	}
-	return refusalName(err)
-}
-
-// refusalName returns the stable refusal name of err when it has one.
-func refusalName(err error) string {
-	var r interface{ Refusal() string }
-	if errors.As(err, &r) {
-		return r.Refusal()
+	var named interface{ Refusal() string }
+	if errors.As(err, &named) {
+		return clipN(named.Refusal(), 64)
 	}
-	return "invalid"
+	return fallback
 }
 
 // MatchDecision is the outcome of comparing a live snapshot against the reviewed one.

@@ -118,7 +118,7 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 	if res.ProfileDigest == "" {
 		d, err := ocipack.ProfileDigest(res.Document)
 		if err != nil {
-			return nil, &StageError{Condition: TypeSourceVerified, Reason: ReasonProfileInvalid, Err: err, Message: "the profile document does not encode: " + refusalText(err)}
+			return nil, &StageError{Condition: TypeSourceVerified, Reason: ReasonProfileInvalid, Err: err, Message: "the profile document does not encode: " + RefusalText(err, "invalid")}
 		}
 		res.ProfileDigest = d
 	}

@@ -88,19 +88,18 @@ func classify(err error, where string) error {
 	var named interface{ Refusal() string }
 	if errors.As(err, &named) {
 		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonFreezeRefused, Err: err,
-			Message: fmt.Sprintf("the live tool listing of %s was refused: %s", where, clip(named.Refusal()))}
+			Message: fmt.Sprintf("the live tool listing of %s was refused: %s", where, refusal(err))}
 	}
 	return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonServerUnreachable, Transient: true, Err: err,
 		Message: fmt.Sprintf("%s could not be reached; retrying", where)}
 }
 
-// refusal returns the stable refusal name of err, or a generic word.
+// refusal returns the stable refusal name of err (with the document path for ocipack
+// refusals), or a word for the transport failures that carry none.
 func refusal(err error) string {
-	var named interface{ Refusal() string }
-	if errors.As(err, &named) {
-		return clip(named.Refusal())
-	}
 	switch {
+	case controllers.RefusalText(err, "") != "":
+		return controllers.RefusalText(err, "")
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline_exceeded"
 	case errors.Is(err, mcpclient.ErrConnectionClosed):
@@ -109,11 +108,4 @@ func refusal(err error) string {
 		return "http_status"
 	}
 	return "error"
-}
-
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64]
-	}
-	return s
 }

@@ -60,7 +60,7 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 		err = pol.Validate()
 	}
 	if err != nil {
-		return nil, stage(controllers.ReasonVerificationFailed, err, "the verification policy is refused: %s", refusalWithPath(err))
+		return nil, stage(controllers.ReasonVerificationFailed, err, "the verification policy is refused: %s", refusal(err))
 	}
 	verifier := v.Verifier
 	if req.PullSecret != nil {
@@ -86,7 +86,7 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 	// The McpServiceProfile names no service within the pack: the pack must hold exactly one.
 	doc, err := pack.Profile("")
 	if err != nil {
-		return nil, stage(controllers.ReasonPackInvalid, err, "the pack is refused: %s", refusalWithPath(err))
+		return nil, stage(controllers.ReasonPackInvalid, err, "the pack is refused: %s", refusal(err))
 	}
 	pd, err := ocipack.ProfileDigest(doc)
 	if err != nil {
@@ -156,7 +156,7 @@ func classifyPack(err error) error {
 	}
 	var named interface{ Refusal() string }
 	if errors.As(err, &named) {
-		return stage(controllers.ReasonPackInvalid, err, "the pack is refused: %s", refusalWithPath(err))
+		return stage(controllers.ReasonPackInvalid, err, "the pack is refused: %s", refusal(err))
 	}
 	return &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: controllers.ReasonRegistryUnavailable, Transient: true, Err: err,
 		Message: "the pack could not be fetched; retrying"}
@@ -164,12 +164,4 @@ func classifyPack(err error) error {
 
 func stage(reason string, err error, format string, args ...any) *controllers.StageError {
 	return &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: reason, Err: err, Message: fmt.Sprintf(format, args...)}
-}
-
-func refusalWithPath(err error) string {
-	var r *ocipack.RefusalError
-	if errors.As(err, &r) && r.Path != "" {
-		return clip(r.Name) + " at " + clip(r.Path)
-	}
-	return refusal(err)
 }
