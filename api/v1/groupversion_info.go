@@ -28,6 +28,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&McpServiceProfile{}, &McpServiceProfileList{},
 		&ServiceDeployment{}, &ServiceDeploymentList{},
+		&McpTrustPolicy{}, &McpTrustPolicyList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

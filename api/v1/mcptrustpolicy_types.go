@@ -1,0 +1,104 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Secret opt-in for credentials: a Secret is spent as a bearer credential only when it carries
+// CredentialLabel="true" and names, in CredentialAllowedHostsAnnotation, the endpoint hosts it
+// may be sent to. ServiceAccount-token Secrets are never spent.
+const (
+	// CredentialLabel marks a Secret as a connector-mcp credential ("true"). The operator's
+	// Secret cache is filtered by this label: it never sees other Secrets.
+	CredentialLabel = "connectors.b10x.io/credential"
+	// CredentialAllowedHostsAnnotation is a comma-separated list of endpoint hosts (host or
+	// host:port, lower case) that the Secret's value may be sent to.
+	CredentialAllowedHostsAnnotation = "connectors.b10x.io/allowed-hosts"
+)
+
+// McpTrustPolicySpec grants trust to the namespaces it selects. It is cluster-scoped: only
+// cluster administrators write it, so a tenant can never grant trust from inside its namespace.
+//
+// The manager's own flags form the platform floor. A pack in namespace N verifies when it
+// satisfies one trust source that applies to N: the platform default, or one McpTrustPolicy
+// whose namespaceSelector selects N. Within one source, the signature must match one of its
+// signers and the provenance one of its provenance rules. A profile's own spec.source.oci.verify
+// can only add requirements on top.
+type McpTrustPolicySpec struct {
+	// NamespaceSelector selects the namespaces this policy applies to. An empty selector
+	// selects every namespace.
+	NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
+
+	// Signers are the identities trusted to sign packs for the selected namespaces.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Signers []TrustedSigner `json:"signers,omitempty"`
+
+	// Provenance lists the accepted merge verifications (builder, source repository, ref). A
+	// pack signed by one of Signers must satisfy one of them. When empty, packs signed by these
+	// signers are refused unless the manager runs with the unsafe provenance waiver.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Provenance []ProvenancePolicy `json:"provenance,omitempty"`
+
+	// Egress is the ceiling of private ranges a ServiceDeployment in the selected namespaces
+	// may open with spec.mcpConnection.egress.allowCIDRs.
+	// +optional
+	Egress TrustEgressCeiling `json:"egress,omitempty"`
+}
+
+// TrustedSigner is one signer identity: keyless (OIDC issuer + anchored subject) or a public key.
+// +kubebuilder:validation:XValidation:rule="has(self.keyless) != has(self.publicKeyPEM)",message="exactly one of keyless or publicKeyPEM must be set"
+type TrustedSigner struct {
+	// Name identifies the signer within the policy (shown in status as the verified identity).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Keyless matches the Fulcio certificate identity. A subjectRegExp must be anchored (^...$).
+	// +optional
+	Keyless *KeylessIdentity `json:"keyless,omitempty"`
+
+	// PublicKeyPEM is a PEM-encoded public key (not a secret, so it lives in the policy).
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	PublicKeyPEM string `json:"publicKeyPEM,omitempty"`
+}
+
+// TrustEgressCeiling bounds the private ranges deployments may request.
+type TrustEgressCeiling struct {
+	// AllowedCIDRs are the private ranges a deployment's allowCIDRs may fall within. A
+	// requested range must be contained in one of them.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=43
+	AllowedCIDRs []string `json:"allowedCIDRs,omitempty"`
+}
+
+// McpTrustPolicy is a cluster-scoped grant of signer trust and an egress ceiling to a set of
+// namespaces, written by cluster administrators.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=mcptp,categories={connectors,mcp}
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type McpTrustPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the grant.
+	Spec McpTrustPolicySpec `json:"spec"`
+}
+
+// McpTrustPolicyList is a list of McpTrustPolicy.
+//
+// +kubebuilder:object:root=true
+type McpTrustPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the policies.
+	Items []McpTrustPolicy `json:"items"`
+}
