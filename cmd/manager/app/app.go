@@ -75,8 +75,23 @@ func DefaultOptions() Options {
 	}
 }
 
-// BindFlags registers the policy flags on fs with o's values as defaults.
+// BindFlags registers every manager flag on fs with o's values as defaults: the verification
+// and egress policy (BindVerifyFlags) and the reconciler tuning.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	o.BindVerifyFlags(fs)
+	fs.DurationVar(&o.ReverifyInterval, "reverify-interval", o.ReverifyInterval, "Period of live re-verification of every deployment (0 disables it).")
+	fs.Float64Var(&o.ReverifyJitter, "reverify-jitter", o.ReverifyJitter, "Maximum extra fraction of the re-verification interval, per deployment.")
+	fs.DurationVar(&o.RetryInterval, "retry-interval", o.RetryInterval, "Delay before retrying a transient failure.")
+	fs.DurationVar(&o.FreezeTimeout, "freeze-timeout", o.FreezeTimeout, "Deadline of one live freeze (connect, negotiate, list all tools).")
+	fs.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline of protocol era negotiation.")
+	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "Number of ServiceDeployments reconciled (and frozen) in parallel.")
+	fs.IntVar(&o.MaxTools, "max-tools", o.MaxTools, "Maximum number of tools in one live listing.")
+}
+
+// BindVerifyFlags registers the cluster trust and egress policy flags: the part of the manager's
+// configuration that every component verifying packs or dialing endpoints (the manager and the
+// gateway) must share, so both verify and dial alike.
+func (o *Options) BindVerifyFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.RequireProvenance, "require-provenance", o.RequireProvenance, "Refuse inline profiles and packs without a provenance (source repository and ref) policy.")
 	fs.StringVar(&o.TrustedRootPath, "trusted-root", o.TrustedRootPath, "Path of a sigstore trusted_root.json for keyless verification.")
 	fs.StringVar(&o.DefaultIssuer, "default-identity-issuer", o.DefaultIssuer, "Default keyless OIDC issuer for profiles that name no identity.")
@@ -88,14 +103,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DefaultSourceRef, "default-source-ref", o.DefaultSourceRef, "Default source ref (e.g. refs/heads/main) a pack's provenance must name.")
 	fs.StringSliceVar(&o.EgressAllowCIDRs, "egress-allow-cidr", o.EgressAllowCIDRs, "Private CIDR every MCP endpoint and registry may resolve to (repeatable).")
 	fs.BoolVar(&o.AllowLoopbackUnsafe, "allow-loopback-unsafe", o.AllowLoopbackUnsafe, "Development only: allow MCP servers and registries on loopback, over plain HTTP.")
-	fs.DurationVar(&o.ReverifyInterval, "reverify-interval", o.ReverifyInterval, "Period of live re-verification of every deployment (0 disables it).")
-	fs.Float64Var(&o.ReverifyJitter, "reverify-jitter", o.ReverifyJitter, "Maximum extra fraction of the re-verification interval, per deployment.")
-	fs.DurationVar(&o.RetryInterval, "retry-interval", o.RetryInterval, "Delay before retrying a transient failure.")
-	fs.DurationVar(&o.FreezeTimeout, "freeze-timeout", o.FreezeTimeout, "Deadline of one live freeze (connect, negotiate, list all tools).")
-	fs.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline of protocol era negotiation.")
 	fs.DurationVar(&o.ExchangeTimeout, "exchange-timeout", o.ExchangeTimeout, "Deadline of one outbound HTTP exchange.")
-	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "Number of ServiceDeployments reconciled (and frozen) in parallel.")
-	fs.IntVar(&o.MaxTools, "max-tools", o.MaxTools, "Maximum number of tools in one live listing.")
 	fs.Int64Var(&o.MaxResponseBytes, "max-response-bytes", o.MaxResponseBytes, "Maximum size of one outbound HTTP response body.")
 }
 
@@ -149,11 +157,10 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 			return nil, err
 		}
 	}
-	verifier, err := packVerifier(mgr, o, ip)
+	resolver, err := newResolver(mgr, o, ip, m)
 	if err != nil {
 		return nil, err
 	}
-	resolver := &controllers.Resolver{Verifier: verifier, RequireProvenance: o.RequireProvenance, Metrics: m}
 	freezer := &adapters.Freezer{
 		Client:           mcpclient.NewClient(&mcpclient.Options{Name: "connector-mcp-manager"}),
 		Secrets:          mgr.GetAPIReader(),
@@ -179,6 +186,28 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// NewResolver builds the profile resolver the manager uses: the pack verifier over the
+// egress-guarded registry client, under the cluster trust policy of o. The gateway builds the same
+// one, so a profile verifies in both or in neither. m may be nil.
+func NewResolver(mgr ctrl.Manager, o Options, m *controllers.Metrics) (*controllers.Resolver, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	ip, err := ipPolicy(mgr.GetConfig(), o)
+	if err != nil {
+		return nil, err
+	}
+	return newResolver(mgr, o, ip, m)
+}
+
+func newResolver(mgr ctrl.Manager, o Options, ip egress.IPPolicy, m *controllers.Metrics) (*controllers.Resolver, error) {
+	verifier, err := packVerifier(mgr, o, ip)
+	if err != nil {
+		return nil, err
+	}
+	return &controllers.Resolver{Verifier: verifier, RequireProvenance: o.RequireProvenance, Metrics: m}, nil
 }
 
 // ipPolicy is the cluster's dial-time policy: the apiserver is always denied, private ranges
