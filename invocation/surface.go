@@ -141,7 +141,8 @@ func NewSurface(doc *apiv1.ProfileDocument, dep *apiv1.ServiceDeployment, opts O
 		var d struct {
 			InputSchema json.RawMessage `json:"inputSchema"`
 		}
-		if err := json.Unmarshal(descriptors[m.RemoteName], &d); err != nil || len(d.InputSchema) == 0 {
+		// Exact-case decoding: an "InputSchema" variant next to "inputSchema" is not the schema.
+		if err := snapshot.Unmarshal(descriptors[m.RemoteName], &d); err != nil || len(d.InputSchema) == 0 {
 			return nil, refuse(RefusalInvalidSurface, m.OperationRef, ErrInvalidSchema)
 		}
 		s.ops[m.OperationRef] = &operation{mapping: m, inputSchema: d.InputSchema}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -351,7 +350,7 @@ func unsupportedOnly(st *callState) bool {
 	var d struct {
 		Supported []string `json:"supported"`
 	}
-	if json.Unmarshal(st.rpcData, &d) != nil {
+	if snapshot.Unmarshal(st.rpcData, &d) != nil {
 		return false
 	}
 	for _, v := range d.Supported {
