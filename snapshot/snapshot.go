@@ -14,6 +14,10 @@
 // *RefusalError naming the refusal. Invisible or bidirectional Unicode is recorded as a Warning,
 // never silently accepted.
 //
+// Unmarshal is the one decoder for untrusted JSON (server, registry and caller documents) in this
+// module's MCP path: it refuses what Validate refuses and matches member names exactly, so a case
+// variant ("InputSchema" next to "inputSchema") is never read as the member.
+//
 // The package is pure: it does no I/O and does not depend on an MCP implementation.
 package snapshot
 
