@@ -36,7 +36,7 @@ func checkNumber(lit []byte) bool {
 		if err != nil || n > maxSafeInteger {
 			return false
 		}
-		return !(neg && n == 0)
+		return !neg || n != 0
 	}
 	digits, e, ok := decimal(intPart, frac, exp)
 	if !ok {

@@ -47,8 +47,9 @@ func TestUnsafeNumbers(t *testing.T) {
 			}
 			_, err := Canonicalize([]byte(doc))
 			check("Canonicalize", err)
-			if err.(*RefusalError).Path != "/inputSchema/properties/n/maximum" {
-				t.Fatalf("path %q", err.(*RefusalError).Path)
+			var cr *RefusalError
+			if errors.As(err, &cr); cr.Path != "/inputSchema/properties/n/maximum" {
+				t.Fatalf("path %q", cr.Path)
 			}
 			_, err = DescriptorDigest([]byte(doc))
 			check("DescriptorDigest", err)
