@@ -159,6 +159,15 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 refused, 4 drift.`,
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(env))
 	}
+	// cobra's own "completion bash|zsh|fish|powershell"; like the other groups, it is a usage
+	// error without a shell or with an unknown one.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = groupRunE
+		}
+	}
 	return root
 }
 
@@ -229,23 +238,21 @@ func usageArgs(cmd *cobra.Command, args []string, minN, maxN int) error {
 // groupCmd returns a command that only groups sub-commands ("pack", "profile", "auth"): run
 // without one, or with an unknown one, it is a usage error (exit 2).
 func groupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
-	c := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var names []string
-			for _, s := range cmd.Commands() {
-				if s.IsAvailableCommand() {
-					names = append(names, s.Name())
-				}
-			}
-			if len(args) == 0 {
-				return usagef("%s: name a command: %s (see %s --help)", cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
-			}
-			return usagef("unknown %s command %q: want %s (see %s --help)", cmd.Name(), args[0], strings.Join(names, ", "), cmd.CommandPath())
-		},
-	}
+	c := &cobra.Command{Use: use, Short: short, Args: cobra.ArbitraryArgs, RunE: groupRunE}
 	c.AddCommand(subs...)
 	return c
+}
+
+// groupRunE is the action of a command that only groups sub-commands: a usage error.
+func groupRunE(cmd *cobra.Command, args []string) error {
+	var names []string
+	for _, s := range cmd.Commands() {
+		if s.IsAvailableCommand() {
+			names = append(names, s.Name())
+		}
+	}
+	if len(args) == 0 {
+		return usagef("%s: name a command: %s (see %s --help)", cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
+	}
+	return usagef("unknown %s command %q: want %s (see %s --help)", cmd.Name(), args[0], strings.Join(names, ", "), cmd.CommandPath())
 }
