@@ -13,9 +13,17 @@ import (
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
-// TestMain lets the test binary double as the stdio test server (mcptest.StdioArgv).
+// TestMain lets the test binary double as the stdio test server (mcptest.StdioArgv), as mcpctl
+// itself (runMainEnv) and as a plain http.DefaultClient request (defaultClientEnv), so that the
+// process environment (HTTP_PROXY) is read fresh in a child process.
 func TestMain(m *testing.M) {
 	mcptest.RunIfServer()
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+	}
+	if u := os.Getenv(defaultClientEnv); u != "" {
+		os.Exit(defaultClientGet(u))
+	}
 	os.Exit(m.Run())
 }
 
