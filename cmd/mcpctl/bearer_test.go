@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/b10x/connector-mcp/internal/mcptest"
@@ -80,6 +81,28 @@ func TestBearerFileEveryServerVerb(t *testing.T) {
 				t.Fatalf("%v printed the token", verb)
 			}
 		}
+	}
+	// profile check takes it too: record a profile through the gate, then check it.
+	tok := writeFile(t, dir, "token", testBearer)
+	_, snapOut, _ := runServerCLI(t, nil, "snapshot", "--url", srv.URL, "--bearer-file", tok)
+	_, prof, _ := runServerCLI(t, nil, "profile", "init", "--snapshot", writeFile(t, dir, "snap.json", snapOut))
+	profPath := writeFile(t, dir, "profile.yaml", prof)
+	if code, out, errOut := runServerCLI(t, nil, "profile", "check", "--profile", profPath, "--url", srv.URL, "--bearer-file", tok); code != exitOK || !strings.Contains(out, `"drift": false`) {
+		t.Fatalf("profile check with --bearer-file: exit %d, %q: %s", code, out, errOut)
+	}
+	// A named pipe works too (e.g. --bearer-file <(vault read ...)).
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			_, _ = f.WriteString(testBearer + "\n")
+			f.Close()
+		}
+	}()
+	if code, _, errOut := runServerCLI(t, nil, "snapshot", "--url", srv.URL, "--bearer-file", fifo); code != exitOK {
+		t.Fatalf("bearer from a named pipe: exit %d: %s", code, errOut)
 	}
 	code, out, _ := runServerCLI(t, nil, "call", "--url", srv.URL, "--bearer-file", writeFile(t, dir, "token", testBearer), "--tool", "add", "--args", `{"a":1,"b":2}`)
 	if code != exitOK || !strings.Contains(out, `"text":"3"`) {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/b10x/connector-mcp/internal/devcluster"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
@@ -257,7 +258,7 @@ var (
 )
 
 // builtBinary builds mcpctl once per test binary with -ldflags -X main.version=v9.9.9-test and
-// returns its directory, holding it as both mcpctl and kubectl-mcp.
+// returns its directory, holding it as mcpctl and a symlink kubectl-mcp to it.
 func builtBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -270,12 +271,8 @@ func builtBinary(t *testing.T) string {
 		if buildErr = cmd.Run(); buildErr != nil {
 			return
 		}
-		b, err := os.ReadFile(filepath.Join(buildDir, "mcpctl"))
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildErr = os.WriteFile(filepath.Join(buildDir, "kubectl-mcp"), b, 0o755) //nolint:gosec // G306: an executable
+		// A symlink: the plugin name comes from argv[0], not from the file's content.
+		buildErr = os.Symlink("mcpctl", filepath.Join(buildDir, "kubectl-mcp"))
 	})
 	if buildErr != nil {
 		t.Fatalf("build mcpctl: %v", buildErr)
@@ -324,5 +321,49 @@ func TestBuiltBinary(t *testing.T) {
 		if code, _, errOut := exe("mcpctl", tc.args...); code != tc.code {
 			t.Errorf("mcpctl %v: exit %d, want %d: %s", tc.args, code, tc.code, errOut)
 		}
+	}
+}
+
+// TestKubectlPlugin: a real kubectl (the one hack/control-plane.sh builds, v1.37) finds the
+// binary installed as kubectl-mcp on PATH and runs it as "kubectl mcp", exit codes included.
+// Like the envtest suites, it fails (never skips) without the control-plane binaries.
+func TestKubectlPlugin(t *testing.T) {
+	assets, err := devcluster.BinaryAssetsDir()
+	if err != nil {
+		t.Fatalf("kubectl is needed: %v", err)
+	}
+	kubectl := filepath.Join(assets, "kubectl")
+	dir := builtBinary(t)
+	home := t.TempDir()
+	kc := func(args ...string) (int, string, string) {
+		cmd := exec.Command(kubectl, args...) //nolint:gosec // G204: the test's own kubectl
+		cmd.Env = []string{"PATH=" + dir, "HOME=" + home, "KUBECONFIG=" + filepath.Join(home, "none")}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, out.String(), errb.String()
+	}
+	if code, out, errOut := kc("plugin", "list"); code != 0 || !strings.Contains(out, filepath.Join(dir, "kubectl-mcp")) {
+		t.Fatalf("kubectl plugin list: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut := kc("mcp", "version")
+	var v versionOutput
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.Version != "v9.9.9-test" {
+		t.Fatalf("kubectl mcp version: exit %d, %q, %s", code, out, errOut)
+	}
+	if code, out, _ := kc("mcp", "pack", "push", "--help"); code != 0 || !strings.Contains(out, "Usage:\n  kubectl mcp pack push FILE... --to REPO") {
+		t.Fatalf("kubectl mcp pack push --help: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := kc("mcp", "snapshot", "--url", "file:///etc/passwd"); code != exitRefused || !strings.HasPrefix(errOut, "refused: scheme_refused\n") {
+		t.Fatalf("kubectl mcp snapshot file://: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := kc("mcp", "snapshot", "--nope"); code != exitUsage {
+		t.Fatalf("kubectl mcp snapshot --nope: exit %d: %s", code, errOut)
 	}
 }

@@ -24,7 +24,11 @@ func TestMain(m *testing.M) {
 	if u := os.Getenv(defaultClientEnv); u != "" {
 		os.Exit(defaultClientGet(u))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir) // the binary built by builtBinary
+	}
+	os.Exit(code)
 }
 
 // runCLI runs mcpctl in process and returns exit code, stdout and stderr.
