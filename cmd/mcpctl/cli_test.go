@@ -130,6 +130,7 @@ func TestExitCodes(t *testing.T) {
 		{"failure: isError result", []string{"call", "--url", srv.URL, "--tool", "fail"}, exitFailure, "mcpctl: tool returned isError"},
 		{"usage: no command", nil, exitUsage, "Usage:"},
 		{"usage: unknown command", []string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{"usage: misspelt command", []string{"snapshto"}, exitUsage, `did you mean "snapshot"?`},
 		{"usage: unknown flag", []string{"discover", "--nope"}, exitUsage, "unknown flag: --nope"},
 		{"usage: flag value", []string{"snapshot", "--max-tools", "many"}, exitUsage, "--max-tools"},
 		{"usage: pack without command", []string{"pack"}, exitUsage, "name a command"},
@@ -365,5 +366,20 @@ func TestKubectlPlugin(t *testing.T) {
 	}
 	if code, _, errOut := kc("mcp", "snapshot", "--nope"); code != exitUsage {
 		t.Fatalf("kubectl mcp snapshot --nope: exit %d: %s", code, errOut)
+	}
+	// Completion through kubectl: kubectl runs kubectl_complete-mcp (docs/cli.md).
+	if code, out, _ := kc("__complete", "mcp", "sna"); code != 0 || strings.Contains(out, "snapshot\t") {
+		t.Fatalf("without kubectl_complete-mcp kubectl completed %q (exit %d)", out, code)
+	}
+	script := filepath.Join(dir, "kubectl_complete-mcp")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec kubectl-mcp __complete \"$@\"\n"), 0o755); err != nil { //nolint:gosec // G306: an executable
+		t.Fatal(err)
+	}
+	defer os.Remove(script)
+	if code, out, errOut := kc("__complete", "mcp", "sna"); code != 0 || !strings.Contains(out, "snapshot\t") {
+		t.Fatalf("kubectl __complete mcp sna: exit %d, %q, %s", code, out, errOut)
+	}
+	if code, out, _ := kc("__complete", "mcp", "snapshot", "--bea"); code != 0 || !strings.Contains(out, "--bearer-file\t") {
+		t.Fatalf("kubectl __complete mcp snapshot --bea: exit %d, %q", code, out)
 	}
 }

@@ -137,14 +137,20 @@ Machine-readable JSON goes to stdout, human progress to stderr. A named refusal 
 Exit codes: 0 ok, 1 failure, 2 usage, 3 refused, 4 drift.`,
 		Args:          cobra.ArbitraryArgs,
 		SilenceErrors: true,
-		SilenceUsage:  true,
+		// Suggest a command within two edits ("snapshto" -> "snapshot").
+		SuggestionsMinimumDistance: 2,
+		SilenceUsage:               true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				cmd.SetOut(env.stderr)
 				_ = cmd.Help()
 				return &exitError{code: exitUsage}
 			}
-			return usagef("unknown command %q (see %s --help)", args[0], env.displayName())
+			hint := ""
+			if sug := cmd.SuggestionsFor(args[0]); len(sug) > 0 {
+				hint = fmt.Sprintf("; did you mean %q?", sug[0])
+			}
+			return usagef("unknown command %q%s (see %s --help)", args[0], hint, env.displayName())
 		},
 	}
 	if d := env.displayName(); d != programName {
@@ -154,7 +160,7 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 refused, 4 drift.`,
 	root.SetOut(env.stdout)
 	root.SetErr(env.stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usagef("%s: %v (see %s --help)", cmd.CommandPath(), err, cmd.CommandPath())
+		return usagef("%v (see %s --help)", err, cmd.CommandPath())
 	})
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(env))
