@@ -90,6 +90,10 @@ func TestBearerFileEveryServerVerb(t *testing.T) {
 	if code, out, errOut := runServerCLI(t, nil, "profile", "check", "--profile", profPath, "--url", srv.URL, "--bearer-file", tok); code != exitOK || !strings.Contains(out, `"drift": false`) {
 		t.Fatalf("profile check with --bearer-file: exit %d, %q: %s", code, out, errOut)
 	}
+	// With --egress hosted the bearer goes through the exchange port bound to the server.
+	if code, _, errOut := runServerCLI(t, nil, "snapshot", "--url", srv.URL, "--bearer-file", tok, "--egress", "hosted", "--allow-loopback"); code != exitOK {
+		t.Fatalf("hosted egress with --bearer-file: exit %d: %s", code, errOut)
+	}
 	// A named pipe works too (e.g. --bearer-file <(vault read ...)).
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -79,8 +80,8 @@ func TestRegistryClientIgnoresProxyEnvironment(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
-		ee, ok := err.(*exec.ExitError)
-		if !ok || ee.ExitCode() != exitRefused || !strings.HasPrefix(stderr.String(), "refused: destination_refused\n") {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitRefused || !strings.HasPrefix(stderr.String(), "refused: destination_refused\n") {
 			t.Fatalf("%v: %v, stderr %q; want exit 3, refused: destination_refused", args, err, stderr.String())
 		}
 		if n.Load() != 0 {
