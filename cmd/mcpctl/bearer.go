@@ -54,6 +54,7 @@ type BearerFileError struct {
 	Path string
 }
 
+// Error implements error; it never carries the token.
 func (e *BearerFileError) Error() string {
 	return fmt.Sprintf("--bearer-file %s: %s", e.Path, strings.ReplaceAll(strings.TrimPrefix(e.Name, "bearer_file_"), "_", " "))
 }
@@ -71,6 +72,7 @@ type BearerRejectedError struct {
 	Status int
 }
 
+// Error implements error; it never carries the token.
 func (e *BearerRejectedError) Error() string {
 	return fmt.Sprintf("the server answered HTTP %d to the bearer of --bearer-file", e.Status)
 }
@@ -85,6 +87,7 @@ func (e *BearerRejectedError) Unwrap() error { return ErrBearerRejected }
 // "redirect_refused"). The redirect target is not named.
 type BearerRedirectError struct{}
 
+// Error implements error; it never carries the token.
 func (e *BearerRedirectError) Error() string { return ErrBearerRedirect.Error() }
 
 // Refusal returns "redirect_refused".
