@@ -24,7 +24,7 @@ const (
 	// RefusalBearerFileMissing: the file does not exist, cannot be read or is not a file.
 	RefusalBearerFileMissing = "bearer_file_missing"
 	// RefusalBearerFileEmpty: the file holds nothing but line endings.
-	RefusalBearerFileEmpty = "bearer_file_empty"
+	RefusalBearerFileEmpty = "bearer_file_empty" //nolint:gosec // G101: a refusal name, not a credential
 	// RefusalBearerFileTooLarge: the file is larger than MaxBearerFileBytes.
 	RefusalBearerFileTooLarge = "bearer_file_too_large"
 	// RefusalBearerFileInvalid: the token is not an RFC 6750 b64token (spaces, control

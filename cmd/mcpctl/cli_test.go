@@ -268,7 +268,7 @@ func builtBinary(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-ldflags", "-X main.version=v9.9.9-test", "-o", filepath.Join(buildDir, "mcpctl"), ".")
+		cmd := exec.CommandContext(context.Background(), "go", "build", "-ldflags", "-X main.version=v9.9.9-test", "-o", filepath.Join(buildDir, "mcpctl"), ".")
 		cmd.Stderr = os.Stderr
 		if buildErr = cmd.Run(); buildErr != nil {
 			return
@@ -287,7 +287,7 @@ func builtBinary(t *testing.T) string {
 func TestBuiltBinary(t *testing.T) {
 	dir := builtBinary(t)
 	exe := func(name string, args ...string) (int, string, string) {
-		cmd := exec.Command(filepath.Join(dir, name), args...)
+		cmd := exec.CommandContext(t.Context(), filepath.Join(dir, name), args...)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
@@ -339,7 +339,7 @@ func TestKubectlPlugin(t *testing.T) {
 	dir := builtBinary(t)
 	home := t.TempDir()
 	kc := func(args ...string) (int, string, string) {
-		cmd := exec.Command(kubectl, args...) //nolint:gosec // G204: the test's own kubectl
+		cmd := exec.CommandContext(t.Context(), kubectl, args...)
 		cmd.Env = []string{"PATH=" + dir, "HOME=" + home, "KUBECONFIG=" + filepath.Join(home, "none")}
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
@@ -375,7 +375,7 @@ func TestKubectlPlugin(t *testing.T) {
 		t.Fatalf("without kubectl_complete-mcp kubectl completed %q (exit %d)", out, code)
 	}
 	script := filepath.Join(dir, "kubectl_complete-mcp")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec kubectl-mcp __complete \"$@\"\n"), 0o755); err != nil { //nolint:gosec // G306: an executable
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec kubectl-mcp __complete \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	defer os.Remove(script)

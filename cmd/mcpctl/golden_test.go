@@ -92,10 +92,10 @@ func TestGoldenOutput(t *testing.T) {
 			got = normalize(got)
 			path := filepath.Join("testdata", "golden", c.name+".golden")
 			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { //nolint:gosec // G301: test data
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil { //nolint:gosec // G306: test data
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return

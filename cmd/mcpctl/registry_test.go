@@ -24,11 +24,12 @@ const (
 // defaultClientGet issues one GET with http.DefaultClient: what the registry client did before
 // it was built from egress. It returns 0 whatever the outcome; the proxy counts what it saw.
 func defaultClientGet(u string) int {
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, u, nil)
+	// The URL is the test's own constant; this is the twin showing what the proxy would see.
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, u, nil) //nolint:gosec // G704: the test's own URL
 	if err != nil {
 		return 1
 	}
-	if resp, err := http.DefaultClient.Do(req); err == nil {
+	if resp, err := http.DefaultClient.Do(req); err == nil { //nolint:gosec // G704: the test's own URL
 		resp.Body.Close()
 	}
 	return 0
@@ -60,7 +61,7 @@ func TestRegistryClientIgnoresProxyEnvironment(t *testing.T) {
 	env, n := proxyEnv(t)
 
 	// Must-fail twin first: in the same environment http.DefaultClient does use the proxy.
-	twin := exec.Command(os.Args[0]) //nolint:gosec // G204: the test binary itself
+	twin := exec.CommandContext(t.Context(), os.Args[0]) //nolint:gosec // G204: the test binary itself
 	twin.Env = append(env, defaultClientEnv+"=https://203.0.113.7/v2/")
 	if out, err := twin.CombinedOutput(); err != nil {
 		t.Fatalf("twin: %v: %s", err, out)
@@ -75,7 +76,7 @@ func TestRegistryClientIgnoresProxyEnvironment(t *testing.T) {
 		{"pack", "verify", registryRef, "--key", "testdata/cosign.pub", "--skip-provenance-unsafe"},
 		{"pack", "pull", registryRef, "--egress", "hosted"},
 	} {
-		cmd := exec.Command(os.Args[0], args...) //nolint:gosec // G204: the test binary itself
+		cmd := exec.CommandContext(t.Context(), os.Args[0], args...) //nolint:gosec // G204: the test binary itself
 		cmd.Env = append(env, runMainEnv+"=1")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
