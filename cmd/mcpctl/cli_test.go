@@ -132,6 +132,8 @@ func TestExitCodes(t *testing.T) {
 		{"usage: no command", nil, exitUsage, "Usage:"},
 		{"usage: unknown command", []string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
 		{"usage: misspelt command", []string{"snapshto"}, exitUsage, `did you mean "snapshot"?`},
+		{"usage: help for an unknown topic", []string{"help", "nope"}, exitUsage, `unknown help topic "nope"`},
+		{"usage: empty --bearer-file", []string{"snapshot", "--url", srv.URL, "--bearer-file", ""}, exitUsage, "--bearer-file: name a file"},
 		{"usage: unknown flag", []string{"discover", "--nope"}, exitUsage, "unknown flag: --nope"},
 		{"usage: flag value", []string{"snapshot", "--max-tools", "many"}, exitUsage, "--max-tools"},
 		{"usage: pack without command", []string{"pack"}, exitUsage, "name a command"},

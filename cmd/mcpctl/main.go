@@ -165,6 +165,19 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 refused, 4 drift.`,
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(env))
 	}
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return usagef("unknown help topic %q (see %s --help)", strings.Join(args, " "), env.displayName())
+			}
+			cmd.InitDefaultHelpFlag()
+			return cmd.Help()
+		},
+	})
 	// cobra's own "completion bash|zsh|fish|powershell"; like the other groups, it is a usage
 	// error without a shell or with an unknown one.
 	root.InitDefaultCompletionCmd()

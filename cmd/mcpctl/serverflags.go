@@ -119,6 +119,9 @@ func (f *serverFlags) config(ctx context.Context, env *cliEnv, args []string, da
 // connect connects to the named server and reports the negotiated era on stderr; cmd and args
 // are the running command and its positional arguments.
 func (f *serverFlags) connect(ctx context.Context, env *cliEnv, cmd *cobra.Command, args []string) (*mcpclient.Session, error) {
+	if cmd.Flags().Changed("bearer-file") && f.bearerFile == "" {
+		return nil, usagef("--bearer-file: name a file")
+	}
 	cfg, err := f.config(ctx, env, args, cmd.ArgsLenAtDash())
 	if err != nil {
 		return nil, err
