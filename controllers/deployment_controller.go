@@ -415,7 +415,7 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 	// before anything is dialed (the credential is read by the freeze stage).
 	req := bindingRequest(sd)
 	req.Credential = nil
-	if _, err := r.binder().Policy(ctx, req); err != nil {
+	if err := r.binder().Check(ctx, req); err != nil {
 		return BindingStageError(TypeBound, err)
 	}
 	self := r.claim(sd, authority, doc)

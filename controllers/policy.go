@@ -421,6 +421,7 @@ func CredentialHash(key []byte, uid string, value []byte) string {
 func BindingStageError(cond string, err error) *StageError {
 	var cred *k8sbinding.CredentialRefusal
 	var ce *egress.CredentialError
+	var ceil *k8sbinding.CeilingError
 	switch {
 	case errors.As(err, &cred) && cred.Transient():
 		return &StageError{Condition: cond, Reason: ReasonCredentialNotFound, Transient: true, Err: err,
@@ -431,9 +432,9 @@ func BindingStageError(cond string, err error) *StageError {
 	case errors.As(err, &ce):
 		return &StageError{Condition: cond, Reason: ReasonCredentialNotFound, Transient: true, Err: err,
 			Message: fmt.Sprintf("credential Secret %q: %s", clip(ce.Ref.Name), ce.Reason)}
-	case errors.Is(err, k8sbinding.ErrEgressCeiling):
+	case errors.As(err, &ceil):
 		return &StageError{Condition: cond, Reason: ReasonEndpointRefused, Err: err,
-			Message: k8sbinding.RefusalEgressCeiling + ": an mcpConnection.egress.allowCIDRs entry is beyond the ranges the cluster allows this namespace"}
+			Message: fmt.Sprintf("%s: mcpConnection.egress.allowCIDRs entry %q is beyond the ranges the cluster allows this namespace", k8sbinding.RefusalEgressCeiling, clip(ceil.Entry))}
 	case errors.Is(err, k8sbinding.ErrClusterPolicyUnavailable):
 		return &StageError{Condition: cond, Reason: ReasonProgressing, Transient: true, Err: err,
 			Message: "the cluster egress policy could not be read; retrying"}

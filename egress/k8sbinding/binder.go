@@ -49,60 +49,68 @@ type Binder struct {
 	Deny DenySource
 }
 
-// Policy returns the exchange policy of req without building a port: the ceiling checked, the
-// deny list added, the endpoint bound, the credential store attached. Refusals: a
+// Check applies the cluster's rules to req without building a port or reading the credential:
+// the ceiling, the deny list and, for an IP-literal host, the address. Refusals: a
 // [*CeilingError]; a [*egress.DestinationError] when the URL's host is an IP literal the policy
 // refuses (judged here, before any dial); ErrClusterPolicyUnavailable when the cluster state
-// cannot be read.
-func (b *Binder) Policy(ctx context.Context, req Request) (egress.Policy, error) {
-	p := b.Base
+// cannot be read; egress.ErrInvalidPolicy for an unparseable allowCIDRs entry.
+func (b *Binder) Check(ctx context.Context, req Request) error {
+	_, _, err := b.prepare(ctx, req)
+	return err
+}
+
+// Transport builds the egress port of req with egress.NewBindingTransport, after [Binder.Check]'s
+// rules; the credential, when named, is read per exchange through a [SecretStore].
+func (b *Binder) Transport(ctx context.Context, req Request) (*egress.Transport, error) {
+	base, binding, err := b.prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return egress.NewBindingTransport(base, binding)
+}
+
+// prepare returns the base policy (with the cluster deny list) and the binding of req, after
+// the ceiling and literal-address checks.
+func (b *Binder) prepare(ctx context.Context, req Request) (egress.Policy, egress.Binding, error) {
+	base := b.Base
+	binding := egress.Binding{URL: req.URL, AllowCIDRs: req.AllowCIDRs}
 	ceiling := slices.Clone(b.Base.IP.AllowCIDRs)
 	if b.Ceilings != nil && len(req.AllowCIDRs) > 0 {
 		c, err := b.Ceilings.Ceiling(ctx, req.Namespace)
 		if err != nil {
-			return p, fmt.Errorf("%w: %w", ErrClusterPolicyUnavailable, err)
+			return base, binding, fmt.Errorf("%w: %w", ErrClusterPolicyUnavailable, err)
 		}
 		ceiling = append(ceiling, c...)
 	}
 	if err := CheckCeiling(req.AllowCIDRs, ceiling); err != nil {
-		return p, err
+		return base, binding, err
 	}
 	if b.Deny != nil {
 		deny, err := b.Deny.Deny(ctx)
 		if err != nil {
-			return p, fmt.Errorf("%w: %w", ErrClusterPolicyUnavailable, err)
+			return base, binding, fmt.Errorf("%w: %w", ErrClusterPolicyUnavailable, err)
 		}
-		p.IP.DenyPrefixes = append(slices.Clone(p.IP.DenyPrefixes), deny...)
+		base.IP.DenyPrefixes = append(slices.Clone(base.IP.DenyPrefixes), deny...)
 	}
+	widened := base.IP
 	if len(req.AllowCIDRs) > 0 {
 		extra, err := egress.ParseCIDRs(req.AllowCIDRs)
 		if err != nil {
-			return p, err
+			return base, binding, err
 		}
-		p.IP.AllowCIDRs = append(slices.Clone(p.IP.AllowCIDRs), extra...)
+		widened.AllowCIDRs = append(slices.Clone(widened.AllowCIDRs), extra...)
 	}
-	if err := literalCheck(p.IP, req.URL); err != nil {
-		return p, err
+	if err := literalCheck(widened, req.URL); err != nil {
+		return base, binding, err
 	}
-	p.Endpoint = req.URL
-	p.Credential, p.Secrets = nil, nil
 	if req.Credential != nil {
 		if b.Secrets == nil {
-			return p, fmt.Errorf("%w: a credential is named but no Secret reader is given", egress.ErrInvalidPolicy)
+			return base, binding, fmt.Errorf("%w: a credential is named but no Secret reader is given", egress.ErrInvalidPolicy)
 		}
 		ref := *req.Credential
-		p.Credential, p.Secrets = &ref, NewSecretStore(b.Secrets, req.Namespace, req.URL)
+		binding.Credential, binding.Secrets = &ref, NewSecretStore(b.Secrets, req.Namespace, req.URL)
 	}
-	return p, nil
-}
-
-// Transport builds the egress port of req (see [Binder.Policy] for the refusals).
-func (b *Binder) Transport(ctx context.Context, req Request) (*egress.Transport, error) {
-	p, err := b.Policy(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return egress.NewTransport(p)
+	return base, binding, nil
 }
 
 // Credential reads the binding's credential under the same rule the port applies per exchange

@@ -156,6 +156,7 @@ type APIServerDeny struct {
 
 	mu   sync.Mutex
 	at   time.Time
+	have bool
 	last []netip.Prefix
 }
 
@@ -167,7 +168,7 @@ func (d *APIServerDeny) Deny(ctx context.Context) ([]netip.Prefix, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.last != nil && time.Since(d.at) < ttl {
+	if d.have && time.Since(d.at) < ttl {
 		return d.last, nil
 	}
 	out := slices.Clone(d.Static)
@@ -178,7 +179,7 @@ func (d *APIServerDeny) Deny(ctx context.Context) ([]netip.Prefix, error) {
 		}
 		out = append(out, read...)
 	}
-	d.last, d.at = out, time.Now()
+	d.last, d.at, d.have = out, time.Now(), true
 	return out, nil
 }
 

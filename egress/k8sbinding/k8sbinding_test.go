@@ -117,20 +117,20 @@ func TestBinderPolicy(t *testing.T) {
 	})
 	b := &Binder{Ceilings: ceil, Deny: deny}
 	ctx := context.Background()
-	if _, err := b.Policy(ctx, Request{Namespace: "team-a", URL: "https://10.5.0.1/mcp", AllowCIDRs: []string{"10.5.0.0/16"}}); err != nil {
+	if err := b.Check(ctx, Request{Namespace: "team-a", URL: "https://10.5.0.1/mcp", AllowCIDRs: []string{"10.5.0.0/16"}}); err != nil {
 		t.Fatalf("inside the ceiling: %v", err)
 	}
-	if _, err := b.Policy(ctx, Request{Namespace: "team-b", URL: "https://10.5.0.1/mcp", AllowCIDRs: []string{"10.5.0.0/16"}}); !errors.Is(err, ErrEgressCeiling) {
+	if err := b.Check(ctx, Request{Namespace: "team-b", URL: "https://10.5.0.1/mcp", AllowCIDRs: []string{"10.5.0.0/16"}}); !errors.Is(err, ErrEgressCeiling) {
 		t.Fatalf("another namespace's ceiling: %v", err)
 	}
 	for _, u := range []string{"https://10.96.0.1/mcp", "https://10.1.2.3/mcp", "https://[::ffff:10.1.2.3]/mcp", "https://[fd00:ec2::254]/mcp", "https://[64:ff9b::a9fe:a9fe]/"} {
-		_, err := b.Policy(ctx, Request{Namespace: "team-a", URL: u, AllowCIDRs: []string{"10.0.0.0/8"}})
+		err := b.Check(ctx, Request{Namespace: "team-a", URL: u, AllowCIDRs: []string{"10.0.0.0/8"}})
 		if !errors.Is(err, egress.ErrDestinationRefused) {
 			t.Errorf("%s: got %v, want destination_refused before any dial", u, err)
 		}
 	}
 	failing := &Binder{Ceilings: CeilingFunc(func(context.Context, string) ([]netip.Prefix, error) { return nil, errors.New("boom") })}
-	if _, err := failing.Policy(ctx, Request{Namespace: "team-a", URL: "https://h/", AllowCIDRs: []string{"10.0.0.0/8"}}); !errors.Is(err, ErrClusterPolicyUnavailable) {
+	if err := failing.Check(ctx, Request{Namespace: "team-a", URL: "https://h/", AllowCIDRs: []string{"10.0.0.0/8"}}); !errors.Is(err, ErrClusterPolicyUnavailable) {
 		t.Fatalf("unreadable ceiling: %v", err)
 	}
 }

@@ -405,3 +405,40 @@ func TestStoryHostileTenant(t *testing.T) {
 		t.Fatal("a changed hash did not re-freeze")
 	}
 }
+
+// The manager's cache configuration (app.CacheByObject) gives an informer that holds only
+// opted-in Secrets: an unlabelled Secret of the same namespace is not in it. Twin: the same cache
+// without that configuration holds both.
+func TestStoryCredentialCacheHoldsOnlyOptedInSecrets(t *testing.T) {
+	ns := newNamespace(t, "tenant-cache")
+	mustCreate(t, tenantSecret(ns, "opted-in", corev1.SecretTypeOpaque, true, "127.0.0.1", nil))
+	mustCreate(t, tenantSecret(ns, "app-db", corev1.SecretTypeOpaque, false, "", nil))
+	names := func(byObject map[client.Object]cache.ByObject) []string {
+		t.Helper()
+		c, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}, ByObject: byObject})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { _ = c.Start(ctx) }()
+		if !c.WaitForCacheSync(ctx) {
+			t.Fatal("the cache did not sync")
+		}
+		var list corev1.SecretList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range list.Items {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	if got := names(app.CacheByObject()); strings.Join(got, ",") != "opted-in" {
+		t.Fatalf("the manager's Secret cache holds %v, want only opted-in", got)
+	}
+	if got := names(nil); len(got) != 2 {
+		t.Fatalf("twin: an unfiltered cache holds %v, want both", got)
+	}
+}
