@@ -128,8 +128,12 @@ func (b *Binder) Credential(ctx context.Context, req Request) ([]byte, error) {
 // literalCheck judges a URL whose host is an IP literal before anything is dialed.
 func literalCheck(ip egress.IPPolicy, raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || !(strings.EqualFold(u.Scheme, "https") || strings.EqualFold(u.Scheme, "http") && ip.Loopback != egress.LoopbackDenied) {
-		return nil // egress refuses it (and the scheme) by name when the port is built
+	if err != nil {
+		return nil // egress refuses it by name when the port is built
+	}
+	httpOK := strings.EqualFold(u.Scheme, "http") && ip.Loopback != egress.LoopbackDenied
+	if !strings.EqualFold(u.Scheme, "https") && !httpOK {
+		return nil // egress refuses the scheme by name when the port is built
 	}
 	a, err := netip.ParseAddr(strings.TrimSuffix(u.Hostname(), "."))
 	if err != nil {

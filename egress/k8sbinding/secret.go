@@ -23,10 +23,10 @@ const (
 	// connectors.b10x.io/credential=true exists in the namespace. An unlabelled Secret and an
 	// absent one are indistinguishable on purpose: the manager's cache never sees unlabelled
 	// Secrets, and a tenant learns nothing about Secrets it cannot read.
-	RefusalCredentialNotOptedIn = "credential_not_opted_in"
+	RefusalCredentialNotOptedIn = "credential_not_opted_in" //nolint:gosec // a refusal name, not a credential
 	// RefusalCredentialHostNotAllowed: the Secret opts in but its allowed-hosts annotation does
 	// not name the endpoint's host.
-	RefusalCredentialHostNotAllowed = "credential_host_not_allowed"
+	RefusalCredentialHostNotAllowed = "credential_host_not_allowed" //nolint:gosec // a refusal name, not a credential
 	// RefusalCredentialServiceAccountToken: the Secret is of type
 	// kubernetes.io/service-account-token; such Secrets are never spent.
 	RefusalCredentialServiceAccountToken = "credential_service_account_token" //nolint:gosec // a refusal name, not a credential

@@ -398,7 +398,7 @@ func TestStoryHostileTenant(t *testing.T) {
 	stop()
 	o.CredentialHashKeyFile = tenantKeyFile(t, "another-operator-key-0123456789ab")
 	tenantStartManager(t, tenantManagerIdentity(t, tenantNS, "manager-3"), o, tenantNS, victimNS)
-	good = waitObj(t, good, storyTimeout, "hash under the new key", func(sd *apiv1.ServiceDeployment) bool {
+	waitObj(t, good, storyTimeout, "hash under the new key", func(sd *apiv1.ServiceDeployment) bool {
 		return isReady(sd) && sd.Status.CredentialHash != hash && sd.Status.CredentialHash != ""
 	})
 	if legit.hits.Load() == legitHits {
