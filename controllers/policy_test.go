@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -436,5 +439,33 @@ func TestCredentialHash(t *testing.T) {
 	sum := sha256.Sum256([]byte("connector-mcp credential v1\x00uid\x00s3cret"))
 	if strings.HasSuffix(h, hex.EncodeToString(sum[:])) {
 		t.Fatal("hash is a plain digest anyone can recompute")
+	}
+}
+
+// Every binding refusal maps onto its own reason; only the ones that can clear by themselves
+// are retried; no message carries the ceiling or a Secret's value.
+func TestBindingStageError(t *testing.T) {
+	ref := egress.CredentialRef{Name: "tok", Key: "token"}
+	for _, c := range []struct {
+		err       error
+		reason    string
+		transient bool
+		says      string
+	}{
+		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialNotOptedIn}, ReasonCredentialNotFound, true, "credential_not_opted_in"},
+		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialHostNotAllowed}, ReasonCredentialRefused, false, "credential_host_not_allowed"},
+		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialServiceAccountToken}, ReasonCredentialRefused, false, "credential_service_account_token"},
+		{&egress.CredentialError{Ref: ref, Reason: "key not found"}, ReasonCredentialNotFound, true, "key not found"},
+		{&k8sbinding.CeilingError{Entry: "10.0.0.0/8"}, ReasonEndpointRefused, false, "egress_ceiling_exceeded"},
+		{fmt.Errorf("%w: boom", k8sbinding.ErrClusterPolicyUnavailable), ReasonProgressing, true, "could not be read"},
+		{&egress.DestinationError{Addr: "169.254.169.254:80", Reason: "metadata"}, ReasonEndpointRefused, false, "destination_refused"},
+	} {
+		serr := BindingStageError(TypeBound, c.err)
+		if serr.Reason != c.reason || serr.Transient != c.transient || serr.Condition != TypeBound || !strings.Contains(serr.Message, c.says) {
+			t.Errorf("%v: got %s transient=%v %q", c.err, serr.Reason, serr.Transient, serr.Message)
+		}
+		if strings.Contains(serr.Message, "metadata") || strings.Contains(serr.Message, "169.254") {
+			t.Errorf("%v: message says which rule refused: %q", c.err, serr.Message)
+		}
 	}
 }
