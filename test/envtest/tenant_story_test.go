@@ -213,6 +213,17 @@ func TestStoryHostileTenant(t *testing.T) {
 		}}
 	mustCreate(t, tp)
 	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), tp) })
+	// Another team's wider grant does not apply to the tenant.
+	mutate(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: victimNS}}, func(n *corev1.Namespace) {
+		n.Labels = map[string]string{"tenant-story/team": victimNS}
+	})
+	other := &apiv1.McpTrustPolicy{ObjectMeta: metav1.ObjectMeta{Name: victimNS + "-egress"},
+		Spec: apiv1.McpTrustPolicySpec{
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant-story/team": victimNS}},
+			Egress:            apiv1.TrustEgressCeiling{AllowedCIDRs: []string{"10.0.0.0/8"}},
+		}}
+	mustCreate(t, other)
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), other) })
 
 	// The apiserver's endpoint as the cluster publishes it (this control plane runs with
 	// --endpoint-reconciler-type=none, so the story publishes it; EndpointSlices refuse
@@ -298,7 +309,7 @@ func TestStoryHostileTenant(t *testing.T) {
 			reason: controllers.ReasonCredentialRefused, refusal: k8sbinding.RefusalCredentialHostNotAllowed, stalled: true, mustHide: []string{"mcp.example.com"}},
 		"ServiceAccount-token Secret": {sd: deploy("sa-token", hostile.URL+"/mcp/3", cred("sa-token")),
 			reason: controllers.ReasonCredentialRefused, refusal: k8sbinding.RefusalCredentialServiceAccountToken, stalled: true},
-		"allowCIDRs beyond the ceiling": {sd: deploy("wide", hostile.URL+"/mcp/4", nil, "10.0.0.0/8"),
+		"allowCIDRs beyond the ceiling (another team's grant)": {sd: deploy("wide", hostile.URL+"/mcp/4", nil, "10.0.0.0/8"),
 			reason: controllers.ReasonEndpointRefused, refusal: k8sbinding.RefusalEgressCeiling, stalled: true, mustHide: []string{"10.20.0.0"}},
 		"the apiserver's endpoint address inside an allowed range": {sd: deploy("apiserver", "https://198.51.100.7:6443/mcp", nil, "198.51.100.0/24"),
 			reason: controllers.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"apiserver"}},
@@ -403,6 +414,14 @@ func TestStoryHostileTenant(t *testing.T) {
 	})
 	if legit.hits.Load() == legitHits {
 		t.Fatal("a changed hash did not re-freeze")
+	}
+
+	// The platform lowers the ceiling: the deployment that relied on it is refused at once (the
+	// McpTrustPolicy watch), with nothing active.
+	mutate(t, tp, func(p *apiv1.McpTrustPolicy) { p.Spec.Egress.AllowedCIDRs = []string{"10.0.0.0/16"} })
+	lowered := refusedWith(t, inCeiling, controllers.ReasonEndpointRefused)
+	if msg := condOf(lowered, controllers.TypeReady).Message; !strings.Contains(msg, k8sbinding.RefusalEgressCeiling) || lowered.Status.ActiveSnapshotDigest != "" {
+		t.Fatalf("after the ceiling was lowered: %q, active %q", msg, lowered.Status.ActiveSnapshotDigest)
 	}
 }
 
