@@ -307,3 +307,33 @@ func TestVerifyKeylessTransparencyRequirements(t *testing.T) {
 		}
 	})
 }
+
+// TestVerifyAny: one fetch, the first satisfied policy wins; when none is satisfied the refusal
+// is the one that got furthest.
+func TestVerifyAny(t *testing.T) {
+	ctx := context.Background()
+	reg := ocitest.New(ocitest.Options{Referrers: true})
+	defer reg.Close()
+	ref, c := pushed(t, reg, 1)
+	s, pub := keySigner(t)
+	if _, err := s.Sign(ctx, c, ref, testProvenance()); err != nil {
+		t.Fatal(err)
+	}
+	_, other := keySigner(t)
+	wrongRef := provenancePolicy()
+	wrongRef.SourceRef = "refs/heads/release"
+	v := NewVerifier(c, nil)
+	i, res, err := v.VerifyAny(ctx, ref, []Policy{{PublicKey: other, Provenance: provenancePolicy()}, {PublicKey: pub, Provenance: provenancePolicy()}})
+	if err != nil || i != 1 || res.SourceRevision != testRevision {
+		t.Fatalf("got %d %+v %v", i, res, err)
+	}
+	i, _, err = v.VerifyAny(ctx, ref, []Policy{{PublicKey: other, Provenance: provenancePolicy()}, {PublicKey: pub, Provenance: wrongRef}})
+	if i != -1 {
+		t.Fatalf("index %d for a refusal", i)
+	}
+	wantRefusal(t, err, "wrong_source_ref", ErrWrongSourceRef)
+	_, _, err = v.VerifyAny(ctx, ref, []Policy{{PublicKey: other, Provenance: provenancePolicy()}})
+	wantRefusal(t, err, "untrusted_signature", ErrUntrustedSignature)
+	_, _, err = v.VerifyAny(ctx, ref, nil)
+	wantRefusal(t, err, "invalid_policy", ErrInvalidPolicy)
+}

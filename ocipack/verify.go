@@ -314,34 +314,92 @@ type verifiedBundle struct {
 // Verify does not pull the pack's layers; pull them with Client.Pull, whose reads are verified
 // against the same digest.
 func (v *Verifier) Verify(ctx context.Context, ref Reference, policy Policy) (*Result, error) {
+	_, res, err := v.VerifyAny(ctx, ref, []Policy{policy})
+	return res, err
+}
+
+// VerifyAny verifies the pack ref against each of policies in turn, fetching its bundles once,
+// and returns the index of the first policy it satisfies with its result. When it satisfies
+// none, the refusal is the one of the policy whose check got furthest (attestation checks are
+// further than signature checks; see Verify for the order); a policy that cannot be used at all
+// (invalid key, keyless without a trusted root) counts as a missing signature. Every policy must
+// Validate. It is how a pack is checked against a set of trusted signers and provenance rules.
+func (v *Verifier) VerifyAny(ctx context.Context, ref Reference, policies []Policy) (int, *Result, error) {
 	if ref.Digest == "" {
-		return nil, refuse("digest_required", "", ErrDigestRequired)
+		return -1, nil, refuse("digest_required", "", ErrDigestRequired)
 	}
-	if err := policy.Validate(); err != nil {
-		return nil, err
+	if len(policies) == 0 {
+		return -1, nil, refuse("invalid_policy", "", ErrInvalidPolicy)
 	}
-	if v.strict && policy.Keyless != nil && policy.Keyless.SubjectRegExp != "" {
-		if err := CheckSubjectRegExp(policy.Keyless.SubjectRegExp); err != nil {
-			return nil, err
+	keys := make([]string, len(policies))
+	for i, policy := range policies {
+		if err := policy.Validate(); err != nil {
+			return -1, nil, err
 		}
+		if v.strict && policy.Keyless != nil && policy.Keyless.SubjectRegExp != "" {
+			if err := CheckSubjectRegExp(policy.Keyless.SubjectRegExp); err != nil {
+				return -1, nil, err
+			}
+		}
+		keys[i] = ref.String() + "|" + policy.fingerprint()
 	}
-	key := ref.String() + "|" + policy.fingerprint()
 	if v.cacheMax > 0 {
 		v.mu.Lock()
-		r, ok := v.cache[key]
-		v.mu.Unlock()
-		if ok {
-			return &r, nil
+		for i, key := range keys {
+			if r, ok := v.cache[key]; ok {
+				v.mu.Unlock()
+				return i, &r, nil
+			}
 		}
+		v.mu.Unlock()
 	}
-	sv, err := v.sigstoreVerifier(policy)
-	if err != nil {
-		return nil, err
+	var refs []Referrer
+	fetched := false
+	bestScore := -1
+	var bestErr error
+	for i, policy := range policies {
+		sv, err := v.sigstoreVerifier(policy)
+		if err != nil {
+			if len(policies) == 1 {
+				return -1, nil, err
+			}
+			if bestScore < 0 {
+				bestScore, bestErr = 0, err
+			}
+			continue
+		}
+		if !fetched {
+			if refs, err = v.client.Bundles(ctx, ref); err != nil {
+				return -1, nil, err
+			}
+			fetched = true
+		}
+		res, why, score := v.evaluate(sv, refs, ref, policy)
+		if res == nil {
+			if score > bestScore {
+				bestScore, bestErr = score, why.refusal(ref.Digest)
+			}
+			continue
+		}
+		if v.cacheMax > 0 {
+			v.mu.Lock()
+			if len(v.cache) >= v.cacheMax {
+				for k := range v.cache { // evict an arbitrary entry
+					delete(v.cache, k)
+					break
+				}
+			}
+			v.cache[keys[i]] = *res
+			v.mu.Unlock()
+		}
+		return i, res, nil
 	}
-	refs, err := v.client.Bundles(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
+	return -1, nil, bestErr
+}
+
+// evaluate checks the fetched bundles against one policy. On refusal it returns the reason and
+// a score of how far the checks got (signature stage 1+rank, attestation stage 100+rank).
+func (v *Verifier) evaluate(sv *verify.Verifier, refs []Referrer, ref Reference, policy Policy) (*Result, reason, int) {
 	digestHex := strings.TrimPrefix(ref.Digest, "sha256:")
 	best := reasonMissingSignature
 	var verified []verifiedBundle
@@ -356,54 +414,39 @@ func (v *Verifier) Verify(ctx context.Context, ref Reference, policy Policy) (*R
 		verified = append(verified, *vb)
 	}
 	if len(verified) == 0 {
-		return nil, best.refusal(ref.Digest)
+		return nil, best, 1 + best.rank
 	}
 	res := &Result{Reference: ref.String()}
 	fill := func(b verifiedBundle) {
 		res.Issuer, res.Subject, res.KeyID = b.issuer, b.subject, b.keyID
 	}
 	fill(verified[0])
-	if policy.Provenance != nil {
-		best := reasonMissingAttestation
-		ok := false
-		for _, b := range verified {
-			if b.predicateType == PredicateCosignSign {
-				continue
-			}
-			if b.predicateType != PredicateSLSAProvenanceV1 {
-				if reasonWrongPredicate.rank > best.rank {
-					best = reasonWrongPredicate
-				}
-				continue
-			}
-			src, why := v.checkSource(b, policy.Provenance)
-			if src == nil {
-				if why.rank > best.rank {
-					best = why
-				}
-				continue
-			}
-			fill(b)
-			res.BuilderID, res.SourceRepository, res.SourceRef, res.SourceRevision = src.builder, src.repository, src.ref, src.revision
-			ok = true
-			break
-		}
-		if !ok {
-			return nil, best.refusal(ref.Digest)
-		}
+	if policy.Provenance == nil {
+		return res, reason{}, 0
 	}
-	if v.cacheMax > 0 {
-		v.mu.Lock()
-		if len(v.cache) >= v.cacheMax {
-			for k := range v.cache { // evict an arbitrary entry
-				delete(v.cache, k)
-				break
-			}
+	best = reasonMissingAttestation
+	for _, b := range verified {
+		if b.predicateType == PredicateCosignSign {
+			continue
 		}
-		v.cache[key] = *res
-		v.mu.Unlock()
+		if b.predicateType != PredicateSLSAProvenanceV1 {
+			if reasonWrongPredicate.rank > best.rank {
+				best = reasonWrongPredicate
+			}
+			continue
+		}
+		src, why := v.checkSource(b, policy.Provenance)
+		if src == nil {
+			if why.rank > best.rank {
+				best = why
+			}
+			continue
+		}
+		fill(b)
+		res.BuilderID, res.SourceRepository, res.SourceRef, res.SourceRevision = src.builder, src.repository, src.ref, src.revision
+		return res, reason{}, 0
 	}
-	return res, nil
+	return nil, best, 100 + best.rank
 }
 
 // VerifyAndPull verifies the pack ref against policy (Verify), then pulls it (Client.Pull): every
