@@ -464,6 +464,12 @@ func (v *Verifier) VerifyAndPull(ctx context.Context, ref Reference, policy Poli
 	return res, p, nil
 }
 
+// Pull pulls the pack ref through the verifier's client (Client.Pull). Call it after Verify or
+// VerifyAny succeeded for the same ref.
+func (v *Verifier) Pull(ctx context.Context, ref Reference) (*Pack, error) {
+	return v.client.Pull(ctx, ref)
+}
+
 func (v *Verifier) sigstoreVerifier(p Policy) (*verify.Verifier, error) {
 	var opts []verify.VerifierOption
 	var material root.TrustedMaterial
