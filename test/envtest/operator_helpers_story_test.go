@@ -58,11 +58,11 @@ func (o *operator) reconciles(key string) int {
 	return o.gets[key]
 }
 
-// devOptions are the options of a development cluster: inline profiles allowed, loopback
-// servers reachable, fast retries.
+// devOptions are the options of a development cluster: inline profiles allowed (the unsafe
+// provenance waiver), loopback servers reachable, fast retries.
 func devOptions() app.Options {
 	o := app.DefaultOptions()
-	o.RequireProvenance = false
+	o.SkipProvenanceUnsafe = true
 	o.AllowLoopbackUnsafe = true
 	o.RetryInterval = 300 * time.Millisecond
 	o.FreezeTimeout = 10 * time.Second
