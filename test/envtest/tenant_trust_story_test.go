@@ -26,6 +26,7 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/controllers"
+	"github.com/b10x/connector-mcp/controllers/adapters"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/ocipack"
 )
@@ -178,4 +179,41 @@ func TestStoryTenantTrust(t *testing.T) {
 	waitObj(t, prof, storyTimeout, "refused after revocation", func(p *apiv1.McpServiceProfile) bool {
 		return hasCondition(p, controllers.TypeSourceVerified, metav1.ConditionFalse, controllers.ReasonVerificationFailed)
 	})
+}
+
+// TestTrustPolicySampleAndAdmission: the shipped McpTrustPolicy sample is accepted by the
+// apiserver (strict field validation) and grants what it says; its twin with an unanchored
+// subject expression is rejected at admission by name, as is one in a profile's verify block.
+func TestTrustPolicySampleAndAdmission(t *testing.T) {
+	ctx := context.Background()
+	u := loadSample(t, "connectors_v1_mcptrustpolicy.yaml")
+	u.SetName("sample-" + strings.ToLower(t.Name()))
+	if err := k8sClient.Create(ctx, u); err != nil {
+		t.Fatalf("the sample is refused: %v", err)
+	}
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), u) })
+	p := &apiv1.McpTrustPolicy{}
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(u), p); err != nil {
+		t.Fatal(err)
+	}
+	src, err := adapters.TrustSourceFromPolicy(p)
+	if err != nil || len(src.Signers) != 2 || src.Signers[0].Keyless == nil || src.Signers[1].PublicKey == nil || len(src.Provenance) != 1 {
+		t.Fatalf("the sample grants %+v (%v)", src, err)
+	}
+
+	unanchored := p.DeepCopy()
+	unanchored.ObjectMeta = metav1.ObjectMeta{Name: "unanchored-" + strings.ToLower(t.Name())}
+	unanchored.Spec.Signers[0].Keyless.SubjectRegExp = `^https://github\.com/example/`
+	err = k8sClient.Create(ctx, unanchored)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "unanchored_subject_regexp") {
+		t.Fatalf("an unanchored subject expression was not rejected by name: %v", err)
+	}
+	ns := newNamespace(t, "story-anchor")
+	prof := &apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+		Spec: apiv1.McpServiceProfileSpec{Source: apiv1.ProfileSource{OCI: &apiv1.OCISource{
+			Ref:    "registry.example.com/p@" + validDigest,
+			Verify: &apiv1.VerifyPolicy{Keyless: &apiv1.KeylessIdentity{Issuer: "https://issuer.example", SubjectRegExp: "https://github.com/example/.*$"}}}}}}
+	if err := k8sClient.Create(ctx, prof); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "unanchored_subject_regexp") {
+		t.Fatalf("a profile's unanchored subject expression was not rejected by name: %v", err)
+	}
 }
