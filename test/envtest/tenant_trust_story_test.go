@@ -217,3 +217,40 @@ func TestTrustPolicySampleAndAdmission(t *testing.T) {
 		t.Fatalf("a profile's unanchored subject expression was not rejected by name: %v", err)
 	}
 }
+
+// TestStoryWaivedChecksShowInStatus: a platform that trusts its key but names no provenance rule
+// activates nothing in production (UntrustedSigner, no_trust_source); the same pack under
+// --skip-provenance-unsafe is Ready, and the profile says which check was waived.
+func TestStoryWaivedChecksShowInStatus(t *testing.T) {
+	ctx := context.Background()
+	for _, unsafe := range []bool{false, true} {
+		ns := newNamespace(t, "story-waived")
+		w := newPackWorld(t, ns)
+		o := devOptions()
+		w.trustPlatform(&o)
+		o.DefaultSourceRepository, o.DefaultSourceRef = "", ""
+		o.SkipProvenanceUnsafe = unsafe
+		startOperator(t, ns, o)
+		ref := w.push(t, "team/waived")
+		if _, err := w.signer.Sign(ctx, w.client, ref, nil); err != nil {
+			t.Fatal(err)
+		}
+		prof := &apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "waived"},
+			Spec: apiv1.McpServiceProfileSpec{Source: apiv1.ProfileSource{OCI: &apiv1.OCISource{Ref: ref.String()}}}}
+		mustCreate(t, prof)
+		if !unsafe {
+			prof = refusedWith(t, prof, controllers.ReasonUntrustedSigner)
+			if c := condOf(prof, controllers.TypeSourceVerified); c.Reason != controllers.ReasonUntrustedSigner || !strings.Contains(c.Message, "no_trust_source") {
+				t.Fatalf("production flags: SourceVerified %s %q", c.Reason, c.Message)
+			}
+			continue
+		}
+		prof = waitObj(t, prof, storyTimeout, "Ready with a waiver", isReady[*apiv1.McpServiceProfile])
+		if v := prof.Status.Verified; v == nil || strings.Join(v.WaivedChecks, ",") != "provenance" || v.TrustSource != "platform" || v.SourceRef != "" {
+			t.Fatalf("verified %+v", prof.Status.Verified)
+		}
+		if c := condOf(prof, controllers.TypeReady); !strings.Contains(c.Message, "checks waived by unsafe manager flags: provenance") {
+			t.Fatalf("Ready message %q", c.Message)
+		}
+	}
+}
