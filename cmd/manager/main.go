@@ -104,7 +104,8 @@ func run() int {
 		log.Error(err, "Unable to add the readiness check")
 		return 1
 	}
-	log.Info("Starting the manager", "skipProvenanceUnsafe", opts.SkipProvenanceUnsafe || !opts.RequireProvenance, "keylessWithoutTlogUnsafe", opts.KeylessWithoutTlogUnsafe, "allowLoopbackUnsafe", opts.AllowLoopbackUnsafe)
+	waived, _ := opts.WaivedChecks()
+	log.Info("Starting the manager", "waivedChecks", waived, "allowLoopbackUnsafe", opts.AllowLoopbackUnsafe)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "The manager stopped with an error")
 		return 1

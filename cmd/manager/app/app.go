@@ -31,10 +31,9 @@ type Options struct {
 	// trusted signer whose trust source lists no provenance rule on their signature alone: it
 	// waives the merge verification. Development clusters only.
 	SkipProvenanceUnsafe bool
-	// RequireProvenance is the Go spelling of the removed --require-provenance flag, kept for
-	// callers not yet migrated: false is read as SkipProvenanceUnsafe.
-	//
-	// Deprecated: set SkipProvenanceUnsafe instead.
+	// RequireProvenance is the Go spelling of the removed --require-provenance flag, kept only
+	// until its last caller (invocation/envtest) sets SkipProvenanceUnsafe: false is read as
+	// SkipProvenanceUnsafe (and listed as a waived check). New code must not use it.
 	RequireProvenance bool
 	// KeylessWithoutTlogUnsafe (--keyless-without-tlog-unsafe) accepts keyless packs that carry
 	// no transparency-log entry (a signed timestamp from the trusted root's TSA then suffices).
