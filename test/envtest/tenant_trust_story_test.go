@@ -172,12 +172,15 @@ func TestStoryTenantTrust(t *testing.T) {
 		t.Fatalf("other namespace: %q", c.Message)
 	}
 
-	// Revoking the grant is noticed: the profile is refused again.
+	// Revoking the grant is noticed: the profile is refused again, and its deployment with it.
 	if err := k8sClient.Delete(ctx, grant); err != nil {
 		t.Fatal(err)
 	}
 	waitObj(t, prof, storyTimeout, "refused after revocation", func(p *apiv1.McpServiceProfile) bool {
 		return hasCondition(p, controllers.TypeSourceVerified, metav1.ConditionFalse, controllers.ReasonVerificationFailed)
+	})
+	waitObj(t, sd, storyTimeout, "deployment deactivated after revocation", func(sd *apiv1.ServiceDeployment) bool {
+		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, "")
 	})
 }
 
