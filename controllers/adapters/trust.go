@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/ocipack"
@@ -202,7 +203,10 @@ func (v *PackVerifier) trustSources(ctx context.Context, ns string) ([]TrustSour
 		}
 		nsLabels = nsObj.Labels
 	}
-	sources, _ := ApplicableSources(v.Platform, policies, nsLabels)
+	sources, invalid := ApplicableSources(v.Platform, policies, nsLabels)
+	for _, name := range invalid {
+		log.FromContext(ctx).Info("An McpTrustPolicy grants nothing: its selector or a signer is invalid", "mcpTrustPolicy", name)
+	}
 	var applied []v1.McpTrustPolicy
 	for _, p := range policies {
 		for _, s := range sources {
