@@ -43,6 +43,10 @@ type Options struct {
 	KeylessRequireSignedTimestamp bool
 	// TrustedRootPath is a sigstore trusted_root.json for keyless verification.
 	TrustedRootPath string
+	// TrustedRootTUFURL is a TUF repository serving trusted_root.json (e.g. a mirror of
+	// public-good Sigstore's); the trusted root is fetched at start through egress and refreshed
+	// every 24 hours. TrustedRootTUFRootPath is the TUF root.json it is anchored in (required).
+	TrustedRootTUFURL, TrustedRootTUFRootPath string
 	// DefaultIssuer, DefaultSubject and DefaultSubjectRegExp form the platform's keyless signer
 	// ("default-keyless" in the platform trust source).
 	DefaultIssuer, DefaultSubject, DefaultSubjectRegExp string
@@ -111,6 +115,8 @@ func (o *Options) BindVerifyFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.KeylessWithoutTlogUnsafe, "keyless-without-tlog-unsafe", o.KeylessWithoutTlogUnsafe, "Accept keyless packs without a transparency-log entry (a signed timestamp from the trusted root's TSA then suffices).")
 	fs.BoolVar(&o.KeylessRequireSignedTimestamp, "keyless-require-signed-timestamp", o.KeylessRequireSignedTimestamp, "Also require an RFC 3161 signed timestamp on keyless packs.")
 	fs.StringVar(&o.TrustedRootPath, "trusted-root", o.TrustedRootPath, "Path of a sigstore trusted_root.json for keyless verification.")
+	fs.StringVar(&o.TrustedRootTUFURL, "trusted-root-tuf-url", o.TrustedRootTUFURL, "TUF repository serving trusted_root.json, fetched through egress and refreshed daily (instead of --trusted-root).")
+	fs.StringVar(&o.TrustedRootTUFRootPath, "trusted-root-tuf-root", o.TrustedRootTUFRootPath, "TUF root.json that anchors --trusted-root-tuf-url.")
 	fs.StringVar(&o.DefaultIssuer, "default-identity-issuer", o.DefaultIssuer, "OIDC issuer of the platform's keyless signer (trusted in every namespace).")
 	fs.StringVar(&o.DefaultSubject, "default-identity-subject", o.DefaultSubject, "Exact certificate subject of the platform's keyless signer.")
 	fs.StringVar(&o.DefaultSubjectRegExp, "default-identity-subject-regexp", o.DefaultSubjectRegExp, "Anchored (^...$) certificate subject regular expression of the platform's keyless signer.")
@@ -143,6 +149,12 @@ func (o *Options) Validate() error {
 	}
 	if (o.DefaultSourceRepository == "") != (o.DefaultSourceRef == "") {
 		errs = append(errs, errors.New("--default-source-repository and --default-source-ref go together"))
+	}
+	if o.TrustedRootPath != "" && o.TrustedRootTUFURL != "" {
+		errs = append(errs, errTrustedRootSources)
+	}
+	if (o.TrustedRootTUFURL == "") != (o.TrustedRootTUFRootPath == "") {
+		errs = append(errs, errors.New("--trusted-root-tuf-url and --trusted-root-tuf-root go together"))
 	}
 	if o.Concurrency < 1 {
 		errs = append(errs, errors.New("--concurrency must be at least 1"))
@@ -288,7 +300,7 @@ func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy) (*adapters.Pa
 	if err != nil {
 		return nil, err
 	}
-	trusted, err := loadTrustedRoot(o.TrustedRootPath)
+	trusted, err := loadTrustedRoot(o, hc)
 	if err != nil {
 		return nil, err
 	}
