@@ -45,6 +45,10 @@ const (
 	ReasonInlineSourceRefused = "InlineSourceRefused"
 	// ReasonVerificationFailed: the pack failed signature, identity or provenance verification.
 	ReasonVerificationFailed = "VerificationFailed"
+	// ReasonUntrustedSigner: no trust source applies to the profile's namespace (refusal
+	// "no_trust_source"): the manager has no platform policy and no McpTrustPolicy selects the
+	// namespace, or none that does lists both a signer and a provenance rule.
+	ReasonUntrustedSigner = "UntrustedSigner"
 	// ReasonProvenanceMissing: no signature or attestation was found for the pack.
 	ReasonProvenanceMissing = "ProvenanceMissing"
 	// ReasonPackInvalid: the pack or its profile document failed strict decoding or validation.

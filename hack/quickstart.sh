@@ -6,8 +6,9 @@
 #   2. a local OCI registry (crane registry serve), a sample MCP server, a fresh signing key;
 #   3. review: mcpctl snapshot -> profile init -> effects filled in -> pack push -> pack sign
 #      (with SLSA provenance naming the reviewed branch);
-#   4. the manager, with provenance required; the McpServiceProfile (pack by digest, public key,
-#      merge-verification policy) and the ServiceDeployment applied with kubectl;
+#   4. the manager, with provenance required; a cluster admin's McpTrustPolicy granting the
+#      team's key and repository to the demo namespace (docs/trust-policy.md); the
+#      McpServiceProfile (pack by digest) and the ServiceDeployment applied with kubectl;
 #   5. wait for Ready and show `kubectl get`;
 #   6. change one tool on the live server: the deployment refuses, with the diff in status.
 #
@@ -230,18 +231,36 @@ publish() {
 # (the production default); loopback is allowed only because everything here is local.
 start_manager() {
   log "Starting the manager (provenance required; loopback allowed for this local demo)"
-  step "manager --require-provenance=true --allow-loopback-unsafe --reverify-interval=5s"
-  "$BIN/manager" --kubeconfig "$KUBECONFIG_FILE" --require-provenance=true --allow-loopback-unsafe \
+  step "manager --allow-loopback-unsafe --reverify-interval=5s"
+  "$BIN/manager" --kubeconfig "$KUBECONFIG_FILE" --allow-loopback-unsafe \
     --reverify-interval=5s --reverify-jitter=0 --retry-interval=2s \
     --metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:0 >"$WORK/manager.log" 2>&1 &
   PIDS+=($!)
 }
 
-# apply_demo applies the profile (pack by digest + verify policy), a grant and the deployment.
+# apply_demo applies the trust grant (cluster admin), the profile (pack by digest), a grant
+# (RBAC) and the deployment.
 apply_demo() {
-  log "Applying the McpServiceProfile (by digest), a grant (RBAC) and the ServiceDeployment"
+  log "Cluster admin: label the team's namespace and grant its signer with an McpTrustPolicy"
   kubectl create namespace "$NS" >/dev/null
-  kubectl -n "$NS" create secret generic signing-key --from-file=cosign.pub="$WORK/cosign.pub" >/dev/null
+  kubectl label namespace "$NS" connectors.b10x.io/team=demo >/dev/null
+  kubectl apply --validate=strict -f - <<YAML
+apiVersion: connectors.b10x.io/v1
+kind: McpTrustPolicy
+metadata:
+  name: team-demo
+spec:
+  namespaceSelector:
+    matchLabels: {connectors.b10x.io/team: demo}
+  signers:
+  - name: team-demo-key
+    publicKeyPEM: |
+$(sed 's/^/      /' "$WORK/cosign.pub")
+  provenance:
+  - sourceRepository: $PROV_REPO
+    sourceRef: $PROV_REF
+YAML
+  log "Applying the McpServiceProfile (by digest), a grant (RBAC) and the ServiceDeployment"
   local ops="" op
   while read -r op; do
     ops+="
@@ -260,8 +279,8 @@ spec:
   source:
     oci:
       ref: $PACK_REF
+      # Optional, and only ever an added requirement: the McpTrustPolicy above is the trust.
       verify:
-        publicKey: {name: signing-key, key: cosign.pub}
         provenance:
           sourceRepository: $PROV_REPO
           sourceRef: $PROV_REF

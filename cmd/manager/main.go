@@ -110,7 +110,8 @@ func run() int {
 		log.Error(err, "Unable to add the readiness check")
 		return 1
 	}
-	log.Info("Starting the manager", "requireProvenance", opts.RequireProvenance, "allowLoopbackUnsafe", opts.AllowLoopbackUnsafe)
+	waived, _ := opts.WaivedChecks()
+	log.Info("Starting the manager", "waivedChecks", waived, "allowLoopbackUnsafe", opts.AllowLoopbackUnsafe)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "The manager stopped with an error")
 		return 1

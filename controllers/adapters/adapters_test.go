@@ -10,11 +10,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-
-	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
@@ -79,31 +74,6 @@ func TestClassifyPackErrors(t *testing.T) {
 		if !errors.As(classifyPack(tc.err), &serr) || serr.Reason != tc.reason || serr.Transient != tc.transient || serr.Condition != controllers.TypeSourceVerified {
 			t.Errorf("%v: got %+v, want %s", tc.err, serr, tc.reason)
 		}
-	}
-}
-
-func TestEffectivePolicy(t *testing.T) {
-	pem := "-----BEGIN PUBLIC KEY-----\nx\n-----END PUBLIC KEY-----\n"
-	reader := fake.NewClientBuilder().WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "key"}, Data: map[string][]byte{"cosign.pub": []byte(pem)}}).Build()
-	defProv := &v1.ProvenancePolicy{SourceRepository: "git+https://github.com/acme/p", SourceRef: "refs/heads/main"}
-	defKeyless := &v1.KeylessIdentity{Issuer: "https://issuer", Subject: "ci"}
-	v := &PackVerifier{Secrets: reader, DefaultKeyless: defKeyless, DefaultProvenance: defProv}
-	ctx := context.Background()
-
-	got, _, err := v.effectivePolicy(ctx, "ns", nil)
-	if err != nil || got.Keyless == nil || got.Keyless.Issuer != "https://issuer" || got.Provenance == nil || got.Provenance.SourceRef != "refs/heads/main" {
-		t.Fatalf("defaults not applied: %+v %v", got, err)
-	}
-	own := &v1.VerifyPolicy{PublicKey: &v1.SecretKeyReference{Name: "key", Key: "cosign.pub"}, Provenance: &v1.ProvenancePolicy{SourceRepository: "r", SourceRef: "refs/heads/release"}}
-	got, key, err := v.effectivePolicy(ctx, "ns", own)
-	if err != nil || got.Keyless != nil || string(key) != pem || got.Provenance.SourceRef != "refs/heads/release" {
-		t.Fatalf("the profile's own policy was not kept: %+v %q %v", got, key, err)
-	}
-	if _, _, err := v.effectivePolicy(ctx, "other-ns", own); err == nil {
-		t.Fatal("a key Secret was read from another namespace")
-	}
-	if _, _, err := (&PackVerifier{Secrets: reader}).effectivePolicy(ctx, "ns", nil); err == nil {
-		t.Fatal("no identity at all was accepted")
 	}
 }
 

@@ -58,11 +58,11 @@ func (o *operator) reconciles(key string) int {
 	return o.gets[key]
 }
 
-// devOptions are the options of a development cluster: inline profiles allowed, loopback
-// servers reachable, fast retries.
+// devOptions are the options of a development cluster: inline profiles allowed (the unsafe
+// provenance waiver), loopback servers reachable, fast retries.
 func devOptions() app.Options {
 	o := app.DefaultOptions()
-	o.RequireProvenance = false
+	o.SkipProvenanceUnsafe = true
 	o.AllowLoopbackUnsafe = true
 	o.RetryInterval = 300 * time.Millisecond
 	o.FreezeTimeout = 10 * time.Second
@@ -82,6 +82,16 @@ func startOperator(t testing.TB, ns string, o app.Options) *operator {
 // startOperatorAs is startOperator with the manager authenticating with restCfg.
 func startOperatorAs(t testing.TB, restCfg *rest.Config, ns string, o app.Options) *operator {
 	t.Helper()
+	return startOperatorIn(t, restCfg, []string{ns}, o)
+}
+
+// startOperatorIn is startOperatorAs for a manager watching several namespaces.
+func startOperatorIn(t testing.TB, restCfg *rest.Config, namespaces []string, o app.Options) *operator {
+	t.Helper()
+	watched := map[string]cache.Config{}
+	for _, ns := range namespaces {
+		watched[ns] = cache.Config{}
+	}
 	op := &operator{gets: map[string]int{}}
 	count := func() { op.writes.Add(1) }
 	newClient := func(c *rest.Config, opts client.Options) (client.Client, error) {
@@ -105,7 +115,7 @@ func startOperatorAs(t testing.TB, restCfg *rest.Config, ns string, o app.Option
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
-		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}, ByObject: app.CacheByObject()},
+		Cache:                   cache.Options{DefaultNamespaces: watched, ByObject: app.CacheByObject()},
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		NewClient:               newClient,
 		GracefulShutdownTimeout: &shutdown,

@@ -32,17 +32,33 @@ import (
 
 // Options is the cluster policy and tuning of the manager.
 type Options struct {
-	// RequireProvenance refuses inline profiles and packs verified without a provenance
-	// (merge verification) policy. On by default.
+	// SkipProvenanceUnsafe (--skip-provenance-unsafe) accepts inline profiles, and packs of a
+	// trusted signer whose trust source lists no provenance rule on their signature alone: it
+	// waives the merge verification. Development clusters only.
+	SkipProvenanceUnsafe bool
+	// RequireProvenance is the Go spelling of the removed --require-provenance flag, kept only
+	// until its last caller (invocation/envtest) sets SkipProvenanceUnsafe: false is read as
+	// SkipProvenanceUnsafe (and listed as a waived check). New code must not use it.
 	RequireProvenance bool
+	// KeylessWithoutTlogUnsafe (--keyless-without-tlog-unsafe) accepts keyless packs that carry
+	// no transparency-log entry (a signed timestamp from the trusted root's TSA then suffices).
+	KeylessWithoutTlogUnsafe bool
+	// KeylessRequireSignedTimestamp (--keyless-require-signed-timestamp) also requires an
+	// RFC 3161 signed timestamp on keyless packs.
+	KeylessRequireSignedTimestamp bool
 	// TrustedRootPath is a sigstore trusted_root.json for keyless verification.
 	TrustedRootPath string
-	// DefaultIssuer, DefaultSubject and DefaultSubjectRegExp form the default keyless identity.
+	// TrustedRootTUFURL is a TUF repository serving trusted_root.json (e.g. a mirror of
+	// public-good Sigstore's); the trusted root is fetched at start through egress and refreshed
+	// every 24 hours. TrustedRootTUFRootPath is the TUF root.json it is anchored in (required).
+	TrustedRootTUFURL, TrustedRootTUFRootPath string
+	// DefaultIssuer, DefaultSubject and DefaultSubjectRegExp form the platform's keyless signer
+	// ("default-keyless" in the platform trust source).
 	DefaultIssuer, DefaultSubject, DefaultSubjectRegExp string
-	// DefaultPublicKeyPath is a PEM public key used when a profile names no identity.
+	// DefaultPublicKeyPath is a PEM public key: the platform's key signer ("default-key").
 	DefaultPublicKeyPath string
-	// DefaultBuilderID, DefaultSourceRepository and DefaultSourceRef form the default
-	// provenance policy.
+	// DefaultBuilderID, DefaultSourceRepository and DefaultSourceRef form the platform's
+	// provenance rule.
 	DefaultBuilderID, DefaultSourceRepository, DefaultSourceRef string
 	// EgressAllowCIDRs are private ranges every endpoint may resolve to (and every namespace may
 	// request in allowCIDRs, beside its McpTrustPolicy ceilings).
@@ -106,15 +122,22 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 // configuration that every component verifying packs or dialing endpoints (the manager and the
 // gateway) must share, so both verify and dial alike.
 func (o *Options) BindVerifyFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.RequireProvenance, "require-provenance", o.RequireProvenance, "Refuse inline profiles and packs without a provenance (source repository and ref) policy.")
+	fs.BoolVar(&o.SkipProvenanceUnsafe, "skip-provenance-unsafe", o.SkipProvenanceUnsafe, "Development only: accept inline profiles, and packs of a trusted signer whose trust source lists no provenance rule on their signature alone (waives merge verification).")
+	fs.Var(removedFlag("--require-provenance was removed: provenance is always required; --skip-provenance-unsafe waives it (development only)"), "require-provenance", "Removed: see --skip-provenance-unsafe.")
+	fs.Lookup("require-provenance").NoOptDefVal = "true"
+	_ = fs.MarkHidden("require-provenance")
+	fs.BoolVar(&o.KeylessWithoutTlogUnsafe, "keyless-without-tlog-unsafe", o.KeylessWithoutTlogUnsafe, "Accept keyless packs without a transparency-log entry (a signed timestamp from the trusted root's TSA then suffices).")
+	fs.BoolVar(&o.KeylessRequireSignedTimestamp, "keyless-require-signed-timestamp", o.KeylessRequireSignedTimestamp, "Also require an RFC 3161 signed timestamp on keyless packs.")
 	fs.StringVar(&o.TrustedRootPath, "trusted-root", o.TrustedRootPath, "Path of a sigstore trusted_root.json for keyless verification.")
-	fs.StringVar(&o.DefaultIssuer, "default-identity-issuer", o.DefaultIssuer, "Default keyless OIDC issuer for profiles that name no identity.")
-	fs.StringVar(&o.DefaultSubject, "default-identity-subject", o.DefaultSubject, "Default keyless certificate subject.")
-	fs.StringVar(&o.DefaultSubjectRegExp, "default-identity-subject-regexp", o.DefaultSubjectRegExp, "Default keyless certificate subject regular expression.")
-	fs.StringVar(&o.DefaultPublicKeyPath, "default-public-key", o.DefaultPublicKeyPath, "PEM public key used when a profile names no identity and no default keyless identity is set.")
-	fs.StringVar(&o.DefaultBuilderID, "default-builder-id", o.DefaultBuilderID, "Default SLSA builder.id a pack's provenance must name.")
-	fs.StringVar(&o.DefaultSourceRepository, "default-source-repository", o.DefaultSourceRepository, "Default source repository a pack's provenance must name.")
-	fs.StringVar(&o.DefaultSourceRef, "default-source-ref", o.DefaultSourceRef, "Default source ref (e.g. refs/heads/main) a pack's provenance must name.")
+	fs.StringVar(&o.TrustedRootTUFURL, "trusted-root-tuf-url", o.TrustedRootTUFURL, "TUF repository serving trusted_root.json, fetched through egress and refreshed daily (instead of --trusted-root).")
+	fs.StringVar(&o.TrustedRootTUFRootPath, "trusted-root-tuf-root", o.TrustedRootTUFRootPath, "TUF root.json that anchors --trusted-root-tuf-url.")
+	fs.StringVar(&o.DefaultIssuer, "default-identity-issuer", o.DefaultIssuer, "OIDC issuer of the platform's keyless signer (trusted in every namespace).")
+	fs.StringVar(&o.DefaultSubject, "default-identity-subject", o.DefaultSubject, "Exact certificate subject of the platform's keyless signer.")
+	fs.StringVar(&o.DefaultSubjectRegExp, "default-identity-subject-regexp", o.DefaultSubjectRegExp, "Anchored (^...$) certificate subject regular expression of the platform's keyless signer.")
+	fs.StringVar(&o.DefaultPublicKeyPath, "default-public-key", o.DefaultPublicKeyPath, "PEM public key of the platform's key signer (trusted in every namespace).")
+	fs.StringVar(&o.DefaultBuilderID, "default-builder-id", o.DefaultBuilderID, "SLSA builder.id the platform's provenance rule requires (optional).")
+	fs.StringVar(&o.DefaultSourceRepository, "default-source-repository", o.DefaultSourceRepository, "Source repository (primary source) the platform's provenance rule requires.")
+	fs.StringVar(&o.DefaultSourceRef, "default-source-ref", o.DefaultSourceRef, "Source ref (e.g. refs/heads/main) the platform's provenance rule requires.")
 	fs.StringSliceVar(&o.EgressAllowCIDRs, "egress-allow-cidr", o.EgressAllowCIDRs, "Private CIDR every MCP endpoint and registry may resolve to (repeatable).")
 	fs.StringSliceVar(&o.ServiceCIDRs, "service-cidr", o.ServiceCIDRs, "Service CIDR of the cluster, always denied as an MCP destination (repeatable; one per family). Those listed by the ServiceCIDR API are denied too.")
 	fs.BoolVar(&o.AllowLoopbackUnsafe, "allow-loopback-unsafe", o.AllowLoopbackUnsafe, "Development only: allow MCP servers and registries on loopback, over plain HTTP.")
@@ -131,8 +154,22 @@ func (o *Options) Validate() error {
 	if o.DefaultSubject != "" && o.DefaultSubjectRegExp != "" {
 		errs = append(errs, errors.New("set at most one of --default-identity-subject and --default-identity-subject-regexp"))
 	}
+	if o.DefaultIssuer != "" && o.DefaultSubject == "" && o.DefaultSubjectRegExp == "" {
+		errs = append(errs, errors.New("--default-identity-issuer needs --default-identity-subject or --default-identity-subject-regexp"))
+	}
+	if o.DefaultSubjectRegExp != "" {
+		if err := ocipack.CheckSubjectRegExp(o.DefaultSubjectRegExp); err != nil {
+			errs = append(errs, fmt.Errorf("--default-identity-subject-regexp: %w", err))
+		}
+	}
 	if (o.DefaultSourceRepository == "") != (o.DefaultSourceRef == "") {
 		errs = append(errs, errors.New("--default-source-repository and --default-source-ref go together"))
+	}
+	if o.TrustedRootPath != "" && o.TrustedRootTUFURL != "" {
+		errs = append(errs, errTrustedRootSources)
+	}
+	if (o.TrustedRootTUFURL == "") != (o.TrustedRootTUFRootPath == "") {
+		errs = append(errs, errors.New("--trusted-root-tuf-url and --trusted-root-tuf-root go together"))
 	}
 	if o.Concurrency < 1 {
 		errs = append(errs, errors.New("--concurrency must be at least 1"))
@@ -148,6 +185,29 @@ func (o *Options) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// skipProvenance is the effective provenance waiver (the deprecated RequireProvenance=false
+// included).
+func (o *Options) skipProvenance() bool { return o.SkipProvenanceUnsafe || !o.RequireProvenance }
+
+// WaivedChecks lists the checks o waives by an unsafe option, as shown in every verified
+// profile's status.verified.waivedChecks, with the flag that waives each.
+func (o *Options) WaivedChecks() (checks, flags []string) {
+	if o.skipProvenance() {
+		checks, flags = append(checks, adapters.WaivedProvenance), append(flags, "--skip-provenance-unsafe")
+	}
+	if o.KeylessWithoutTlogUnsafe {
+		checks, flags = append(checks, adapters.WaivedKeylessTlog), append(flags, "--keyless-without-tlog-unsafe")
+	}
+	return checks, flags
+}
+
+// removedFlag is a flag that was removed: setting it fails with a message naming its successor.
+type removedFlag string
+
+func (r removedFlag) String() string   { return "" }
+func (r removedFlag) Set(string) error { return errors.New(string(r)) }
+func (r removedFlag) Type() string     { return "bool" }
 
 // Wired is what Setup registered, for tests.
 type Wired struct {
@@ -199,6 +259,10 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	ip, err := ipPolicy(mgr.GetConfig(), o)
 	if err != nil {
 		return nil, err
+	}
+	checks, flags := o.WaivedChecks()
+	for i := range checks {
+		ctrl.Log.WithName("setup").Info("Warning: a verification check is waived by an unsafe flag", "check", checks[i], "flag", flags[i])
 	}
 	m := controllers.NewMetrics()
 	if registerMetrics {
@@ -267,7 +331,7 @@ func newResolver(mgr ctrl.Manager, o Options, ip egress.IPPolicy, m *controllers
 	if err != nil {
 		return nil, err
 	}
-	return &controllers.Resolver{Verifier: verifier, RequireProvenance: o.RequireProvenance, Metrics: m}, nil
+	return &controllers.Resolver{Verifier: verifier, RequireProvenance: !o.skipProvenance(), Metrics: m}, nil
 }
 
 // ipPolicy is the cluster's dial-time policy: the apiserver is always denied, private ranges
@@ -296,36 +360,63 @@ func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy) (*adapters.Pa
 	if err != nil {
 		return nil, err
 	}
-	trusted, err := loadTrustedRoot(o.TrustedRootPath)
+	trusted, err := loadTrustedRoot(o, hc)
 	if err != nil {
 		return nil, err
 	}
 	reg := ocipack.Client{HTTPClient: hc, PlainHTTP: o.AllowLoopbackUnsafe}
+	opts := []ocipack.VerifierOption{ocipack.WithStrictKeyless()}
+	if !o.KeylessWithoutTlogUnsafe {
+		opts = append(opts, ocipack.WithKeylessTransparencyLog(1))
+	}
+	if o.KeylessRequireSignedTimestamp {
+		opts = append(opts, ocipack.WithKeylessSignedTimestamps(1))
+	}
+	waived, _ := o.WaivedChecks()
 	v := &adapters.PackVerifier{
-		Registry:          reg,
-		Secrets:           mgr.GetAPIReader(),
-		RequireProvenance: o.RequireProvenance,
+		Registry:             reg,
+		Secrets:              mgr.GetAPIReader(),
+		Trust:                mgr.GetClient(),
+		SkipProvenanceUnsafe: o.skipProvenance(),
+		Waived:               waived,
 		NewVerifier: func(c *ocipack.Client) *ocipack.Verifier {
-			return ocipack.NewVerifier(c, trusted, ocipack.WithCacheSize(0))
+			return ocipack.NewVerifier(c, trusted, append(opts, ocipack.WithCacheSize(0))...)
 		},
 	}
 	shared := reg
-	v.Verifier = ocipack.NewVerifier(&shared, trusted)
+	v.Verifier = ocipack.NewVerifier(&shared, trusted, opts...)
+	platform, err := o.platformSource()
+	if err != nil {
+		return nil, err
+	}
+	v.Platform = platform
+	return v, nil
+}
+
+// platformSource is the manager's own trust source from its --default-* flags, or nil when they
+// name no signer.
+func (o *Options) platformSource() (*adapters.TrustSource, error) {
+	src := &adapters.TrustSource{Name: adapters.TrustSourcePlatform}
 	if o.DefaultIssuer != "" {
-		v.DefaultKeyless = &v1.KeylessIdentity{Issuer: o.DefaultIssuer, Subject: o.DefaultSubject, SubjectRegExp: o.DefaultSubjectRegExp}
+		src.Signers = append(src.Signers, adapters.TrustSigner{Name: "default-keyless",
+			Keyless: &v1.KeylessIdentity{Issuer: o.DefaultIssuer, Subject: o.DefaultSubject, SubjectRegExp: o.DefaultSubjectRegExp}})
 	}
 	if o.DefaultPublicKeyPath != "" {
 		pem, err := os.ReadFile(o.DefaultPublicKeyPath)
 		if err != nil {
 			return nil, fmt.Errorf("--default-public-key: %w", err)
 		}
-		if _, err := ocipack.ParsePublicKey(pem); err != nil {
+		k, err := ocipack.ParsePublicKey(pem)
+		if err != nil {
 			return nil, fmt.Errorf("--default-public-key: %w", err)
 		}
-		v.DefaultPublicKeyPEM = pem
+		src.Signers = append(src.Signers, adapters.TrustSigner{Name: "default-key", PublicKey: k})
 	}
 	if o.DefaultSourceRepository != "" {
-		v.DefaultProvenance = &v1.ProvenancePolicy{BuilderID: o.DefaultBuilderID, SourceRepository: o.DefaultSourceRepository, SourceRef: o.DefaultSourceRef}
+		src.Provenance = []v1.ProvenancePolicy{{BuilderID: o.DefaultBuilderID, SourceRepository: o.DefaultSourceRepository, SourceRef: o.DefaultSourceRef}}
 	}
-	return v, nil
+	if len(src.Signers) == 0 {
+		return nil, nil
+	}
+	return src, nil
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -20,14 +21,36 @@ func TestFlagsDefaultToProduction(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if !o.RequireProvenance || o.AllowLoopbackUnsafe || o.ReverifyInterval <= 0 {
+	if o.skipProvenance() || o.KeylessWithoutTlogUnsafe || o.AllowLoopbackUnsafe || o.ReverifyInterval <= 0 {
 		t.Fatalf("defaults are not the production policy: %+v", o)
 	}
-	if err := fs.Parse([]string{"--require-provenance=false", "--allow-loopback-unsafe", "--egress-allow-cidr=10.96.0.0/12", "--egress-allow-cidr=10.244.0.0/16"}); err != nil {
+	if checks, _ := o.WaivedChecks(); len(checks) != 0 {
+		t.Fatalf("production defaults waive %v", checks)
+	}
+	if err := fs.Parse([]string{"--skip-provenance-unsafe", "--keyless-without-tlog-unsafe", "--allow-loopback-unsafe", "--egress-allow-cidr=10.96.0.0/12", "--egress-allow-cidr=10.244.0.0/16"}); err != nil {
 		t.Fatal(err)
 	}
-	if o.RequireProvenance || !o.AllowLoopbackUnsafe || len(o.EgressAllowCIDRs) != 2 {
+	if !o.skipProvenance() || !o.KeylessWithoutTlogUnsafe || !o.AllowLoopbackUnsafe || len(o.EgressAllowCIDRs) != 2 {
 		t.Fatalf("flags not applied: %+v", o)
+	}
+	checks, flags := o.WaivedChecks()
+	if strings.Join(checks, ",") != "provenance,keyless_tlog" || strings.Join(flags, ",") != "--skip-provenance-unsafe,--keyless-without-tlog-unsafe" {
+		t.Fatalf("waived %v by %v", checks, flags)
+	}
+}
+
+// TestRemovedRequireProvenanceFlag: the old flag, in any spelling, is refused with a message
+// that names its unsafe successor.
+func TestRemovedRequireProvenanceFlag(t *testing.T) {
+	for _, arg := range []string{"--require-provenance=false", "--require-provenance=true", "--require-provenance"} {
+		o := DefaultOptions()
+		fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.BindFlags(fs)
+		err := fs.Parse([]string{arg})
+		if err == nil || !strings.Contains(err.Error(), "--skip-provenance-unsafe") {
+			t.Fatalf("%s: %v", arg, err)
+		}
 	}
 }
 
@@ -46,6 +69,13 @@ func TestValidate(t *testing.T) {
 		{"jitter out of range", func(o *Options) { o.ReverifyJitter = 2 }, "jitter"},
 		{"bad CIDR", func(o *Options) { o.EgressAllowCIDRs = []string{"not-a-cidr"} }, "--egress-allow-cidr"},
 		{"bad Service CIDR", func(o *Options) { o.ServiceCIDRs = []string{"10.96.0.0/99"} }, "--service-cidr"},
+		{"unanchored default subject regexp", func(o *Options) {
+			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/"
+		}, "unanchored_subject_regexp"},
+		{"anchored default subject regexp", func(o *Options) {
+			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/.*$"
+		}, ""},
+		{"issuer without subject", func(o *Options) { o.DefaultIssuer = "https://i" }, "needs --default-identity-subject"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
