@@ -61,7 +61,6 @@ type DeploymentReconciler struct {
 	Metrics *Metrics
 	// MaxConcurrentReconciles bounds parallel passes (freezes wait on the network); zero means 1.
 	MaxConcurrentReconciles int
-
 }
 
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments,verbs=get;list;watch
@@ -461,8 +460,8 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 }
 
 // freezeDue decides whether this pass must freeze the live server: never frozen, re-verification
-// due, the profile, credential or spec changed since the last freeze, or the last pass ended
-// without a frozen result (neither active nor drifted).
+// freezeDue decides whether this pass must freeze the live server: never frozen, a re-verification
+// requested (ReverifyRequested) or due, the profile, credential or spec changed since the last freeze, or the last pass ended
 func (r *DeploymentReconciler) freezeDue(p *pass) bool {
 	st := &p.sd.Status
 	switch {
