@@ -55,6 +55,10 @@ type Options struct {
 	AllowedHosts []string
 	// DrainTimeout bounds graceful shutdown.
 	DrainTimeout time.Duration
+	// UpstreamSessionMaxAge is how long one upstream MCP session is reused; a new session lists
+	// the live tools and compares them with the frozen snapshot (live_drift). Negative: a fresh
+	// session (and check) per call.
+	UpstreamSessionMaxAge time.Duration
 }
 
 // DefaultOptions returns the production defaults.
@@ -74,6 +78,7 @@ func DefaultOptions() Options {
 		MetricsBindAddress:     ":8080",
 		HealthProbeBindAddress: ":8081",
 		DrainTimeout:           30 * time.Second,
+		UpstreamSessionMaxAge:  invocation.DefaultMaxSessionAge,
 	}
 }
 
@@ -95,6 +100,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint (\"0\" disables it).")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz.")
 	fs.StringSliceVar(&o.AllowedHosts, "allowed-hosts", o.AllowedHosts, "Host header names the gateway answers, e.g. its Service DNS names (repeatable). Empty: only loopback names on loopback addresses.")
+	fs.DurationVar(&o.UpstreamSessionMaxAge, "upstream-session-max-age", o.UpstreamSessionMaxAge, "How long one upstream MCP session is reused before a new one re-lists the live tools and checks them against the frozen snapshot (negative: every call).")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "Time given to running calls to finish on shutdown.")
 	o.Verify.BindVerifyFlags(fs)
 }
@@ -174,6 +180,7 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 		Schemas:          invocation.NewSchemaCache(),
 		MaxArgumentBytes: o.MaxArgumentBytes,
 		MaxResultBytes:   o.MaxResultBytes,
+		MaxSessionAge:    o.UpstreamSessionMaxAge,
 		Audit: func(_ context.Context, e invocation.AuditEvent) {
 			audit.Info("Audit", "action", e.Action, "user", e.User, "namespace", e.Target.Namespace, "deployment", e.Target.Name,
 				"operation", e.Operation, "snapshot", e.Snapshot, "outcome", e.Outcome, "durationSeconds", e.Duration.Seconds())
