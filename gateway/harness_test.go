@@ -44,18 +44,30 @@ func testTools() []*mcp.Tool {
 	})
 }
 
-// upstream is a real go-sdk MCP server on loopback.
+// upstream is a real go-sdk MCP server on loopback. Its "slow" tool signals entered and waits
+// for release.
 type upstream struct {
 	srv *mcp.Server
 	*mcptest.HTTPServer
+	entered, release chan struct{}
 }
 
 func startUpstream(t testing.TB, era mcptest.Era) *upstream {
 	t.Helper()
 	srv := mcptest.NewServer("upstream", testTools())
-	h := mcptest.StartHTTP(srv, era)
-	t.Cleanup(h.Close)
-	return &upstream{srv: srv, HTTPServer: h}
+	u := &upstream{srv: srv, entered: make(chan struct{}, 16), release: make(chan struct{})}
+	srv.AddTool(&mcp.Tool{Name: "slow", Description: "Wait.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			u.entered <- struct{}{}
+			select {
+			case <-u.release:
+			case <-ctx.Done():
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+	u.HTTPServer = mcptest.StartHTTP(srv, era)
+	t.Cleanup(u.Close)
+	return u
 }
 
 // reviewed freezes url and drafts a reviewed profile (reviewed titles, "read" effects except
