@@ -37,13 +37,17 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: ## Generate CRDs (config/crd/bases, copied to the chart), the manager ClusterRole, docs/crd-reference.md.
+manifests: ## Generate CRDs (config/crd/bases, copied to the chart), the manager and gateway ClusterRoles, docs/crd-reference.md.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=$(CRD_DIR)
 	$(GO) run ./hack/crdref -crd-dir $(CRD_DIR) -out docs/crd-reference.md
 	@if [[ -d charts/connector-mcp/crds ]]; then echo "cp $(CRD_DIR)/*.yaml charts/connector-mcp/crds/"; cp $(CRD_DIR)/*.yaml charts/connector-mcp/crds/; fi
 	@if [[ -d controllers ]]; then \
 	  echo "$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac"; \
 	  $(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac; \
+	fi
+	@if [[ -d gateway ]]; then \
+	  echo "$(CONTROLLER_GEN) rbac:roleName=gateway-role paths=./gateway/... output:rbac:artifacts:config=config/gateway/rbac"; \
+	  $(CONTROLLER_GEN) rbac:roleName=gateway-role paths=./gateway/... output:rbac:artifacts:config=config/gateway/rbac; \
 	fi
 
 .PHONY: generate

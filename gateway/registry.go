@@ -134,7 +134,6 @@ func (r *Registry) builtKey(key types.NamespacedName) string {
 	return ""
 }
 
-// +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments;mcpserviceprofiles,verbs=get;list;watch
 
 // Reconcile brings the surface of one deployment in step with the cache.
 func (r *Registry) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

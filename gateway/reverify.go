@@ -32,7 +32,6 @@ type Reverifier struct {
 	last map[types.NamespacedName]time.Time
 }
 
-// +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments,verbs=patch
 
 // Request asks for the re-verification of deployment key. It reports whether a patch was sent.
 func (r *Reverifier) Request(ctx context.Context, key types.NamespacedName) (bool, error) {
