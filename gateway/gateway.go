@@ -201,7 +201,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	caller, err := g.cfg.Authenticator.Authenticate(r.Context(), token)
 	if err != nil {
 		if errors.Is(err, ErrTokenReviewUnavailable) {
-			g.cfg.Log.Info("Token review failed", "reason", errors.Unwrap(errors.Unwrap(err)))
+			g.cfg.Log.Info("Token review failed", "reason", err.Error())
 		}
 		g.unauthenticated(w, rt)
 		return

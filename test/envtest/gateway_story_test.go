@@ -25,6 +25,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -60,10 +61,16 @@ func (l *gatewayLog) text() string {
 // URL.
 func startGateway(t testing.TB, ns string, o gwapp.Options) (string, *gwapp.Wired, *gatewayLog) {
 	t.Helper()
+	return startGatewayAs(t, cfg, ns, o)
+}
+
+// startGatewayAs is startGateway with the gateway authenticating with restCfg.
+func startGatewayAs(t testing.TB, restCfg *rest.Config, ns string, o gwapp.Options) (string, *gwapp.Wired, *gatewayLog) {
+	t.Helper()
 	logs := &gatewayLog{mu: make(chan struct{}, 1)}
 	log := funcr.New(logs.add, funcr.Options{Verbosity: 1})
 	shutdown := 10 * time.Second
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
