@@ -184,11 +184,13 @@ func newWorld(t testing.TB, era mcptest.Era, mod func(*Config), hidden ...string
 		t.Fatal(err)
 	}
 	w.reg.put(types.NamespacedName{Namespace: testNS, Name: testName}, s, "k")
-	cfg := Config{Registry: w.reg, Authenticator: &staticAuthn{}, Authorizer: authz, Log: logr.Discard()}
+	cfg := Config{Registry: w.reg, Authenticator: &staticAuthn{}, Authorizer: authz, Log: logr.Discard(), MaxInflightPerCaller: 128}
 	if mod != nil {
 		mod(&cfg)
 	}
-	cfg.Log = testr.NewWithOptions(t.(*testing.T), testr.Options{Verbosity: 2})
+	if tt, ok := t.(*testing.T); ok {
+		cfg.Log = testr.NewWithOptions(tt, testr.Options{Verbosity: 2})
+	}
 	w.gw, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)

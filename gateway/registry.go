@@ -214,3 +214,5 @@ func (r *Registry) byProfile(ctx context.Context, o client.Object) []reconcile.R
 	}
 	return out
 }
+
+func keyOf(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
