@@ -134,7 +134,6 @@ func (r *Registry) builtKey(key types.NamespacedName) string {
 	return ""
 }
 
-
 // Reconcile brings the surface of one deployment in step with the cache.
 func (r *Registry) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sd := &apiv1.ServiceDeployment{}
@@ -215,4 +214,6 @@ func (r *Registry) byProfile(ctx context.Context, o client.Object) []reconcile.R
 	return out
 }
 
-func keyOf(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+func keyOf(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}

@@ -32,7 +32,6 @@ type Reverifier struct {
 	last map[types.NamespacedName]time.Time
 }
 
-
 // Request asks for the re-verification of deployment key. It reports whether a patch was sent.
 func (r *Reverifier) Request(ctx context.Context, key types.NamespacedName) (bool, error) {
 	now := time.Now()
