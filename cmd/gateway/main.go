@@ -43,6 +43,7 @@ func (s serveRunnable) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ctrl.Log.WithName("setup").Info("Listening for MCP", "address", ln.Addr().String())
 	return s.w.Serve(ctx, ln)
 }
 
