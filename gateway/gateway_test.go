@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	jcs "github.com/cyberphone/json-canonicalization/go/src/webpki.org/jsoncanonicalizer"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/invocation"
@@ -318,5 +320,68 @@ func TestMetaRouteInvalidParams(t *testing.T) {
 		"namespace": "team-a", "deployment": "files", "operation": "transfer", "lease": d.Lease, "arguments": map[string]any{"amount": 3, "to": "bob"}}})
 	if err != nil || res.IsError {
 		t.Fatalf("invoke_operation = %+v, %v", res, err)
+	}
+}
+
+// TestHTTPBounds pins what docs/gateway.md says of the transport: an oversize body is 413, the
+// server-push GET stream and DELETE are 405, an unknown path is 404 not_found.
+func TestHTTPBounds(t *testing.T) {
+	w := newWorld(t, mcptest.Modern, func(c *Config) { c.MaxRequestBytes = 2048 })
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("z", 4096) + `"}}}`
+	if resp, _ := post(t, w.url+"/mcp/team-a/files", goodTok, "", big); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversize body: %d", resp.StatusCode)
+	}
+	for _, m := range []string{http.MethodGet, http.MethodDelete} {
+		req, _ := http.NewRequest(m, w.url+"/mcp/team-a/files", nil)
+		req.Header.Set("Authorization", "Bearer "+goodTok)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Fatalf("%s: %d, want 405", m, resp.StatusCode)
+		}
+	}
+	if resp, body := post(t, w.url+"/other", goodTok, "", pingBody); resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "refused: not_found") {
+		t.Fatalf("unknown path: %d %s", resp.StatusCode, body)
+	}
+	// The twin: a body within the bound is served.
+	if resp, _ := post(t, w.url+"/mcp/team-a/files", goodTok, "", pingBody); resp.StatusCode != http.StatusOK {
+		t.Fatalf("small body: %d", resp.StatusCode)
+	}
+}
+
+// TestMetricsAndAudit: a call and a refusal are counted by outcome, cache lookups by result, and
+// each call leaves one audit event without arguments.
+func TestMetricsAndAudit(t *testing.T) {
+	w := newWorld(t, mcptest.Modern, nil)
+	cs := mustConnect(t, w.url+"/mcp/team-a/files", goodTok, "")
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "AUDIT-SECRET"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "transfer", Arguments: map[string]any{"amount": 0, "to": "x"}})
+	m := w.gw.cfg.Metrics
+	if got := testutil.ToFloat64(m.Calls.WithLabelValues("deployment", "ok")); got != 1 {
+		t.Fatalf("calls{ok} = %v", got)
+	}
+	if got := testutil.ToFloat64(m.Calls.WithLabelValues("deployment", invocation.RefusalInvalidArguments)); got != 1 {
+		t.Fatalf("calls{invalid_arguments} = %v", got)
+	}
+	if testutil.CollectAndCount(m.CallDuration) != 1 || testutil.ToFloat64(m.InFlight) != 0 {
+		t.Fatal("latency histogram or in-flight gauge not kept")
+	}
+	var invokes []invocation.AuditEvent
+	for _, e := range w.audits.all() {
+		if e.Action == "invoke" {
+			invokes = append(invokes, e)
+		}
+		if strings.Contains(fmt.Sprintf("%+v", e), "AUDIT-SECRET") {
+			t.Fatalf("audit event carries an argument: %+v", e)
+		}
+	}
+	if len(invokes) != 2 || invokes[0].Outcome != "ok" || invokes[1].Outcome != invocation.RefusalInvalidArguments || invokes[0].User == "" || invokes[0].Snapshot == "" {
+		t.Fatalf("audit invokes = %+v", invokes)
 	}
 }
