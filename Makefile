@@ -95,11 +95,16 @@ envtest-bins: ## Build (or reuse) kube-apiserver, etcd and kubectl; prints their
 .PHONY: test
 test: ## Unit + envtest suites with -race (real kube-apiserver/etcd), plus MCP conformance.
 	@if [[ -f hack/conformance.sh ]]; then bash hack/conformance.sh; else echo "test: hack/conformance.sh not present yet, skipping MCP conformance"; fi
+	bash hack/gateway-conformance.sh
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -race -count=1 $(TESTFLAGS) $(PKGS)
 
 .PHONY: conformance
 conformance: ## Run the MCP conformance suite against mcpclient (hack/conformance.sh).
 	bash hack/conformance.sh
+
+.PHONY: gateway-conformance
+gateway-conformance: ## Run the MCP conformance suite's server side against the gateway (hack/gateway-conformance.sh).
+	bash hack/gateway-conformance.sh
 
 .PHONY: bench
 bench: ## Run benchmarks (-benchmem) and write $(BENCH_OUT) for benchstat.

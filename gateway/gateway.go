@@ -265,10 +265,25 @@ func (g *Gateway) server(r *http.Request) *mcp.Server {
 				g.cfg.Metrics.CallDuration.WithLabelValues(info.route.label()).Observe(time.Since(start).Seconds())
 				return res, err
 			}
+			if f := refusedFeature(method); f != "" {
+				g.cfg.Metrics.Requests.WithLabelValues(info.route.label(), f).Inc()
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "refused: " + f}
+			}
 			return next(ctx, method, req)
 		}
 	})
 	return s
+}
+
+// refusedFeature names the MCP feature of a method the gateway does not serve (tools only):
+// "prompts", "resources" or "completion"; "" for anything else.
+func refusedFeature(method string) string {
+	for _, f := range []string{"prompts", "resources", "completion"} {
+		if strings.HasPrefix(method, f+"/") {
+			return f
+		}
+	}
+	return ""
 }
 
 // outcome names the outcome carried by a JSON-RPC refusal error.
@@ -286,7 +301,7 @@ func outcome(err error) string {
 // listTools answers tools/list.
 func (g *Gateway) listTools(ctx context.Context, info *reqInfo) (mcp.Result, error) {
 	if info.route.meta() {
-		return &mcp.ListToolsResult{Tools: metaTools()}, nil
+		return &mcp.ListToolsResult{Tools: metaTools(), Cacheable: privateNoStore}, nil
 	}
 	s, err := g.surface(ctx, info.caller, info.route.ns, info.route.name)
 	if err != nil {
@@ -300,8 +315,12 @@ func (g *Gateway) listTools(ctx context.Context, info *reqInfo) (mcp.Result, err
 	for _, d := range ds {
 		tools = append(tools, toolOf(d))
 	}
-	return &mcp.ListToolsResult{Tools: tools}, nil
+	return &mcp.ListToolsResult{Tools: tools, Cacheable: privateNoStore}, nil
 }
+
+// privateNoStore marks a tools/list answer as the caller's own (it depends on the caller's
+// grants) and immediately stale (grants and activations change).
+var privateNoStore = mcp.Cacheable{CacheScope: "private"}
 
 // toolOf is the tool an operation is listed as: only reviewed facts and the frozen schema.
 func toolOf(d *invocation.Description) *mcp.Tool {

@@ -347,6 +347,16 @@ func TestHTTPBounds(t *testing.T) {
 	if resp, body := post(t, w.url+"/other", goodTok, "", pingBody); resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "refused: not_found") {
 		t.Fatalf("unknown path: %d %s", resp.StatusCode, body)
 	}
+	// Features other than tools are refused (go-sdk's "method not found" when no capability is
+	// declared, or the gateway's "refused: <feature>"), on both routes.
+	for _, route := range []string{"/mcp/team-a/files", "/mcp"} {
+		for method, feature := range map[string]string{"prompts/list": "prompts", "resources/list": "resources", "completion/complete": "completion"} {
+			_, body := post(t, w.url+route, goodTok, "", `{"jsonrpc":"2.0","id":3,"method":"`+method+`","params":{}}`)
+			if !strings.Contains(body, `"code":-32601`) || (!strings.Contains(body, `"refused: `+feature+`"`) && !strings.Contains(body, `method not found`)) {
+				t.Fatalf("%s on %s: %s", method, route, body)
+			}
+		}
+	}
 	// The twin: a body within the bound is served.
 	if resp, _ := post(t, w.url+"/mcp/team-a/files", goodTok, "", pingBody); resp.StatusCode != http.StatusOK {
 		t.Fatalf("small body: %d", resp.StatusCode)
