@@ -325,7 +325,7 @@ var privateNoStore = mcp.Cacheable{CacheScope: "private"}
 // toolOf is the tool an operation is listed as: only reviewed facts and the frozen schema.
 func toolOf(d *invocation.Description) *mcp.Tool {
 	return &mcp.Tool{Name: d.Operation, Title: d.Title, Description: d.Description,
-		InputSchema: json.RawMessage(d.InputSchema), Annotations: EffectAnnotations(d.Effect)}
+		InputSchema: d.InputSchema, Annotations: EffectAnnotations(d.Effect)}
 }
 
 // EffectAnnotations derives a tool's annotations from the reviewed effect only: read →

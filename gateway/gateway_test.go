@@ -157,9 +157,15 @@ func TestRefusalsNameOnlyTheReason(t *testing.T) {
 	}
 }
 
-func post(t testing.TB, url, token, host, body string) (*http.Response, string) {
+// reply is the status and header of an HTTP answer (its body already read and closed).
+type reply struct {
+	StatusCode int
+	Header     http.Header
+}
+
+func post(t testing.TB, url, token, host, body string) (*reply, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewBufferString(body))
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url, bytes.NewBufferString(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
@@ -173,9 +179,9 @@ func post(t testing.TB, url, token, host, body string) (*http.Response, string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
+	return &reply{StatusCode: resp.StatusCode, Header: resp.Header}, string(b)
 }
 
 const pingBody = `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`
@@ -261,8 +267,8 @@ func TestDrainWaitsForRunningCalls(t *testing.T) {
 		t.Fatalf("new request while draining: %d %s", resp.StatusCode, body)
 	}
 	select {
-	case <-drained:
-		t.Fatal("Drain returned while a call was running")
+	case err := <-drained:
+		t.Fatalf("Drain returned (%v) while a call was running", err)
 	case <-time.After(50 * time.Millisecond):
 	}
 	close(w.up.release)
@@ -332,14 +338,14 @@ func TestHTTPBounds(t *testing.T) {
 		t.Fatalf("oversize body: %d", resp.StatusCode)
 	}
 	for _, m := range []string{http.MethodGet, http.MethodDelete} {
-		req, _ := http.NewRequest(m, w.url+"/mcp/team-a/files", nil)
+		req, _ := http.NewRequestWithContext(context.Background(), m, w.url+"/mcp/team-a/files", nil)
 		req.Header.Set("Authorization", "Bearer "+goodTok)
 		req.Header.Set("Accept", "text/event-stream")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusMethodNotAllowed {
 			t.Fatalf("%s: %d, want 405", m, resp.StatusCode)
 		}

@@ -41,7 +41,7 @@ func runTS(t *testing.T, url, token, tool, args string) map[string]json.RawMessa
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("bash", filepath.Join(root, "hack", "ts-sdk.sh")).Output()
+	out, err := exec.CommandContext(context.Background(), "bash", filepath.Join(root, "hack", "ts-sdk.sh")).Output()
 	if err != nil {
 		t.Fatalf("hack/ts-sdk.sh (needs npm): %v", err)
 	}

@@ -85,7 +85,8 @@ func startGatewayAs(t testing.TB, restCfg *rest.Config, ns string, o gwapp.Optio
 	if err != nil {
 		t.Fatalf("gateway setup: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +446,7 @@ func TestStoryAgentCallsThroughGateway(t *testing.T) {
 func rawPost(t testing.TB, url, token string) (int, http.Header, string) {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
-	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewBufferString(body))
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url, bytes.NewBufferString(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if token != "" {

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,7 +39,7 @@ import (
 const (
 	namespace = "conformance"
 	name      = "everything"
-	token     = "conformance-harness-token"
+	token     = "conformance-harness-token" //nolint:gosec // G101: the harness's fixed test token, not a credential
 )
 
 // jsonSchema202012 is the schema the suite's json-schema-2020-12 scenario expects verbatim.
@@ -93,13 +94,16 @@ func main() {
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	upLn, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	upLn, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	up := upstream()
 	go func() {
-		_ = http.Serve(upLn, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, &mcp.StreamableHTTPOptions{Stateless: true}))
+		upSrv := &http.Server{ReadHeaderTimeout: 10 * time.Second,
+			Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, &mcp.StreamableHTTPOptions{Stateless: true})}
+		_ = upSrv.Serve(upLn)
 	}()
 	upURL := "http://" + upLn.Addr().String() + "/mcp"
 
@@ -158,11 +162,11 @@ func run() error {
 		}
 		h.ServeHTTP(w, r)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: front}
+	srv := &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Printf("URL http://%s/mcp/%s/%s\n", ln.Addr(), namespace, name)
 	<-ctx.Done()
