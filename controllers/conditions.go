@@ -80,6 +80,10 @@ const (
 	ReasonEndpointRefused = "EndpointRefused"
 	// ReasonCredentialNotFound: the referenced Secret or key does not exist (retried).
 	ReasonCredentialNotFound = "CredentialNotFound" //nolint:gosec // a condition reason, not a credential
+	// ReasonCredentialRefused: the referenced Secret may not be spent for this endpoint (its
+	// allowed-hosts annotation does not name the endpoint's host, or it is a ServiceAccount
+	// token). Not retried: the Secret or the deployment must change.
+	ReasonCredentialRefused = "CredentialRefused" //nolint:gosec // a condition reason, not a credential
 	// ReasonServerUnreachable: the live freeze failed on a transport error (retried).
 	ReasonServerUnreachable = "ServerUnreachable"
 	// ReasonFreezeRefused: the live freeze hit a named refusal (bounds, egress policy, protocol).

@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -38,9 +40,19 @@ const (
 type DeploymentReconciler struct {
 	// Client reads (from the cache) and patches deployments, profiles and RBAC objects.
 	Client client.Client
-	// SecretReader reads the credential Secret by name, uncached (Secrets are never cached or
-	// watched cluster-wide).
+	// SecretReader reads the credential Secret by name: the manager's cache, whose Secret
+	// informer sees only Secrets labelled connectors.b10x.io/credential=true. A Secret is read
+	// and spent only under k8sbinding.CheckSecret. Ignored when Binder is set (Binder.Secrets
+	// is used).
 	SecretReader client.Reader
+	// Binder is the shared construction of endpoint bindings (also the Freezer's): the bind
+	// stage checks the namespace's egress ceiling and literal addresses with it before anything
+	// is dialed, and the freeze stage reads the credential through it. Nil: a Binder over
+	// SecretReader with an empty ceiling and no cluster deny list.
+	Binder *k8sbinding.Binder
+	// CredentialHashKey is the operator-held HMAC key of status.credentialHash (at least
+	// CredentialHashKeyMinBytes bytes). Required when a deployment names a credential.
+	CredentialHashKey []byte
 	// Events records events whose reasons equal condition reasons. Optional.
 	Events events.EventRecorder
 	// Resolver verifies the referenced profile's source (memoized).
@@ -66,7 +78,12 @@ type DeploymentReconciler struct {
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;roles;clusterroles,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=list
+// +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcptrustpolicies,verbs=get;list;watch
 
 // SetupWithManager registers the reconciler, its indexes and its watches: deployments,
 // the profiles they reference, the RoleBindings and Roles their grants name, and the other
@@ -88,6 +105,9 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(r.byGrant)).
 		Watches(&rbacv1.Role{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
 		Watches(&v1.ServiceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.colliders)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byCredential)).
+		Watches(&v1.McpTrustPolicy{}, handler.EnqueueRequestsFromMapFunc(r.withAllowCIDRs)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.withAllowCIDRs)).
 		Complete(r)
 }
 
@@ -131,6 +151,60 @@ func (r *DeploymentReconciler) inNamespace(ctx context.Context, o client.Object)
 		return nil
 	}
 	return requests(list.Items)
+}
+
+// byCredential enqueues the deployments of the Secret's namespace that name it (the manager
+// sees only opted-in Secrets, so this fires on creation, labelling, rotation and unlabelling).
+func (r *DeploymentReconciler) byCredential(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1.ServiceDeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if ref := list.Items[i].Spec.MCPConnection.CredentialRef; ref != nil && ref.Name == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
+
+// withAllowCIDRs enqueues the deployments that request private ranges (in the namespace, for a
+// Namespace event; everywhere, for an McpTrustPolicy event), so a lowered ceiling is applied at
+// once.
+func (r *DeploymentReconciler) withAllowCIDRs(ctx context.Context, o client.Object) []reconcile.Request {
+	var opts []client.ListOption
+	if _, ok := o.(*corev1.Namespace); ok {
+		opts = append(opts, client.InNamespace(o.GetName()))
+	}
+	var list v1.ServiceDeploymentList
+	if err := r.Client.List(ctx, &list, opts...); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if len(list.Items[i].Spec.MCPConnection.Egress.AllowCIDRs) > 0 {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
+
+// binder returns the shared binding construction.
+func (r *DeploymentReconciler) binder() *k8sbinding.Binder {
+	if r.Binder != nil {
+		return r.Binder
+	}
+	return &k8sbinding.Binder{Secrets: r.SecretReader}
+}
+
+// bindingRequest is the k8sbinding request of sd's mcp_connection.
+func bindingRequest(sd *v1.ServiceDeployment) k8sbinding.Request {
+	req := k8sbinding.Request{Namespace: sd.Namespace, URL: sd.Spec.MCPConnection.URL, AllowCIDRs: sd.Spec.MCPConnection.Egress.AllowCIDRs}
+	if ref := sd.Spec.MCPConnection.CredentialRef; ref != nil {
+		req.Credential = &egress.CredentialRef{Name: ref.Name, Key: ref.Key}
+	}
+	return req
 }
 
 // colliders enqueues the deployments refused for a collision when any deployment changes, so a
@@ -313,6 +387,13 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 	if err != nil {
 		return refuse(TypeBound, ReasonEndpointRefused, "%s", err.Error())
 	}
+	// The namespace's egress ceiling and the always-denied literal addresses, every pass and
+	// before anything is dialed (the credential is read by the freeze stage).
+	req := bindingRequest(sd)
+	req.Credential = nil
+	if err := r.binder().Check(ctx, req); err != nil {
+		return BindingStageError(TypeBound, err)
+	}
 	self := r.claim(sd, authority, doc)
 	// Read-only views of the cache: no deep copy of every deployment and profile per pass.
 	var list v1.ServiceDeploymentList
@@ -408,21 +489,17 @@ func (r *DeploymentReconciler) otherClaim(ctx context.Context, sd *v1.ServiceDep
 // freeze reads the credential fingerprint and, when due, lists the live tools through egress.
 func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError {
 	sd := p.sd
-	if ref := sd.Spec.MCPConnection.CredentialRef; ref != nil {
-		secret := &corev1.Secret{}
-		if err := r.SecretReader.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: ref.Name}, secret); err != nil {
-			if apierrors.IsNotFound(err) {
-				return &StageError{Condition: TypeSnapshotFrozen, Reason: ReasonCredentialNotFound, Transient: true,
-					Message: fmt.Sprintf("credential Secret %q does not exist in this namespace", ref.Name)}
-			}
-			return retry(TypeSnapshotFrozen, ReasonCredentialNotFound, err, "credential Secret %q could not be read", ref.Name)
+	if sd.Spec.MCPConnection.CredentialRef != nil {
+		val, err := r.binder().Credential(ctx, bindingRequest(sd))
+		if err != nil {
+			return BindingStageError(TypeSnapshotFrozen, err)
 		}
-		val, ok := secret.Data[ref.Key]
-		if !ok || len(val) == 0 {
-			return &StageError{Condition: TypeSnapshotFrozen, Reason: ReasonCredentialNotFound, Transient: true,
-				Message: fmt.Sprintf("credential Secret %q has no key %q", ref.Name, ref.Key)}
+		if len(r.CredentialHashKey) < CredentialHashKeyMinBytes {
+			clear(val)
+			return refuse(TypeSnapshotFrozen, ReasonCredentialRefused, "the operator has no credential hash key")
 		}
-		p.credHash = CredentialHash(string(sd.UID), val)
+		p.credHash = CredentialHash(r.CredentialHashKey, string(sd.UID), val)
+		clear(val)
 	}
 	st := &sd.Status
 	if !r.freezeDue(p) {

@@ -90,7 +90,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 		WithInterceptorFuncs(writecount.Funcs(count)).Build()
 	resolver := &Resolver{}
 	h.prof = &ProfileReconciler{Client: h.c, Events: h.events, Resolver: resolver, Clock: h.clock, RetryInterval: 5 * time.Second}
-	h.dep = &DeploymentReconciler{Client: h.c, SecretReader: h.c, Events: h.events, Resolver: resolver, Freezer: h.freezer,
+	h.dep = &DeploymentReconciler{Client: h.c, SecretReader: h.c, CredentialHashKey: testHashKey, Events: h.events, Resolver: resolver, Freezer: h.freezer,
 		Clock: h.clock, ReverifyInterval: time.Hour, ReverifyJitter: 0.1, RetryInterval: 5 * time.Second, FreezeTimeout: time.Second, Metrics: NewMetrics()}
 	return h
 }
@@ -107,7 +107,7 @@ func world(t *testing.T) (*v1.ProfileDocument, []client.Object) {
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "grant"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "invoker"},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "agent", Namespace: ns}}}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tok"}, Data: map[string][]byte{"token": []byte("s3cret")}}
+	secret := &corev1.Secret{ObjectMeta: optedIn(ns, "tok"), Data: map[string][]byte{"token": []byte("s3cret")}}
 	cred := &v1.CredentialRef{Name: "tok", Key: "token"}
 	sd := &v1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sd", UID: "sd-uid", Generation: 1, CreationTimestamp: created},
 		Spec: v1.ServiceDeploymentSpec{ProfileRef: v1.LocalObjectReference{Name: "svc"}, ProviderID: "prov",
@@ -202,7 +202,7 @@ func TestActivationAndNoOpReconcile(t *testing.T) {
 	sd := h.deployment("sd")
 	st := sd.Status
 	if st.ActiveSnapshotDigest != doc.Snapshot.Digest || st.ExposedOperations != 1 || st.ObservedGeneration != 1 ||
-		st.ProfileDigest != p.Status.ProfileDigest || st.CredentialHash != CredentialHash("sd-uid", []byte("s3cret")) || st.LastFrozenTime == nil {
+		st.ProfileDigest != p.Status.ProfileDigest || st.CredentialHash != CredentialHash(testHashKey, "sd-uid", []byte("s3cret")) || st.LastFrozenTime == nil {
 		t.Fatalf("deployment status = %+v", st)
 	}
 	for _, typ := range deploymentStages {
@@ -394,13 +394,13 @@ func TestCredentialMissingAndRotated(t *testing.T) {
 	if h.freezer.count() != 0 {
 		t.Fatal("froze without a credential")
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tok"}, Data: map[string][]byte{"token": []byte("v1")}}
+	secret := &corev1.Secret{ObjectMeta: optedIn(ns, "tok"), Data: map[string][]byte{"token": []byte("v1")}}
 	if err := h.c.Create(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
 	h.reconcileDeployment("sd")
 	st = h.deployment("sd").Status
-	if cond(st.Conditions, TypeReady).Status != metav1.ConditionTrue || st.CredentialHash != CredentialHash("sd-uid", []byte("v1")) {
+	if cond(st.Conditions, TypeReady).Status != metav1.ConditionTrue || st.CredentialHash != CredentialHash(testHashKey, "sd-uid", []byte("v1")) {
 		t.Fatalf("status = %+v", st)
 	}
 	// Rotation: noticed on the next pass, re-frozen with the new credential, value never stored.
@@ -411,7 +411,7 @@ func TestCredentialMissingAndRotated(t *testing.T) {
 	freezes := h.freezer.count()
 	h.reconcileDeployment("sd")
 	st = h.deployment("sd").Status
-	if h.freezer.count() != freezes+1 || st.CredentialHash != CredentialHash("sd-uid", []byte("v2")) {
+	if h.freezer.count() != freezes+1 || st.CredentialHash != CredentialHash(testHashKey, "sd-uid", []byte("v2")) {
 		t.Fatalf("rotation not noticed: %d freezes, hash %s", h.freezer.count()-freezes, st.CredentialHash)
 	}
 }
@@ -657,4 +657,13 @@ func (h *harness) annotate(name, value string) {
 	if err := h.c.Patch(context.Background(), sd, client.MergeFrom(orig)); err != nil {
 		h.t.Fatalf("annotate: %v", err)
 	}
+}
+
+// testHashKey is the reconciler tests' credential hash key.
+var testHashKey = []byte("0123456789abcdef0123456789abcdef")
+
+// optedIn is the metadata of a credential Secret that opts in for the two test hosts.
+func optedIn(ns, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{v1.CredentialLabel: "true"},
+		Annotations: map[string]string{v1.CredentialAllowedHostsAnnotation: "mcp.example.com, other.example.com"}}
 }

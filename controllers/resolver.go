@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/lru"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/snapshot"
 )
@@ -28,8 +29,9 @@ type Resolved struct {
 }
 
 // Resolver turns an McpServiceProfile into a verified document under the cluster policy. It is
-// shared by both reconcilers. Results are memoized per profile UID and generation (a pack
-// source's verification is additionally cached by (digest, policy) inside the SourceVerifier).
+// shared by both reconcilers. Results are memoized per profile UID and generation in a bounded
+// LRU (MemoSize entries; a pack source's verification is additionally cached by (digest, policy)
+// inside the SourceVerifier). An evicted profile is simply verified again on its next use.
 type Resolver struct {
 	// Verifier verifies OCI sources. When nil, OCI sources are refused.
 	Verifier SourceVerifier
@@ -37,9 +39,12 @@ type Resolver struct {
 	RequireProvenance bool
 	// Metrics counts verification cache hits and misses of OCI sources. Optional.
 	Metrics *Metrics
+	// MemoSize bounds the memo of verified profiles (zero or negative: DefaultResolverMemoSize).
+	// Read once, on first use.
+	MemoSize int
 
-	mu    sync.Mutex
-	cache map[resolveKey]*Resolved
+	once sync.Once
+	memo *lru.Cache[resolveKey, *Resolved]
 }
 
 type resolveKey struct {
@@ -47,16 +52,26 @@ type resolveKey struct {
 	generation int64
 }
 
-const maxResolveCache = 4096
+// DefaultResolverMemoSize is the default Resolver.MemoSize.
+const DefaultResolverMemoSize = 4096
+
+// cache returns the memo, creating it on first use.
+func (r *Resolver) cache() *lru.Cache[resolveKey, *Resolved] {
+	r.once.Do(func() {
+		size := r.MemoSize
+		if size < 1 {
+			size = DefaultResolverMemoSize
+		}
+		r.memo = lru.New[resolveKey, *Resolved](size)
+	})
+	return r.memo
+}
 
 // Resolve verifies the profile's source and document. A nil *StageError means success.
 func (r *Resolver) Resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resolved, *StageError) {
 	key := resolveKey{p.UID, p.Generation}
 	if key.uid != "" {
-		r.mu.Lock()
-		res, ok := r.cache[key]
-		r.mu.Unlock()
-		if ok {
+		if res, ok := r.cache().Get(key); ok {
 			if r.Metrics != nil && p.Spec.Source.OCI != nil {
 				r.Metrics.VerificationCacheHits.Inc()
 			}
@@ -71,12 +86,7 @@ func (r *Resolver) Resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 		return nil, serr
 	}
 	if key.uid != "" {
-		r.mu.Lock()
-		if r.cache == nil || len(r.cache) >= maxResolveCache {
-			r.cache = make(map[resolveKey]*Resolved)
-		}
-		r.cache[key] = res
-		r.mu.Unlock()
+		r.cache().Add(key, res)
 	}
 	return res, nil
 }

@@ -10,7 +10,10 @@ package gateway
 //   - servicedeployments patch: the re-verify annotation on live drift;
 //   - secrets get: the upstream bearer credential, read per exchange by name (never listed or
 //     watched);
-//   - events create: the LiveDrift warning on the deployment.
+//   - events create: the LiveDrift warning on the deployment;
+//   - services get (default/kubernetes), endpointslices list, servicecidrs list: the apiserver's
+//     addresses and the Service ranges, always denied as upstream destinations (the manager's
+//     deny set, egress/k8sbinding.APIServerDeny).
 //
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -20,3 +23,6 @@ package gateway
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=list

@@ -13,10 +13,13 @@
 // [Surface.Describe] returns the locally owned facts of an operation (reference, title,
 // description, effect, and the input schema of the frozen descriptor) and a lease,
 //
-//	lease = hex(sha256(JCS({"connection", "operation", "seed", "snapshot", "type"})))
+//	lease = hex(sha256(JCS({"connection", "effect", "operation", "profile", "remoteName", "seed",
+//	                        "snapshot", "type": "b10x.connector-mcp-lease.v2"})))
 //
-// (see [Lease]) binding a later call to the frozen snapshot digest, the caller's stable authority
-// seed, the operation and the Connection.
+// (see [Lease]) binding a later call to the frozen snapshot digest, the reviewed profile digest,
+// the caller's stable authority seed, the operation with the remote tool name and effect the
+// review gave it, and the Connection: a re-review that remaps or re-classifies an operation makes
+// the leases issued before it stale, even over the same snapshot.
 //
 // [Surface.Invoke] refuses a wrong Connection, authorizes the caller with a Kubernetes
 // SubjectAccessReview ([SubjectAccessReviewer]: verb "invoke" on "servicedeployments" in group
@@ -24,7 +27,8 @@
 // servicedeployments/NAME` tells the truth), refuses an operation that is not exposed and a stale
 // lease, bounds the arguments and validates them against the frozen input schema (compiled once
 // per snapshot by a [SchemaCache] with santhosh-tekuri/jsonschema v6; no file or network
-// reference is ever loaded), then calls the mapped remote tool name through an mcpclient session
+// reference is ever loaded; the schema is the descriptor's exact-case "inputSchema" member, read
+// with snapshot.Unmarshal, never a case variant such as "InputSchema"), then calls the mapped remote tool name through an mcpclient session
 // whose HTTP client is the egress port ([EgressConnector]). On connecting, the session's live
 // tool list must still be the frozen snapshot ("live_drift" otherwise); a session is reused for
 // at most Options.MaxSessionAge, so the check recurs. The result JSON is kept

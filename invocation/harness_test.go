@@ -214,6 +214,28 @@ func (f *fixture) describe(t testing.TB, caller invocation.Caller, op string) *i
 	return d
 }
 
+// lease computes by hand the lease of op for seed on f's surface, from the reviewed document (an
+// operation the document does not map is leased as a read of the remote tool of its name).
+func (f *fixture) lease(t testing.TB, seed, op string) string {
+	t.Helper()
+	pd, err := ocipack.ProfileDigest(f.doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := invocation.LeaseInput{Snapshot: f.doc.Snapshot.Digest, Profile: pd, Seed: seed, Operation: op,
+		RemoteName: op, Effect: apiv1.EffectRead, Connection: "files"}
+	for _, m := range f.doc.Operations {
+		if m.OperationRef == op {
+			in.RemoteName, in.Effect = m.RemoteName, m.Effect
+		}
+	}
+	l, err := invocation.Lease(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // refusal returns the refusal name of err ("" when it has none).
 func refusal(err error) string {
 	var r interface{ Refusal() string }

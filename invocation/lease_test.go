@@ -10,43 +10,78 @@ import (
 	"github.com/b10x/connector-mcp/invocation"
 )
 
+// leaseIn is a valid lease input for the table tests.
+func leaseIn() invocation.LeaseInput {
+	return invocation.LeaseInput{
+		Snapshot:   "sha256:ab0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd",
+		Profile:    "sha256:cd0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd",
+		Seed:       "serviceaccount:u-1 \"é\"",
+		Operation:  "add",
+		RemoteName: "sum",
+		Effect:     apiv1.EffectRead,
+		Connection: "files",
+	}
+}
+
 // The lease formula, spelled out: sha256 over the literal RFC 8785 document.
 func TestLeaseVector(t *testing.T) {
-	snap := "sha256:" + "ab"[0:2] + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd"
-	got, err := invocation.Lease(snap, "serviceaccount:u-1 \"é\"", "add", "files")
+	in := leaseIn()
+	got, err := invocation.Lease(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	canon := `{"connection":"files","operation":"add","seed":"serviceaccount:u-1 \"é\"","snapshot":"` + snap + `","type":"b10x.connector-mcp-lease.v1"}`
+	canon := `{"connection":"files","effect":"read","operation":"add","profile":"` + in.Profile + `","remoteName":"sum","seed":"serviceaccount:u-1 \"é\"","snapshot":"` + in.Snapshot + `","type":"b10x.connector-mcp-lease.v2"}`
 	sum := sha256.Sum256([]byte(canon))
 	if want := hex.EncodeToString(sum[:]); got != want {
 		t.Fatalf("lease %s, want %s", got, want)
 	}
+	if invocation.LeaseType != "b10x.connector-mcp-lease.v2" {
+		t.Fatalf("lease type %q", invocation.LeaseType)
+	}
 	// Twin: every input is bound; changing any one changes the lease.
-	for _, in := range [][4]string{
-		{snap[:len(snap)-1] + "e", "serviceaccount:u-1 \"é\"", "add", "files"},
-		{snap, "serviceaccount:u-2", "add", "files"},
-		{snap, "serviceaccount:u-1 \"é\"", "echo", "files"},
-		{snap, "serviceaccount:u-1 \"é\"", "add", "files-2"},
+	for name, change := range map[string]func(*invocation.LeaseInput){
+		"snapshot":        func(l *invocation.LeaseInput) { l.Snapshot = l.Snapshot[:len(l.Snapshot)-1] + "e" },
+		"profile":         func(l *invocation.LeaseInput) { l.Profile = l.Profile[:len(l.Profile)-1] + "e" },
+		"seed":            func(l *invocation.LeaseInput) { l.Seed = "serviceaccount:u-2" },
+		"operation":       func(l *invocation.LeaseInput) { l.Operation = "echo" },
+		"remote name":     func(l *invocation.LeaseInput) { l.RemoteName = "sum_v2" },
+		"effect write":    func(l *invocation.LeaseInput) { l.Effect = apiv1.EffectWrite },
+		"effect destroys": func(l *invocation.LeaseInput) { l.Effect = apiv1.EffectDestructive },
+		"connection":      func(l *invocation.LeaseInput) { l.Connection = "files-2" },
 	} {
-		other, err := invocation.Lease(in[0], in[1], in[2], in[3])
-		if err != nil || other == got {
-			t.Fatalf("%q: lease %s (%v) equals the original", in, other, err)
+		other := leaseIn()
+		change(&other)
+		if l, err := invocation.Lease(other); err != nil || l == got {
+			t.Fatalf("%s changed: lease %s (%v) equals the original", name, l, err)
 		}
+	}
+	// Twin: the same input, the same lease.
+	if again, err := invocation.Lease(leaseIn()); err != nil || again != got {
+		t.Fatalf("lease not deterministic: %s %v", again, err)
 	}
 }
 
 func TestLeaseRefusesInvalidInput(t *testing.T) {
-	for _, in := range [][4]string{
-		{"", "s", "o", "c"}, {"d", "", "o", "c"}, {"d", "s", "", "c"}, {"d", "s", "o", ""},
+	for name, change := range map[string]func(*invocation.LeaseInput){
+		"no snapshot":    func(l *invocation.LeaseInput) { l.Snapshot = "" },
+		"no profile":     func(l *invocation.LeaseInput) { l.Profile = "" },
+		"no seed":        func(l *invocation.LeaseInput) { l.Seed = "" },
+		"no operation":   func(l *invocation.LeaseInput) { l.Operation = "" },
+		"no remote name": func(l *invocation.LeaseInput) { l.RemoteName = "" },
+		"no effect":      func(l *invocation.LeaseInput) { l.Effect = "" },
+		"no connection":  func(l *invocation.LeaseInput) { l.Connection = "" },
 		// json.Marshal would turn both seeds into U+FFFD and make them collide.
-		{"d", "\xff", "o", "c"}, {"d", "\xfe", "o", "c"},
+		"invalid seed ff":   func(l *invocation.LeaseInput) { l.Seed = "\xff" },
+		"invalid seed fe":   func(l *invocation.LeaseInput) { l.Seed = "\xfe" },
+		"invalid remote ff": func(l *invocation.LeaseInput) { l.RemoteName = "\xff" },
 	} {
-		if _, err := invocation.Lease(in[0], in[1], in[2], in[3]); !errors.Is(err, invocation.ErrInvalidCaller) {
-			t.Fatalf("%q: %v", in, err)
+		in := leaseIn()
+		change(&in)
+		if _, err := invocation.Lease(in); !errors.Is(err, invocation.ErrInvalidCaller) {
+			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	if _, err := invocation.Lease("d", "s", "o", "c"); err != nil {
+	if _, err := invocation.Lease(leaseIn()); err != nil {
 		t.Fatal(err)
 	}
 }

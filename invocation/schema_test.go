@@ -104,7 +104,7 @@ func TestSchemaLoadsNothing(t *testing.T) {
 			t.Fatalf("%s: %v", op, err)
 		}
 		// Invoke refuses the same way, with a hand-computed lease.
-		lease, _ := invocation.Lease(f.doc.Snapshot.Digest, alice.Seed, op, "files")
+		lease := f.lease(t, alice.Seed, op)
 		_, err = f.s.Invoke(ctx, invocation.Request{Caller: alice, Lease: lease, Operation: op, Connection: "files", Arguments: json.RawMessage(`{"x":1}`)})
 		if !errors.Is(err, invocation.ErrRemoteReference) || refusal(err) != "invalid_schema" {
 			t.Fatalf("%s invoke: %v", op, err)

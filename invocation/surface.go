@@ -69,6 +69,7 @@ type Surface struct {
 	service    string
 	connection string
 	digest     string
+	profile    string
 	ops        map[string]*operation
 	endpoint   Endpoint
 	opts       Options
@@ -131,6 +132,7 @@ func NewSurface(doc *apiv1.ProfileDocument, dep *apiv1.ServiceDeployment, opts O
 		service:    doc.Service.Ref,
 		connection: doc.Service.ConnectionRef,
 		digest:     doc.Snapshot.Digest,
+		profile:    profileDigest,
 		ops:        map[string]*operation{},
 		opts:       opts,
 	}
@@ -141,7 +143,8 @@ func NewSurface(doc *apiv1.ProfileDocument, dep *apiv1.ServiceDeployment, opts O
 		var d struct {
 			InputSchema json.RawMessage `json:"inputSchema"`
 		}
-		if err := json.Unmarshal(descriptors[m.RemoteName], &d); err != nil || len(d.InputSchema) == 0 {
+		// Exact-case decoding: an "InputSchema" variant next to "inputSchema" is not the schema.
+		if err := snapshot.Unmarshal(descriptors[m.RemoteName], &d); err != nil || len(d.InputSchema) == 0 {
 			return nil, refuse(RefusalInvalidSurface, m.OperationRef, ErrInvalidSchema)
 		}
 		s.ops[m.OperationRef] = &operation{mapping: m, inputSchema: d.InputSchema}
@@ -198,8 +201,8 @@ type Description struct {
 	InputSchema json.RawMessage `json:"inputSchema"`
 	// Snapshot is the frozen snapshot digest.
 	Snapshot string `json:"snapshot"`
-	// Lease binds a later Invoke to this snapshot, caller seed, operation and Connection (see
-	// Lease).
+	// Lease binds a later Invoke to this snapshot, reviewed profile, caller seed, operation (its
+	// remote name and effect) and Connection (see Lease).
 	Lease string `json:"lease"`
 }
 
@@ -245,7 +248,7 @@ func (s *Surface) List(ctx context.Context, caller Caller, connection string) (o
 // describe builds the description of op with the caller's lease.
 func (s *Surface) describe(op *operation, caller Caller, connection string) (*Description, error) {
 	m := op.mapping
-	lease, err := Lease(s.digest, caller.Seed, m.OperationRef, connection)
+	lease, err := Lease(s.leaseInput(op, caller.Seed, connection))
 	if err != nil {
 		return nil, refuse(RefusalInvalidCaller, m.OperationRef, err)
 	}
@@ -254,6 +257,15 @@ func (s *Surface) describe(op *operation, caller Caller, connection string) (*De
 		Title: m.Title, Description: m.Description, Effect: m.Effect,
 		InputSchema: bytes.Clone(op.inputSchema), Snapshot: s.digest, Lease: lease,
 	}, nil
+}
+
+// leaseInput is what the lease of op binds on this surface for seed and connection.
+func (s *Surface) leaseInput(op *operation, seed, connection string) LeaseInput {
+	m := op.mapping
+	return LeaseInput{
+		Snapshot: s.digest, Profile: s.profile, Seed: seed, Operation: m.OperationRef,
+		RemoteName: m.RemoteName, Effect: m.Effect, Connection: connection,
+	}
 }
 
 // Request is one invocation.
@@ -295,7 +307,7 @@ func (s *Surface) Invoke(ctx context.Context, req Request) (res *Result, err err
 	if err != nil {
 		return nil, err
 	}
-	want, err := Lease(s.digest, req.Caller.Seed, req.Operation, req.Connection)
+	want, err := Lease(s.leaseInput(op, req.Caller.Seed, req.Connection))
 	if err != nil {
 		return nil, refuse(RefusalInvalidCaller, req.Operation, err)
 	}

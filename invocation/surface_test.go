@@ -187,7 +187,7 @@ func TestNotExposed(t *testing.T) {
 			t.Fatalf("describe %s: %v", op, err)
 		}
 		// A lease computed by hand for the hidden operation does not open it either.
-		lease, _ := invocation.Lease(f.doc.Snapshot.Digest, alice.Seed, op, "files")
+		lease := f.lease(t, alice.Seed, op)
 		_, err = f.s.Invoke(ctx, invocation.Request{Caller: alice, Lease: lease, Operation: op, Connection: "files"})
 		if !errors.Is(err, invocation.ErrNotExposed) {
 			t.Fatalf("invoke %s: %v", op, err)
@@ -211,7 +211,7 @@ func TestForbidden(t *testing.T) {
 	if strings.Contains(err.Error(), "prose") {
 		t.Fatalf("the apiserver's reason surfaced: %v", err)
 	}
-	lease, _ := invocation.Lease(f.doc.Snapshot.Digest, mallory.Seed, "echo", "files")
+	lease := f.lease(t, mallory.Seed, "echo")
 	_, err = f.s.Invoke(ctx, invocation.Request{Caller: mallory, Lease: lease, Operation: "echo", Connection: "files"})
 	if !errors.Is(err, invocation.ErrForbidden) {
 		t.Fatalf("invoke: %v", err)

@@ -171,10 +171,18 @@ func (r *registry) deliverFrame(st *callState, raw []byte) error {
 	if len(raw) == 0 {
 		return nil
 	}
-	if !json.Valid(raw) {
-		err := refuse("invalid_json", "", 0, snapshot.ErrInvalidJSON)
-		r.fail(st, err)
-		return err
+	// The whole frame is checked as the snapshot scanner checks a descriptor (grammar, UTF-8,
+	// duplicate members at any depth), so deliverRaw's exact-case decode reads the members the
+	// SDK read, and a hostile frame is refused by name for the request it answers.
+	if err := snapshot.Validate(raw); err != nil {
+		name, reason := "invalid_json", snapshot.ErrInvalidJSON
+		var sr *snapshot.RefusalError
+		if errors.As(err, &sr) {
+			name, reason = sr.Name, sr.Err
+		}
+		rerr := refuse(name, "", 0, reason)
+		r.fail(st, rerr)
+		return rerr
 	}
 	r.deliverRaw(raw)
 	return nil
@@ -196,7 +204,7 @@ func (r *registry) deliverRaw(raw []byte) {
 		return
 	}
 	var m wireMessage
-	if json.Unmarshal(raw, &m) != nil || m.Method != "" || len(m.ID) == 0 {
+	if snapshot.Unmarshal(raw, &m) != nil || m.Method != "" || len(m.ID) == 0 {
 		return
 	}
 	var id any
@@ -266,6 +274,7 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				ID     json.RawMessage `json:"id"`
 				Method string          `json:"method"`
 			}
+			// The outgoing request the SDK wrote, not server data: a bounded plain decode.
 			if json.NewDecoder(io.LimitReader(body, int64(t.frame))).Decode(&m) == nil && len(m.ID) > 0 && m.Method != "" {
 				var id any
 				if json.Unmarshal(m.ID, &id) == nil {

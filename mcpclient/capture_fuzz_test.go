@@ -10,8 +10,9 @@ import (
 )
 
 // FuzzSSEBody: the SSE tee is transparent (the SDK reads exactly the server's bytes) until an
-// event or line exceeds the bound, and then it refuses with frame_too_large; its buffers never
-// exceed the bound.
+// event or line exceeds the bound, and then it refuses with frame_too_large (or an event fails the
+// strict frame check: invalid_json, duplicate_key, invalid_utf8); its buffers never exceed the
+// bound.
 func FuzzSSEBody(f *testing.F) {
 	f.Add([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"), 64)
 	f.Add([]byte("data: a\ndata: b\r\n\r\n: comment\n\n"), 8)
@@ -40,7 +41,9 @@ func FuzzSSEBody(f *testing.F) {
 				return
 			}
 			if err != nil {
-				if refusalName(err) != "frame_too_large" && refusalName(err) != "invalid_json" {
+				switch refusalName(err) {
+				case "frame_too_large", "invalid_json", "duplicate_key", "invalid_utf8": // bound, or the strict frame check
+				default:
 					t.Fatalf("unexpected error %v", err)
 				}
 				if !bytes.HasPrefix(stream, got.Bytes()) {

@@ -4,40 +4,46 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/b10x/connector-mcp/internal/lru"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
-// Client connects to MCP servers and remembers the negotiated era of each server configuration.
-// It is safe for concurrent use; one Client per process is typical.
+// Client connects to MCP servers and remembers the negotiated era of each server configuration
+// in a bounded LRU cache (Options.MaxCachedEras). It is safe for concurrent use; one Client per
+// process is typical.
 type Client struct {
 	impl mcp.Implementation
-
-	mu   sync.Mutex
-	eras map[string]Era
+	eras *lru.Cache[string, Era]
 }
+
+// DefaultMaxCachedEras is the default Options.MaxCachedEras.
+const DefaultMaxCachedEras = 1024
 
 // Options configure a Client.
 type Options struct {
 	// Name and Version identify this client to servers (clientInfo). Defaults: "connector-mcp",
 	// "v0.1".
 	Name, Version string
+	// MaxCachedEras bounds how many server configurations' negotiated eras are remembered; past
+	// it the least recently used is forgotten and its next Connect negotiates again. Zero or
+	// negative: DefaultMaxCachedEras.
+	MaxCachedEras int
 }
 
 // NewClient returns a Client. opts may be nil.
 func NewClient(opts *Options) *Client {
-	c := &Client{impl: mcp.Implementation{Name: "connector-mcp", Version: "v0.1"}, eras: map[string]Era{}}
+	c := &Client{impl: mcp.Implementation{Name: "connector-mcp", Version: "v0.1"}}
+	size := DefaultMaxCachedEras
 	if opts != nil {
 		if opts.Name != "" {
 			c.impl.Name = opts.Name
@@ -45,30 +51,21 @@ func NewClient(opts *Options) *Client {
 		if opts.Version != "" {
 			c.impl.Version = opts.Version
 		}
+		if opts.MaxCachedEras > 0 {
+			size = opts.MaxCachedEras
+		}
 	}
+	c.eras = lru.New[string, Era](size)
 	return c
 }
 
 // CachedEra returns the era remembered for cfg, if any.
-func (c *Client) CachedEra(cfg ServerConfig) (Era, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.eras[cfg.key()]
-	return e, ok
-}
+func (c *Client) CachedEra(cfg ServerConfig) (Era, bool) { return c.eras.Get(cfg.key()) }
 
 // ForgetEra drops the era remembered for cfg, so the next Connect negotiates again.
-func (c *Client) ForgetEra(cfg ServerConfig) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.eras, cfg.key())
-}
+func (c *Client) ForgetEra(cfg ServerConfig) { c.eras.Remove(cfg.key()) }
 
-func (c *Client) remember(cfg ServerConfig, e Era) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.eras[cfg.key()] = e
-}
+func (c *Client) remember(cfg ServerConfig, e Era) { c.eras.Add(cfg.key(), e) }
 
 // Connect connects to the server named by cfg and negotiates the protocol era.
 //
@@ -351,7 +348,7 @@ func unsupportedOnly(st *callState) bool {
 	var d struct {
 		Supported []string `json:"supported"`
 	}
-	if json.Unmarshal(st.rpcData, &d) != nil {
+	if snapshot.Unmarshal(st.rpcData, &d) != nil {
 		return false
 	}
 	for _, v := range d.Supported {

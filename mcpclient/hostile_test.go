@@ -59,7 +59,7 @@ var hostileCases = []hostileCase{
 	{name: "input_required result", hostile: mcptest.HostileInputRequired, call: "echo", want: "input_required", reason: ErrFeatureRefused, http: true},
 	{name: "task-required tool", hostile: mcptest.HostileTaskRequired, call: "long_job", want: "tasks", reason: ErrFeatureRefused},
 	{name: "oversize result", hostile: mcptest.HostileOversizeResult, size: 128 << 10, limits: Limits{MaxResultBytes: 32 << 10}, call: "echo", want: "result_too_large", reason: ErrResultTooLarge, http: true},
-	{name: "duplicate key in result", hostile: mcptest.HostileDuplicateResult, call: "echo", want: "duplicate_key"},
+	{name: "duplicate key in result", hostile: mcptest.HostileDuplicateResult, call: "echo", want: "duplicate_key", http: true},
 }
 
 func (c hostileCase) run(t *testing.T, cfg ServerConfig) error {

@@ -319,11 +319,8 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	if err := snapshot.Validate(raw); err != nil {
 		return nil, err
 	}
-	var res struct {
-		IsError    bool   `json:"isError"`
-		ResultType string `json:"resultType"`
-	}
-	if bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &res) != nil {
+	res, ok := parseCallResult(raw)
+	if !ok {
 		return nil, refuse("invalid_response", op, 0, ErrInvalidResponse)
 	}
 	switch res.ResultType {
@@ -341,6 +338,22 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	return raw, nil
 }
 
+// callResult is what the client reads of a tools/call result; the rest stays raw.
+type callResult struct {
+	IsError    bool   `json:"isError"`
+	ResultType string `json:"resultType"`
+}
+
+// parseCallResult reads a tools/call result object with exact-case member names: an "IsError"
+// or "ResultType" variant is an unknown member, not a second value for the field.
+func parseCallResult(raw []byte) (callResult, bool) {
+	var res callResult
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || snapshot.Unmarshal(raw, &res) != nil {
+		return callResult{}, false
+	}
+	return res, true
+}
+
 // taskRequired reports whether a descriptor demands task-augmented execution.
 func taskRequired(desc []byte) bool {
 	var d struct {
@@ -348,7 +361,7 @@ func taskRequired(desc []byte) bool {
 			TaskSupport string `json:"taskSupport"`
 		} `json:"execution"`
 	}
-	return json.Unmarshal(desc, &d) == nil && d.Execution.TaskSupport == "required"
+	return snapshot.Unmarshal(desc, &d) == nil && d.Execution.TaskSupport == "required"
 }
 
 // parsePage reads a tools/list result: the raw descriptors and the next cursor. Member names of the

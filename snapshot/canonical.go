@@ -13,19 +13,26 @@ import (
 //
 // Input that RFC 8785 (I-JSON, RFC 7493) does not admit is refused rather than repaired:
 // invalid UTF-8 or an unpaired escaped surrogate (ErrInvalidUTF8), a repeated member name in any
-// object at any depth (ErrDuplicateKey), malformed JSON, trailing data after the value or a number
-// outside the IEEE-754 double range (ErrInvalidJSON). The returned error is a *RefusalError.
+// object at any depth (ErrDuplicateKey), malformed JSON or trailing data after the value
+// (ErrInvalidJSON). So is a number whose canonical form would not determine it (ErrUnsafeNumber,
+// refusal "unsafe_number"): an integer literal beyond ±(2^53-1), a literal with more precision
+// than an IEEE-754 double, a non-zero literal that underflows to zero, one that overflows, and
+// negative zero. RFC 8785 reads numbers as doubles, so without this 9007199254740993 and
+// 9007199254740992, 1e-400 and 0, or -0 and 0 would share a canonical form and a digest; with
+// it, two documents share a canonical form only if their numbers are the same numbers. The
+// returned error is a *RefusalError.
 func Canonicalize(raw []byte) ([]byte, error) {
-	if err := validate(raw, nil); err != nil {
+	if err := validate(raw, scanDigest, nil); err != nil {
 		return nil, err
 	}
 	return transform(raw)
 }
 
-// Validate checks raw as Canonicalize does (one I-JSON value: valid UTF-8, no unpaired
-// surrogate escapes, no duplicate keys at any depth, no trailing data) without producing the
-// canonical form. The error is a *RefusalError.
-func Validate(raw []byte) error { return validate(raw, nil) }
+// Validate checks that raw is one well-formed JSON value: valid UTF-8, no unpaired surrogate
+// escapes, no duplicate keys at any depth, no trailing data. Unlike Canonicalize it admits every
+// JSON number: it is the check for documents that are passed on byte for byte (call arguments,
+// call results), not digested. The error is a *RefusalError.
+func Validate(raw []byte) error { return validate(raw, scanWellFormed, nil) }
 
 // transform runs the RFC 8785 serializer on input already checked by validate.
 func transform(raw []byte) ([]byte, error) {
@@ -41,8 +48,8 @@ func transform(raw []byte) ([]byte, error) {
 	}
 	out, err := jsoncanonicalizer.Transform(in)
 	if err != nil {
-		// Only numbers that do not fit an IEEE-754 double reach here after validation.
-		return nil, &RefusalError{Name: "invalid_json", Err: ErrInvalidJSON}
+		// Validation refuses every number the serializer cannot represent; this is a backstop.
+		return nil, &RefusalError{Name: "unsafe_number", Err: ErrUnsafeNumber}
 	}
 	if scalar {
 		out = out[1 : len(out)-1]
@@ -65,10 +72,10 @@ func sha256Digest(b []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// validate refuses raw unless it is exactly one well-formed I-JSON value; warn, when not nil,
-// receives each Unicode finding with its JSON Pointer.
-func validate(raw []byte, warn func(path, code string)) error {
-	_, err := validateWalk(raw, warn)
+// validate refuses raw unless it is exactly one well-formed I-JSON value (scanDigest: with safe
+// numbers only); warn, when not nil, receives each Unicode finding with its JSON Pointer.
+func validate(raw []byte, mode scanMode, warn func(path, code string)) error {
+	_, err := validateWalk(raw, mode, warn)
 	return err
 }
 

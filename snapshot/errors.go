@@ -15,6 +15,10 @@ var (
 	// ErrDuplicateKey is the reason for an object with a repeated member name at any depth
 	// (refusal "duplicate_key").
 	ErrDuplicateKey = errors.New("duplicate object key")
+	// ErrUnsafeNumber is the reason for a number whose RFC 8785 canonical form would not
+	// determine it (refusal "unsafe_number"): an integer literal beyond ±(2^53-1), excess
+	// precision, underflow of a non-zero literal to zero, overflow, negative zero.
+	ErrUnsafeNumber = errors.New("number not safe to canonicalize")
 	// ErrInvalidDescriptor is the reason for a tool descriptor that is not a JSON object with a
 	// non-empty string "name" (refusal "invalid_descriptor").
 	ErrInvalidDescriptor = errors.New("invalid tool descriptor")

@@ -19,10 +19,23 @@ type scanner struct {
 	pos  int
 	warn func(path, code string)
 	path []segment
+	mode scanMode
 
 	name    string
 	hasName bool
 }
+
+// scanMode selects what validateWalk refuses beyond the JSON grammar, UTF-8 and unique member
+// names.
+type scanMode int
+
+const (
+	// scanWellFormed admits any JSON number.
+	scanWellFormed scanMode = iota
+	// scanDigest also refuses numbers whose RFC 8785 form does not determine them (checkNumber):
+	// the mode of every document that is canonicalized or digested.
+	scanDigest
+)
 
 // segment is one step of the current JSON Pointer: a member name or an array index.
 type segment struct {
@@ -31,19 +44,21 @@ type segment struct {
 	isKey bool
 }
 
-// validateWalk refuses raw unless it is exactly one well-formed I-JSON value.
-func validateWalk(raw []byte, warn func(path, code string)) (*scanner, error) {
+// validateWalk refuses raw unless it is exactly one well-formed I-JSON value (and, in scanDigest
+// mode, every number is safe to canonicalize). On a refusal after the scan started, the scanner
+// is returned too: its top-level "name", when already read, names the tool in the refusal.
+func validateWalk(raw []byte, mode scanMode, warn func(path, code string)) (*scanner, error) {
 	if !utf8.Valid(raw) {
 		return nil, &RefusalError{Name: "invalid_utf8", Err: ErrInvalidUTF8, Offset: int64(invalidUTF8Offset(raw))}
 	}
-	s := &scanner{data: raw, warn: warn}
+	s := &scanner{data: raw, warn: warn, mode: mode}
 	s.ws()
 	if err := s.value(0); err != nil {
-		return nil, err
+		return s, err
 	}
 	s.ws()
 	if s.pos != len(s.data) {
-		return nil, s.invalid()
+		return s, s.invalid()
 	}
 	return s, nil
 }
@@ -299,6 +314,7 @@ func (s *scanner) number() error {
 		}
 		return n
 	}
+	start := s.pos
 	if s.data[s.pos] == '-' {
 		s.pos++
 	}
@@ -324,6 +340,9 @@ func (s *scanner) number() error {
 		if digits() == 0 {
 			return s.invalid()
 		}
+	}
+	if s.mode == scanDigest && !checkNumber(s.data[start:s.pos]) {
+		return &RefusalError{Name: "unsafe_number", Err: ErrUnsafeNumber, Offset: int64(start), Path: s.pointer()}
 	}
 	return nil
 }

@@ -9,9 +9,14 @@
 //
 // with tools sorted by name, so the same server with the same tools yields the same digest whatever
 // the key order or whitespace on the wire. Input that canonical JSON cannot represent faithfully
-// (duplicate keys, invalid UTF-8, trailing data) and duplicate tool names are refused with a
+// (duplicate keys, invalid UTF-8, trailing data, numbers that RFC 8785 would merge with another
+// number: see Canonicalize) and duplicate tool names are refused with a
 // *RefusalError naming the refusal. Invisible or bidirectional Unicode is recorded as a Warning,
 // never silently accepted.
+//
+// Unmarshal is the one decoder for untrusted JSON (server, registry and caller documents) in this
+// module's MCP path: it refuses what Validate refuses and matches member names exactly, so a case
+// variant ("InputSchema" next to "inputSchema") is never read as the member.
 //
 // The package is pure: it does no I/O and does not depend on an MCP implementation.
 package snapshot
@@ -182,10 +187,14 @@ func New(protocolVersion string, server ServerInfo, descriptors []json.RawMessag
 // freeze validates one descriptor and returns its Tool (with a private copy of raw) and warnings.
 func freeze(raw json.RawMessage) (Tool, []Warning, error) {
 	var findings []Warning
-	w, err := validateWalk(raw, func(path, code string) {
+	w, err := validateWalk(raw, scanDigest, func(path, code string) {
 		findings = append(findings, Warning{Path: path, Code: code})
 	})
 	if err != nil {
+		var r *RefusalError
+		if errors.As(err, &r) && w != nil && w.hasName {
+			r.Tool = w.name
+		}
 		return Tool{}, nil, err
 	}
 	name, err := descriptorName(raw, w)
@@ -222,7 +231,7 @@ func descriptorName(raw []byte, w *scanner) (string, error) {
 func (s *ToolSnapshot) Verify() error {
 	seen := make(map[string]struct{}, len(s.Tools))
 	for _, t := range s.Tools {
-		w, err := validateWalk(t.Descriptor, nil)
+		w, err := validateWalk(t.Descriptor, scanDigest, nil)
 		if err != nil {
 			var r *RefusalError
 			if errors.As(err, &r) {

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
+	"github.com/spf13/cobra"
 
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
-func init() {
-	register("discover", verb{summary: "negotiate with a server and print its era and identity", run: runDiscover})
-}
+func init() { register(newDiscoverCmd) }
 
 // discoverOutput is the JSON printed by "mcpctl discover".
 type discoverOutput struct {
@@ -17,16 +15,21 @@ type discoverOutput struct {
 	ServerInfo      snapshot.ServerInfo `json:"serverInfo"`
 }
 
-func runDiscover(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("discover")
-	sf := newServerFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
+func newDiscoverCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "discover (--url URL | -- CMD ARGS...)",
+		Short: "Negotiate with a server and print its era and identity",
+		Args:  cobra.ArbitraryArgs,
 	}
-	s, err := sf.connect(ctx, env, fs)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	return writeJSON(env.stdout, discoverOutput{Era: string(s.Era()), ProtocolVersion: s.ProtocolVersion(), ServerInfo: s.ServerInfo()})
+	sf := newServerFlags(cmd.Flags())
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		s, err := sf.connect(ctx, env, cmd, args)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return writeJSON(env.stdout, discoverOutput{Era: string(s.Era()), ProtocolVersion: s.ProtocolVersion(), ServerInfo: s.ServerInfo()})
+	})
+	return cmd
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"net/http"
+	"net/netip"
 	"net/url"
 
 	"github.com/spf13/pflag"
 
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/ocipack"
 )
 
 // Registry exchanges follow redirects to blob storage; each hop is re-checked at dial time.
@@ -75,4 +77,40 @@ func (f *egressFlags) httpClient(target *url.URL) (*http.Client, error) {
 		return nil, err
 	}
 	return t.HTTPClient(), nil
+}
+
+// defaultRegistryPrivateRanges are the private ranges the default-mode registry client may reach:
+// the user's own networks (RFC 1918, CGNAT, IPv6 ULA), where company registries live. Metadata,
+// link-local, unspecified, multicast, reserved and documentation addresses stay refused.
+var defaultRegistryPrivateRanges = []netip.Prefix{
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("fc00::/7"),
+}
+
+// registryHTTPClient returns the HTTP client of the OCI registry client for target (scheme and
+// registry host). It is always built from egress, never http.DefaultClient: no proxy from the
+// environment, the IP policy judged at dial time on every redirect hop, Authorization never
+// crossing hosts, bounded bodies and a per-exchange deadline.
+//
+// In hosted mode it is httpClient's guarded client. In default mode the IP policy is the laptop
+// one: private ranges (defaultRegistryPrivateRanges) may be reached, loopback only when the
+// registry itself is named as loopback (so a remote registry's redirect never reaches the user's
+// own machine), and metadata, link-local and the other special addresses never.
+func (f *egressFlags) registryHTTPClient(target *url.URL) (*http.Client, error) {
+	if target == nil || target.Host == "" {
+		return nil, usagef("egress: no target host")
+	}
+	target = &url.URL{Scheme: target.Scheme, Host: target.Host}
+	hc, err := f.httpClient(target)
+	if err != nil || hc != nil {
+		return hc, err
+	}
+	ip := egress.IPPolicy{AllowCIDRs: defaultRegistryPrivateRanges}
+	if ocipack.IsLoopbackHost(target.Host) {
+		ip.Loopback = egress.LoopbackAllowedUnsafe
+	}
+	return egress.NewHTTPClient(egress.Policy{IP: ip, MaxRedirects: registryMaxRedirects})
 }

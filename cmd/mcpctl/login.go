@@ -5,17 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
 )
 
-func init() {
-	register("login", verb{
-		summary: "authorize mcpctl for an OAuth-protected MCP server (--url URL); the token is kept in XDG state",
-		run:     runLogin,
-	})
-}
+func init() { register(newLoginCmd) }
 
 // credentialView is the JSON form of a stored credential: never a token or secret value.
 type credentialView struct {
@@ -46,30 +41,44 @@ func viewOf(c *oauth.Credential, now time.Time) credentialView {
 	return v
 }
 
-func runLogin(ctx context.Context, env *cliEnv, args []string) error {
-	fs := pflag.NewFlagSet("login", pflag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	var (
-		serverURL, clientID, secretEnv, metadataURL string
-		scopes                                      []string
-		timeout                                     time.Duration
-		noBrowser                                   bool
-	)
-	fs.StringVar(&serverURL, "url", "", "MCP server URL (Streamable HTTP)")
-	fs.StringVar(&clientID, "client-id", "", "pre-registered OAuth client id (preferred over the others)")
-	fs.StringVar(&secretEnv, "client-secret-env", "", "name of the environment variable holding the pre-registered client's secret")
-	fs.StringVar(&metadataURL, "client-metadata-url", "", "Client ID Metadata Document URL (https), used when the authorization server supports it")
-	fs.StringArrayVar(&scopes, "scope", nil, "scope to request in addition to those the server asks for (repeatable)")
-	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the authorization in the browser")
-	fs.BoolVar(&noBrowser, "no-browser", false, "only print the authorization URL, do not try to open a browser")
-	if err := fs.Parse(args); err != nil {
-		return usagef("login: %v", err)
+func newLoginCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "login --url URL",
+		Short: "Authorize mcpctl for an OAuth-protected MCP server; the token is kept in XDG state",
+		Args:  cobra.ArbitraryArgs,
 	}
+	fs := cmd.Flags()
+	var f loginFlags
+	fs.StringVar(&f.serverURL, "url", "", "MCP server URL (Streamable HTTP)")
+	fs.StringVar(&f.clientID, "client-id", "", "pre-registered OAuth client id (preferred over the others)")
+	fs.StringVar(&f.secretEnv, "client-secret-env", "", "name of the environment variable holding the pre-registered client's secret")
+	fs.StringVar(&f.metadataURL, "client-metadata-url", "", "Client ID Metadata Document URL (https), used when the authorization server supports it")
+	fs.StringArrayVar(&f.scopes, "scope", nil, "scope to request in addition to those the server asks for (repeatable)")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the authorization in the browser")
+	fs.BoolVar(&f.noBrowser, "no-browser", false, "only print the authorization URL, do not try to open a browser")
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		return login(cmd.Context(), env, args, f)
+	})
+	return cmd
+}
+
+// loginFlags are the parsed flags of "mcpctl login".
+type loginFlags struct {
+	serverURL, clientID, secretEnv, metadataURL string
+	scopes                                      []string
+	timeout                                     time.Duration
+	noBrowser                                   bool
+}
+
+// login runs "mcpctl login".
+func login(ctx context.Context, env *cliEnv, args []string, f loginFlags) error {
+	serverURL, clientID, secretEnv, metadataURL := f.serverURL, f.clientID, f.secretEnv, f.metadataURL
+	scopes, timeout, noBrowser := f.scopes, f.timeout, f.noBrowser
 	switch {
 	case serverURL == "":
 		return usagef("login: --url is required")
-	case fs.NArg() > 0:
-		return usagef("login: unexpected arguments %q", fs.Args())
+	case len(args) > 0:
+		return usagef("login: unexpected arguments %q", args)
 	case clientID != "" && metadataURL != "":
 		return usagef("login: --client-id and --client-metadata-url are exclusive")
 	case secretEnv != "" && clientID == "":

@@ -5,6 +5,9 @@
 // Output contract (docs/cli.md): machine-readable JSON on stdout, human progress on stderr, named
 // refusals as "refused: <name>" on stderr. Exit codes: 0 success, 1 failure, 2 usage, 3 refusal,
 // 4 drift.
+//
+// Installed as "kubectl-mcp" it is a kubectl plugin: "kubectl mcp snapshot ..." runs it, and its
+// usage lines say "kubectl mcp".
 package main
 
 import (
@@ -14,8 +17,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
+	"path/filepath"
+	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
 // Exit codes of mcpctl, stable for scripts.
@@ -27,23 +33,21 @@ const (
 	exitDrift   = 4
 )
 
-// verb is one mcpctl sub-command. Each verb lives in its own file and registers itself in init.
-type verb struct {
-	// summary is the one-line help shown by "mcpctl help".
-	summary string
-	// run executes the verb with the arguments after the verb name.
-	run func(ctx context.Context, env *cliEnv, args []string) error
-}
+// Program names: the standalone name, and the kubectl plugin's binary and display names.
+const (
+	programName       = "mcpctl"
+	pluginBinaryName  = "kubectl-mcp"
+	pluginDisplayName = "kubectl mcp"
+)
 
-// verbs holds every registered verb by name (e.g. "discover", "pack").
-var verbs = map[string]verb{}
+// commands holds the constructor of every top-level command. Each command lives in its own file
+// and registers its constructor in init; run builds a fresh command tree per invocation, so flag
+// values never leak from one run to the next.
+var commands []func(env *cliEnv) *cobra.Command
 
-// register adds a verb; called from init functions of the verb files.
-func register(name string, v verb) {
-	if _, dup := verbs[name]; dup {
-		panic("mcpctl: verb registered twice: " + name)
-	}
-	verbs[name] = v
+// register adds the constructor of a top-level command; called from init functions.
+func register(newCmd func(env *cliEnv) *cobra.Command) {
+	commands = append(commands, newCmd)
 }
 
 // cliEnv carries the process streams so verbs are testable in process.
@@ -52,6 +56,18 @@ type cliEnv struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	// name is the name the binary was invoked as (os.Args[0]'s base name); "kubectl-mcp" makes
+	// usage lines say "kubectl mcp". Empty means "mcpctl".
+	name string
+}
+
+// displayName is the command path shown in usage lines: "mcpctl", or "kubectl mcp" when the
+// binary was invoked as the kubectl plugin.
+func (e *cliEnv) displayName() string {
+	if strings.TrimSuffix(e.name, ".exe") == pluginBinaryName {
+		return pluginDisplayName
+	}
+	return programName
 }
 
 // usageError marks a command-line mistake (exit 2).
@@ -76,6 +92,23 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
+// verbError wraps the error a command's own action returned, so run can tell it from cobra's
+// errors about the command line (unknown command, bad flag), which are usage errors.
+type verbError struct{ err error }
+
+func (e *verbError) Error() string { return e.err.Error() }
+func (e *verbError) Unwrap() error { return e.err }
+
+// action adapts a command's action to cobra: its error is marked as the verb's own.
+func action(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := fn(cmd, args); err != nil {
+			return &verbError{err: err}
+		}
+		return nil
+	}
+}
+
 // refusal is implemented by every named refusal of the project's packages
 // (mcpclient, egress, ocipack): a stable, secret-free name such as "frame_too_large".
 type refusal interface {
@@ -85,26 +118,98 @@ type refusal interface {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, &cliEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+	env := &cliEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, name: filepath.Base(os.Args[0])}
+	code := run(ctx, env, os.Args[1:])
 	stop()
 	os.Exit(code)
 }
 
-// run dispatches to a verb and maps its error to an exit code and a stderr line.
-func run(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		printHelp(env.stderr)
-		if len(args) == 0 {
-			return exitUsage
+// newRootCmd builds the command tree for one invocation.
+func newRootCmd(env *cliEnv) *cobra.Command {
+	root := &cobra.Command{
+		Use:   programName,
+		Short: "Discover, snapshot and call MCP servers; build, sign and verify profile packs",
+		Long: `mcpctl is the standalone consumer of connector-mcp.
+
+Machine-readable JSON goes to stdout, human progress to stderr. A named refusal prints
+"refused: <name>" on stderr.
+
+Exit codes: 0 ok, 1 failure, 2 usage, 3 refused, 4 drift.`,
+		Args:          cobra.ArbitraryArgs,
+		SilenceErrors: true,
+		// Suggest a command within two edits ("snapshto" -> "snapshot").
+		SuggestionsMinimumDistance: 2,
+		SilenceUsage:               true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				cmd.SetOut(env.stderr)
+				_ = cmd.Help()
+				return &exitError{code: exitUsage}
+			}
+			hint := ""
+			if sug := cmd.SuggestionsFor(args[0]); len(sug) > 0 {
+				hint = fmt.Sprintf("; did you mean %q?", sug[0])
+			}
+			return usagef("unknown command %q%s (see %s --help)", args[0], hint, env.displayName())
+		},
+	}
+	if d := env.displayName(); d != programName {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: d}
+	}
+	root.SetIn(env.stdin)
+	root.SetOut(env.stdout)
+	root.SetErr(env.stderr)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usagef("%v (see %s --help)", err, cmd.CommandPath())
+	})
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd(env))
+	}
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return usagef("unknown help topic %q (see %s --help)", strings.Join(args, " "), env.displayName())
+			}
+			cmd.InitDefaultHelpFlag()
+			return cmd.Help()
+		},
+	})
+	// cobra's own "completion bash|zsh|fish|powershell"; like the other groups, it is a usage
+	// error without a shell or with an unknown one.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = groupRunE
 		}
+	}
+	return root
+}
+
+// run executes one command line and maps its outcome to an exit code and a stderr line.
+func run(ctx context.Context, env *cliEnv, args []string) int {
+	root := newRootCmd(env)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	var ve *verbError
+	switch {
+	case err == nil:
 		return exitOK
+	case errors.As(err, &ve):
+		return exitCode(env.stderr, ve.err)
+	default:
+		var u *usageError
+		var x *exitError
+		if errors.As(err, &u) || errors.As(err, &x) {
+			return exitCode(env.stderr, err)
+		}
+		// cobra's own command-line errors (unknown command, bad arguments) are usage errors.
+		return exitCode(env.stderr, usagef("%v", err))
 	}
-	v, ok := verbs[args[0]]
-	if !ok {
-		fmt.Fprintf(env.stderr, "mcpctl: unknown command %q (see mcpctl help)\n", args[0])
-		return exitUsage
-	}
-	return exitCode(env.stderr, v.run(ctx, env, args[1:]))
 }
 
 // exitCode prints err in the CLI's contract form and returns the exit code for it.
@@ -140,16 +245,33 @@ func exitCode(stderr io.Writer, err error) int {
 	}
 }
 
-func printHelp(w io.Writer) {
-	fmt.Fprintln(w, "Usage: mcpctl <command> [flags] [-- CMD ARGS...]")
-	fmt.Fprintln(w, "\nCommands:")
-	names := make([]string, 0, len(verbs))
-	for n := range verbs {
-		names = append(names, n)
+// usageArgs returns a usage error naming the command's usage line unless args has between min
+// and max elements (max < 0: no upper bound).
+func usageArgs(cmd *cobra.Command, args []string, minN, maxN int) error {
+	if len(args) < minN || (maxN >= 0 && len(args) > maxN) {
+		return usagef("usage: %s", cmd.UseLine())
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, verbs[n].summary)
+	return nil
+}
+
+// groupCmd returns a command that only groups sub-commands ("pack", "profile", "auth"): run
+// without one, or with an unknown one, it is a usage error (exit 2).
+func groupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{Use: use, Short: short, Args: cobra.ArbitraryArgs, RunE: groupRunE}
+	c.AddCommand(subs...)
+	return c
+}
+
+// groupRunE is the action of a command that only groups sub-commands: a usage error.
+func groupRunE(cmd *cobra.Command, args []string) error {
+	var names []string
+	for _, s := range cmd.Commands() {
+		if s.IsAvailableCommand() {
+			names = append(names, s.Name())
+		}
 	}
-	fmt.Fprintln(w, "\nExit codes: 0 ok, 1 failure, 2 usage, 3 refused, 4 drift.")
+	if len(args) == 0 {
+		return usagef("%s: name a command: %s (see %s --help)", cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
+	}
+	return usagef("unknown %s command %q: want %s (see %s --help)", cmd.Name(), args[0], strings.Join(names, ", "), cmd.CommandPath())
 }

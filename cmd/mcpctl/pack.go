@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
@@ -16,32 +17,11 @@ import (
 	"github.com/b10x/connector-mcp/ocipack"
 )
 
-func init() {
-	register("pack", verb{summary: "push, pull, sign and verify profile packs (OCI, by digest)", run: runPack})
-}
+func init() { register(newPackCmd) }
 
-const packUsage = `usage:
-  mcpctl pack push FILE... --to REPO
-  mcpctl pack pull REPO@sha256:DIGEST
-  mcpctl pack sign REPO@sha256:DIGEST --key cosign.key [--provenance-...]
-  mcpctl pack verify REPO@sha256:DIGEST (--key cosign.pub | --certificate-identity[-regexp] ID --certificate-oidc-issuer URL --trusted-root FILE) [--provenance-...] [--policy FILE]`
-
-func runPack(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) == 0 {
-		return usagef("%s", packUsage)
-	}
-	switch args[0] {
-	case "push":
-		return packPush(ctx, env, args[1:])
-	case "pull":
-		return packPull(ctx, env, args[1:])
-	case "sign":
-		return packSign(ctx, env, args[1:])
-	case "verify":
-		return packVerify(ctx, env, args[1:])
-	default:
-		return usagef("unknown pack command %q\n%s", args[0], packUsage)
-	}
+func newPackCmd(env *cliEnv) *cobra.Command {
+	return groupCmd("pack", "Push, pull, sign and verify profile packs (OCI, by digest)",
+		newPackPushCmd(env), newPackPullCmd(env), newPackSignCmd(env), newPackVerifyCmd(env))
 }
 
 // registryFlags are shared by every pack verb.
@@ -67,7 +47,9 @@ func (f *registryFlags) client(env *cliEnv, host string) (*ocipack.Client, error
 	if f.plainHTTP {
 		scheme = "http"
 	}
-	hc, err := f.egress.httpClient(&url.URL{Scheme: scheme, Host: host})
+	// Always an egress client (never http.DefaultClient, which honours HTTP_PROXY and has no
+	// IP policy): see egressFlags.registryHTTPClient.
+	hc, err := f.egress.registryHTTPClient(&url.URL{Scheme: scheme, Host: host})
 	if err != nil {
 		return nil, err
 	}
@@ -114,43 +96,37 @@ func readBounded(path string, max int64) ([]byte, error) {
 	return b, nil
 }
 
-func newFlagSet(name string) *pflag.FlagSet {
-	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.SetInterspersed(true)
-	return fs
-}
-
-func parseFlags(fs *pflag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return usagef("%s: %v", fs.Name(), err)
-	}
-	return nil
-}
-
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
 
-func packPush(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("pack push")
+func newPackPushCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "push FILE... --to REPO",
+		Short: "Pack reviewed profile documents and push them; prints REPO@sha256:DIGEST",
+		Args:  cobra.ArbitraryArgs,
+	}
 	var rf registryFlags
-	rf.register(fs)
-	to := fs.String("to", "", "target repository REGISTRY/REPOSITORY (no tag)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *to == "" || fs.NArg() == 0 {
-		return usagef("usage: mcpctl pack push FILE... --to REPO")
-	}
-	repo, err := ocipack.ParseRepository(*to)
+	rf.register(cmd.Flags())
+	to := cmd.Flags().String("to", "", "target repository REGISTRY/REPOSITORY (no tag)")
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		if *to == "" || len(args) == 0 {
+			return usagef("usage: %s", cmd.UseLine())
+		}
+		return packPush(cmd.Context(), env, &rf, *to, args)
+	})
+	return cmd
+}
+
+func packPush(ctx context.Context, env *cliEnv, rf *registryFlags, to string, files []string) error {
+	repo, err := ocipack.ParseRepository(to)
 	if err != nil {
 		return err
 	}
 	var docs []*apiv1.ProfileDocument
-	for _, path := range fs.Args() {
+	for _, path := range files {
 		b, err := readBounded(path, ocipack.MaxProfileSize)
 		if err != nil {
 			return err
@@ -188,18 +164,26 @@ type pullResult struct {
 	Profiles  []pulledProfile `json:"profiles"`
 }
 
-func packPull(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("pack pull")
+func newPackPullCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "pull REPO@sha256:DIGEST [--output-dir DIR]",
+		Short: "Pull a pack by digest and print its profiles",
+		Args:  cobra.ArbitraryArgs,
+	}
 	var rf registryFlags
-	rf.register(fs)
-	outDir := fs.String("output-dir", "", "also write each profile as SERVICE.yaml into this existing directory, for review")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("usage: mcpctl pack pull REPO@sha256:DIGEST [--output-dir DIR]")
-	}
-	ref, err := ocipack.ParseDigestReference(fs.Arg(0))
+	rf.register(cmd.Flags())
+	outDir := cmd.Flags().String("output-dir", "", "also write each profile as SERVICE.yaml into this existing directory, for review")
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		if err := usageArgs(cmd, args, 1, 1); err != nil {
+			return err
+		}
+		return packPull(cmd.Context(), env, &rf, args[0], *outDir)
+	})
+	return cmd
+}
+
+func packPull(ctx context.Context, env *cliEnv, rf *registryFlags, arg string, outDir string) error {
+	ref, err := ocipack.ParseDigestReference(arg)
 	if err != nil {
 		return err
 	}
@@ -211,14 +195,14 @@ func packPull(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *outDir != "" {
+	if outDir != "" {
 		for _, d := range p.Profiles {
 			y, err := ocipack.EncodeProfile(d, ocipack.FormatYAML)
 			if err != nil {
 				return err
 			}
 			// Service references match ^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$ (validated): a plain file name.
-			path := filepath.Join(*outDir, d.Service.Ref+".yaml")
+			path := filepath.Join(outDir, d.Service.Ref+".yaml")
 			if err := os.WriteFile(path, y, 0o644); err != nil { //nolint:gosec // G306: a reviewable document, not a secret
 				return err
 			}
@@ -255,20 +239,28 @@ func (f *provenanceFlags) register(fs *pflag.FlagSet, withRevision bool) {
 	}
 }
 
-func packSign(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("pack sign")
+func newPackSignCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sign REPO@sha256:DIGEST --key cosign.key [--provenance-source-repo URI --provenance-ref REF --provenance-revision SHA --provenance-builder-id ID]",
+		Short: "Sign a pack and attach the sigstore bundle(s) as OCI referrers",
+		Args:  cobra.ArbitraryArgs,
+	}
 	var rf registryFlags
-	rf.register(fs)
+	rf.register(cmd.Flags())
 	var pf provenanceFlags
-	pf.register(fs, true)
-	key := fs.String("key", "", "private key: cosign.key (encrypted, password from COSIGN_PASSWORD) or a PEM private key")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 || *key == "" {
-		return usagef("usage: mcpctl pack sign REPO@sha256:DIGEST --key cosign.key [--provenance-source-repo URI --provenance-ref REF --provenance-revision SHA --provenance-builder-id ID]")
-	}
-	ref, err := ocipack.ParseDigestReference(fs.Arg(0))
+	pf.register(cmd.Flags(), true)
+	key := cmd.Flags().String("key", "", "private key: cosign.key (encrypted, password from COSIGN_PASSWORD) or a PEM private key")
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 || *key == "" {
+			return usagef("usage: %s", cmd.UseLine())
+		}
+		return packSign(cmd.Context(), env, &rf, &pf, args[0], *key)
+	})
+	return cmd
+}
+
+func packSign(ctx context.Context, env *cliEnv, rf *registryFlags, pf *provenanceFlags, arg, keyPath string) error {
+	ref, err := ocipack.ParseDigestReference(arg)
 	if err != nil {
 		return err
 	}
@@ -279,7 +271,7 @@ func packSign(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		prov = &ocipack.Provenance{BuilderID: pf.builder, SourceRepository: pf.repo, SourceRef: pf.ref, SourceRevision: pf.revision}
 	}
-	pemBytes, err := readBounded(*key, 64<<10)
+	pemBytes, err := readBounded(keyPath, 64<<10)
 	if err != nil {
 		return err
 	}
@@ -322,27 +314,46 @@ type policyFile struct {
 	Provenance *apiv1.ProvenancePolicy `json:"provenance,omitempty"`
 }
 
-func packVerify(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("pack verify")
+// verifyFlags are the flags of "pack verify" besides the registry and provenance flags.
+type verifyFlags struct {
+	key, identity, identityRE, issuer, trustedRoot, policyPath string
+	skipProv                                                   bool
+	tlog                                                       int
+}
+
+func newPackVerifyCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "verify REPO@sha256:DIGEST (--key cosign.pub | --certificate-identity[-regexp] ID --certificate-oidc-issuer URL --trusted-root FILE) [--provenance-...] [--policy FILE]",
+		Short: "Verify a pack's signature and provenance against a policy, then pull it",
+		Args:  cobra.ArbitraryArgs,
+	}
 	var rf registryFlags
-	rf.register(fs)
+	rf.register(cmd.Flags())
 	var pf provenanceFlags
-	pf.register(fs, false)
-	key := fs.String("key", "", "PEM public key (cosign.pub)")
-	identity := fs.String("certificate-identity", "", "exact certificate subject (keyless)")
-	identityRE := fs.String("certificate-identity-regexp", "", "certificate subject regular expression (keyless)")
-	issuer := fs.String("certificate-oidc-issuer", "", "exact OIDC issuer (keyless)")
-	trustedRoot := fs.String("trusted-root", "", "sigstore trusted_root.json (self-hosted or public-good)")
-	policyPath := fs.String("policy", "", "policy file (JSON or YAML): keyless, publicKeyFile, trustedRoot, provenance")
-	skipProv := fs.Bool("skip-provenance-unsafe", false, "accept a signature without a provenance attestation (drops the merge verification)")
-	tlog := fs.Int("tlog-threshold", 0, "require this many verified transparency-log entries per bundle")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("%s", packUsage)
-	}
-	ref, err := ocipack.ParseDigestReference(fs.Arg(0))
+	pf.register(cmd.Flags(), false)
+	var vf verifyFlags
+	fs := cmd.Flags()
+	fs.StringVar(&vf.key, "key", "", "PEM public key (cosign.pub)")
+	fs.StringVar(&vf.identity, "certificate-identity", "", "exact certificate subject (keyless)")
+	fs.StringVar(&vf.identityRE, "certificate-identity-regexp", "", "certificate subject regular expression (keyless)")
+	fs.StringVar(&vf.issuer, "certificate-oidc-issuer", "", "exact OIDC issuer (keyless)")
+	fs.StringVar(&vf.trustedRoot, "trusted-root", "", "sigstore trusted_root.json (self-hosted or public-good)")
+	fs.StringVar(&vf.policyPath, "policy", "", "policy file (JSON or YAML): keyless, publicKeyFile, trustedRoot, provenance")
+	fs.BoolVar(&vf.skipProv, "skip-provenance-unsafe", false, "accept a signature without a provenance attestation (drops the merge verification)")
+	fs.IntVar(&vf.tlog, "tlog-threshold", 0, "require this many verified transparency-log entries per bundle")
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		if err := usageArgs(cmd, args, 1, 1); err != nil {
+			return err
+		}
+		return packVerify(cmd.Context(), env, &rf, &pf, &vf, args[0])
+	})
+	return cmd
+}
+
+func packVerify(ctx context.Context, env *cliEnv, rf *registryFlags, pf *provenanceFlags, vf *verifyFlags, arg string) error {
+	key, identity, identityRE, issuer := &vf.key, &vf.identity, &vf.identityRE, &vf.issuer
+	trustedRoot, policyPath, skipProv, tlog := &vf.trustedRoot, &vf.policyPath, &vf.skipProv, &vf.tlog
+	ref, err := ocipack.ParseDigestReference(arg)
 	if err != nil {
 		return err
 	}

@@ -7,30 +7,17 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
-func init() {
-	register("profile", verb{summary: "draft a profile from a snapshot (init) or check a profile against a live server (check)", run: runProfile})
-}
+func init() { register(newProfileCmd) }
 
-const profileUsage = `usage:
-  mcpctl profile init --snapshot FILE [--service-ref REF] [--connection-ref REF]
-  mcpctl profile check --profile FILE (--url URL | -- CMD ARGS...)`
-
-func runProfile(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) == 0 {
-		return usagef("%s", profileUsage)
-	}
-	switch args[0] {
-	case "init":
-		return profileInit(env, args[1:])
-	case "check":
-		return profileCheck(ctx, env, args[1:])
-	default:
-		return usagef("unknown profile command %q\n%s", args[0], profileUsage)
-	}
+func newProfileCmd(env *cliEnv) *cobra.Command {
+	return groupCmd("profile", "Draft a profile from a snapshot (init) or check a profile against a live server (check)",
+		newProfileInitCmd(env), newProfileCheckCmd(env))
 }
 
 // maxSnapshotFile bounds a snapshot file read by "profile init".
@@ -69,18 +56,26 @@ func readSnapshot(env *cliEnv, path string) (*snapshot.ToolSnapshot, error) {
 	return &s, nil
 }
 
-func profileInit(env *cliEnv, args []string) error {
-	fs := newFlagSet("profile init")
-	snap := fs.String("snapshot", "", "snapshot JSON file from \"mcpctl snapshot\" (- for stdin)")
-	serviceRef := fs.String("service-ref", "", "service reference (default: derived from the server name)")
-	connRef := fs.String("connection-ref", "", "Connection reference (default: the service reference)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+func newProfileInitCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "init --snapshot FILE [--service-ref REF] [--connection-ref REF]",
+		Short: "Draft a profile document (YAML) from a snapshot printed by \"mcpctl snapshot\"",
+		Args:  cobra.ArbitraryArgs,
 	}
-	if *snap == "" || fs.NArg() != 0 {
-		return usagef("usage: mcpctl profile init --snapshot FILE")
-	}
-	s, err := readSnapshot(env, *snap)
+	snap := cmd.Flags().String("snapshot", "", "snapshot JSON file from \"mcpctl snapshot\" (- for stdin)")
+	serviceRef := cmd.Flags().String("service-ref", "", "service reference (default: derived from the server name)")
+	connRef := cmd.Flags().String("connection-ref", "", "Connection reference (default: the service reference)")
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		if *snap == "" || len(args) != 0 {
+			return usagef("usage: %s", cmd.UseLine())
+		}
+		return profileInit(env, *snap, *serviceRef, *connRef)
+	})
+	return cmd
+}
+
+func profileInit(env *cliEnv, snapPath, serviceRef, connRef string) error {
+	s, err := readSnapshot(env, snapPath)
 	if err != nil {
 		return err
 	}
@@ -95,11 +90,11 @@ func profileInit(env *cliEnv, args []string) error {
 		}
 	}
 	doc := ocipack.Draft(s)
-	if *serviceRef != "" {
-		doc.Service.Ref, doc.Service.ConnectionRef = *serviceRef, *serviceRef
+	if serviceRef != "" {
+		doc.Service.Ref, doc.Service.ConnectionRef = serviceRef, serviceRef
 	}
-	if *connRef != "" {
-		doc.Service.ConnectionRef = *connRef
+	if connRef != "" {
+		doc.Service.ConnectionRef = connRef
 	}
 	if err := ocipack.ValidateFields(doc); err != nil {
 		return err
@@ -128,17 +123,25 @@ type checkReport struct {
 	Diff snapshot.Diff `json:"diff"`
 }
 
-func profileCheck(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("profile check")
-	profilePath := fs.String("profile", "", "profile document (YAML or JSON)")
-	sf := newServerFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
+func newProfileCheckCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "check --profile FILE (--url URL | -- CMD ARGS...)",
+		Short: "Compare a profile's recorded snapshot with the live server (exit 4 on drift)",
+		Args:  cobra.ArbitraryArgs,
 	}
-	if *profilePath == "" {
-		return usagef("usage: mcpctl profile check --profile FILE (--url URL | -- CMD ARGS...)")
-	}
-	b, err := readBounded(*profilePath, ocipack.MaxProfileSize)
+	profilePath := cmd.Flags().String("profile", "", "profile document (YAML or JSON)")
+	sf := newServerFlags(cmd.Flags())
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		if *profilePath == "" {
+			return usagef("usage: %s", cmd.UseLine())
+		}
+		return profileCheck(cmd.Context(), env, sf, *profilePath, cmd, args)
+	})
+	return cmd
+}
+
+func profileCheck(ctx context.Context, env *cliEnv, sf *serverFlags, profilePath string, cmd *cobra.Command, args []string) error {
+	b, err := readBounded(profilePath, ocipack.MaxProfileSize)
 	if err != nil {
 		return err
 	}
@@ -154,7 +157,7 @@ func profileCheck(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	live, err := sf.liveSnapshot(ctx, env, fs)
+	live, err := sf.liveSnapshot(ctx, env, cmd, args)
 	if err != nil {
 		return err
 	}

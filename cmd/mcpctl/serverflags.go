@@ -3,9 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/b10x/connector-mcp/mcpclient"
@@ -13,15 +14,17 @@ import (
 )
 
 // mcpClient is the process's MCP client; it caches the negotiated era per server configuration.
-var mcpClient = mcpclient.NewClient(&mcpclient.Options{Name: "mcpctl", Version: "v0.1"})
+var mcpClient = mcpclient.NewClient(&mcpclient.Options{Name: "mcpctl", Version: cliVersion()})
 
 // serverFlags name one MCP server for the verbs that reach one (discover, snapshot, call,
 // profile check): --url URL (Streamable HTTP) or -- CMD ARGS... (stdio, argv only, never a shell),
-// --inherit-env NAME (repeatable), one flag per bound, --timeout and --probe-timeout, and the
-// egress flags. OAuth credentials stored by "mcpctl login" are presented for HTTP servers.
+// --inherit-env NAME (repeatable), one flag per bound, --timeout and --probe-timeout, the
+// egress flags and --bearer-file. For HTTP servers, either the static bearer of --bearer-file or
+// the OAuth credentials stored by "mcpctl login" are presented, never both.
 type serverFlags struct {
 	url        string
 	inheritEnv []string
+	bearerFile string
 	limits     mcpclient.Limits
 	egress     egressFlags
 }
@@ -31,6 +34,7 @@ func newServerFlags(fs *pflag.FlagSet) *serverFlags {
 	f := &serverFlags{}
 	fs.StringVar(&f.url, "url", "", "Streamable HTTP endpoint of the server (https, or http to loopback)")
 	fs.StringArrayVar(&f.inheritEnv, "inherit-env", nil, "environment variable passed to a stdio server (repeatable); nothing else is passed")
+	fs.StringVar(&f.bearerFile, "bearer-file", "", "file holding a static bearer token for --url (https or loopback only); the OAuth store is then not used")
 	l := &f.limits
 	fs.IntVar(&l.MaxFrameBytes, "max-frame-bytes", mcpclient.DefaultMaxFrameBytes, "bound on one stdio line, HTTP body or SSE event")
 	fs.IntVar(&l.MaxDescriptorBytes, "max-descriptor-bytes", mcpclient.DefaultMaxDescriptorBytes, "bound on one tool descriptor")
@@ -44,17 +48,18 @@ func newServerFlags(fs *pflag.FlagSet) *serverFlags {
 	return f
 }
 
-// config builds the server configuration from the parsed flags; fs must have been parsed.
-func (f *serverFlags) config(ctx context.Context, env *cliEnv, fs *pflag.FlagSet) (mcpclient.ServerConfig, error) {
+// config builds the server configuration from the parsed flags: args are the command's
+// positional arguments and dash the index of "--" in them (-1 when absent).
+func (f *serverFlags) config(ctx context.Context, env *cliEnv, args []string, dash int) (mcpclient.ServerConfig, error) {
 	var cfg mcpclient.ServerConfig
 	var argv []string
-	if dash := fs.ArgsLenAtDash(); dash >= 0 {
+	if dash >= 0 {
 		if dash > 0 {
-			return cfg, usagef("unexpected argument %q before --", fs.Args()[0])
+			return cfg, usagef("unexpected argument %q before --", args[0])
 		}
-		argv = fs.Args()[dash:]
-	} else if fs.NArg() > 0 {
-		return cfg, usagef("unexpected argument %q (a stdio server goes after --)", fs.Arg(0))
+		argv = args[dash:]
+	} else if len(args) > 0 {
+		return cfg, usagef("unexpected argument %q (a stdio server goes after --)", args[0])
 	}
 	for name, v := range map[string]int{"--max-frame-bytes": f.limits.MaxFrameBytes, "--max-descriptor-bytes": f.limits.MaxDescriptorBytes,
 		"--max-pages": f.limits.MaxPages, "--max-tools": f.limits.MaxTools, "--max-argument-bytes": f.limits.MaxArgumentBytes, "--max-result-bytes": f.limits.MaxResultBytes} {
@@ -73,20 +78,34 @@ func (f *serverFlags) config(ctx context.Context, env *cliEnv, fs *pflag.FlagSet
 		if len(f.inheritEnv) > 0 {
 			return cfg, usagef("--inherit-env applies to stdio servers only")
 		}
-		u, err := url.Parse(f.url)
-		if err != nil || u.Host == "" {
-			return cfg, usagef("--url: not an absolute URL")
+		u, err := parseServerURL(f.url)
+		if err != nil {
+			return cfg, err
 		}
 		hc, err := f.egress.httpClient(u)
 		if err != nil {
 			return cfg, err
 		}
-		oh, err := oauthHandlerFor(ctx, env, f.url)
-		if err != nil {
+		var oh auth.OAuthHandler
+		if f.bearerFile != "" {
+			// The static bearer is the only credential of this request: the OAuth store is
+			// neither read nor refreshed nor written.
+			token, err := readBearerFile(f.bearerFile)
+			if err != nil {
+				return cfg, err
+			}
+			oh = &staticBearer{token: token}
+			if hc == nil {
+				hc = bearerHTTPClient()
+			}
+		} else if oh, err = oauthHandlerFor(ctx, env, f.url); err != nil {
 			return cfg, err
 		}
 		cfg.HTTP = &mcpclient.HTTPServer{URL: f.url, HTTPClient: hc, OAuthHandler: oh}
 	case len(argv) > 0:
+		if f.bearerFile != "" {
+			return cfg, usagef("--bearer-file applies to --url servers only")
+		}
 		cfg.Stdio = &mcpclient.StdioServer{Argv: argv, InheritEnv: f.inheritEnv, LookupEnv: func(k string) (string, bool) {
 			v := env.getenv(k)
 			return v, v != ""
@@ -97,9 +116,13 @@ func (f *serverFlags) config(ctx context.Context, env *cliEnv, fs *pflag.FlagSet
 	return cfg, nil
 }
 
-// connect connects to the named server and reports the negotiated era on stderr.
-func (f *serverFlags) connect(ctx context.Context, env *cliEnv, fs *pflag.FlagSet) (*mcpclient.Session, error) {
-	cfg, err := f.config(ctx, env, fs)
+// connect connects to the named server and reports the negotiated era on stderr; cmd and args
+// are the running command and its positional arguments.
+func (f *serverFlags) connect(ctx context.Context, env *cliEnv, cmd *cobra.Command, args []string) (*mcpclient.Session, error) {
+	if cmd.Flags().Changed("bearer-file") && f.bearerFile == "" {
+		return nil, usagef("--bearer-file: name a file")
+	}
+	cfg, err := f.config(ctx, env, args, cmd.ArgsLenAtDash())
 	if err != nil {
 		return nil, err
 	}
@@ -113,8 +136,8 @@ func (f *serverFlags) connect(ctx context.Context, env *cliEnv, fs *pflag.FlagSe
 }
 
 // liveSnapshot connects to the named server and freezes its tools into a snapshot.
-func (f *serverFlags) liveSnapshot(ctx context.Context, env *cliEnv, fs *pflag.FlagSet) (*snapshot.ToolSnapshot, error) {
-	s, err := f.connect(ctx, env, fs)
+func (f *serverFlags) liveSnapshot(ctx context.Context, env *cliEnv, cmd *cobra.Command, args []string) (*snapshot.ToolSnapshot, error) {
+	s, err := f.connect(ctx, env, cmd, args)
 	if err != nil {
 		return nil, err
 	}

@@ -13,10 +13,22 @@ import (
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
-// TestMain lets the test binary double as the stdio test server (mcptest.StdioArgv).
+// TestMain lets the test binary double as the stdio test server (mcptest.StdioArgv), as mcpctl
+// itself (runMainEnv) and as a plain http.DefaultClient request (defaultClientEnv), so that the
+// process environment (HTTP_PROXY) is read fresh in a child process.
 func TestMain(m *testing.M) {
 	mcptest.RunIfServer()
-	os.Exit(m.Run())
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+	}
+	if u := os.Getenv(defaultClientEnv); u != "" {
+		os.Exit(defaultClientGet(u))
+	}
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir) // the binary built by builtBinary
+	}
+	os.Exit(code)
 }
 
 // runCLI runs mcpctl in process and returns exit code, stdout and stderr.

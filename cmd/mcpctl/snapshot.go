@@ -1,27 +1,30 @@
 package main
 
 import (
-	"context"
 	"fmt"
+
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register("snapshot", verb{summary: "list a server's tools and print the ToolSnapshot", run: runSnapshot})
-}
+func init() { register(newSnapshotCmd) }
 
-func runSnapshot(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet("snapshot")
-	sf := newServerFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
+func newSnapshotCmd(env *cliEnv) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "snapshot (--url URL | -- CMD ARGS...)",
+		Short: "List a server's tools and print the ToolSnapshot",
+		Args:  cobra.ArbitraryArgs,
 	}
-	snap, err := sf.liveSnapshot(ctx, env, fs)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(env.stderr, "snapshot: %d tools, %d warnings, digest %s\n", len(snap.Tools), len(snap.Warnings), snap.Digest)
-	for _, w := range snap.Warnings {
-		fmt.Fprintf(env.stderr, "warning: tool %q %s at %q\n", w.Tool, w.Code, w.Path)
-	}
-	return writeJSON(env.stdout, snap)
+	sf := newServerFlags(cmd.Flags())
+	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
+		snap, err := sf.liveSnapshot(cmd.Context(), env, cmd, args)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stderr, "snapshot: %d tools, %d warnings, digest %s\n", len(snap.Tools), len(snap.Warnings), snap.Digest)
+		for _, w := range snap.Warnings {
+			fmt.Fprintf(env.stderr, "warning: tool %q %s at %q\n", w.Tool, w.Code, w.Path)
+		}
+		return writeJSON(env.stdout, snap)
+	})
+	return cmd
 }

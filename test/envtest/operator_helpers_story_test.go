@@ -105,7 +105,7 @@ func startOperatorAs(t testing.TB, restCfg *rest.Config, ns string, o app.Option
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
-		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}, ByObject: app.CacheByObject()},
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		NewClient:               newClient,
 		GracefulShutdownTimeout: &shutdown,
@@ -344,8 +344,13 @@ func waitEvent(t testing.TB, ns, name, want string) {
 	}
 }
 
+// newSecret is a credential Secret that opts in (connectors.b10x.io/credential=true) for the
+// story servers' host, 127.0.0.1 on any port.
 func newSecret(ns, name, key, value string) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{key: []byte(value)}}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Labels:      map[string]string{apiv1.CredentialLabel: "true"},
+		Annotations: map[string]string{apiv1.CredentialAllowedHostsAnnotation: "127.0.0.1"}},
+		Data: map[string][]byte{key: []byte(value)}}
 }
 
 // mutate re-reads obj and applies fn, retrying on update conflicts (the manager writes status).

@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	managerapp "github.com/b10x/connector-mcp/cmd/manager/app"
+	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/gateway"
 	"github.com/b10x/connector-mcp/invocation"
 	"github.com/b10x/connector-mcp/mcpclient"
@@ -156,6 +158,10 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 	if err != nil {
 		return nil, err
 	}
+	serviceCIDRs, err := egress.ParseCIDRs(o.Verify.ServiceCIDRs)
+	if err != nil {
+		return nil, err
+	}
 	w := &Wired{opts: o}
 	reg := &gateway.Registry{Client: mgr.GetClient(), Resolver: resolver, RetryInterval: o.Verify.RetryInterval, Log: log.WithName("registry")}
 	w.Metrics = gateway.NewMetrics(reg.Len)
@@ -169,8 +175,12 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 	audit := log.WithName("audit")
 	reg.Surface = invocation.Options{
 		Connector: &invocation.EgressConnector{
-			Client:           mcpclient.NewClient(&mcpclient.Options{Name: "connector-mcp-gateway"}),
-			Secrets:          mgr.GetAPIReader(),
+			Client:  mcpclient.NewClient(&mcpclient.Options{Name: "connector-mcp-gateway"}),
+			Secrets: mgr.GetAPIReader(),
+			// The manager's egress rules exactly: each namespace's ceiling (McpTrustPolicy) and the
+			// always-denied apiserver addresses and Service ranges.
+			Ceilings:         &k8sbinding.TrustPolicyCeilings{Reader: mgr.GetClient()},
+			Deny:             &k8sbinding.APIServerDeny{Reader: mgr.GetAPIReader(), Static: serviceCIDRs},
 			IP:               ip,
 			ExchangeTimeout:  o.Verify.ExchangeTimeout,
 			MaxResponseBytes: o.Verify.MaxResponseBytes,

@@ -19,7 +19,7 @@ func TestFlagsAreTheDecidedInterface(t *testing.T) {
 		"metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "allowed-hosts": "[]",
 		// The manager's trust and egress flags, shared.
 		"require-provenance": "true", "trusted-root": "", "default-identity-issuer": "", "default-public-key": "",
-		"default-source-repository": "", "default-source-ref": "", "egress-allow-cidr": "[]", "allow-loopback-unsafe": "false",
+		"default-source-repository": "", "default-source-ref": "", "egress-allow-cidr": "[]", "service-cidr": "[]", "allow-loopback-unsafe": "false",
 	}
 	for name, def := range want {
 		f := fs.Lookup(name)

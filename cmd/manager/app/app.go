@@ -5,6 +5,7 @@
 package app
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -13,14 +14,18 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/controllers/adapters"
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/ocipack"
 )
@@ -39,8 +44,16 @@ type Options struct {
 	// DefaultBuilderID, DefaultSourceRepository and DefaultSourceRef form the default
 	// provenance policy.
 	DefaultBuilderID, DefaultSourceRepository, DefaultSourceRef string
-	// EgressAllowCIDRs are private ranges every endpoint may resolve to.
+	// EgressAllowCIDRs are private ranges every endpoint may resolve to (and every namespace may
+	// request in allowCIDRs, beside its McpTrustPolicy ceilings).
 	EgressAllowCIDRs []string
+	// ServiceCIDRs are the cluster's Service ranges (both families), always denied in addition
+	// to those the ServiceCIDR API lists.
+	ServiceCIDRs []string
+	// CredentialHashKeyFile holds the operator's HMAC key for status.credentialHash (at least
+	// 32 bytes). Empty: a random key per process, so every deployment with a credential is
+	// re-frozen once after each restart.
+	CredentialHashKeyFile string
 	// AllowLoopbackUnsafe lets freezes and pack pulls reach loopback (plain HTTP included):
 	// development and tests only.
 	AllowLoopbackUnsafe bool
@@ -86,6 +99,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline of protocol era negotiation.")
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "Number of ServiceDeployments reconciled (and frozen) in parallel.")
 	fs.IntVar(&o.MaxTools, "max-tools", o.MaxTools, "Maximum number of tools in one live listing.")
+	fs.StringVar(&o.CredentialHashKeyFile, "credential-hash-key-file", o.CredentialHashKeyFile, "File holding the HMAC key (at least 32 bytes) of status.credentialHash; keep it stable across restarts (default: a random key per process).")
 }
 
 // BindVerifyFlags registers the cluster trust and egress policy flags: the part of the manager's
@@ -102,6 +116,7 @@ func (o *Options) BindVerifyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DefaultSourceRepository, "default-source-repository", o.DefaultSourceRepository, "Default source repository a pack's provenance must name.")
 	fs.StringVar(&o.DefaultSourceRef, "default-source-ref", o.DefaultSourceRef, "Default source ref (e.g. refs/heads/main) a pack's provenance must name.")
 	fs.StringSliceVar(&o.EgressAllowCIDRs, "egress-allow-cidr", o.EgressAllowCIDRs, "Private CIDR every MCP endpoint and registry may resolve to (repeatable).")
+	fs.StringSliceVar(&o.ServiceCIDRs, "service-cidr", o.ServiceCIDRs, "Service CIDR of the cluster, always denied as an MCP destination (repeatable; one per family). Those listed by the ServiceCIDR API are denied too.")
 	fs.BoolVar(&o.AllowLoopbackUnsafe, "allow-loopback-unsafe", o.AllowLoopbackUnsafe, "Development only: allow MCP servers and registries on loopback, over plain HTTP.")
 	fs.DurationVar(&o.ExchangeTimeout, "exchange-timeout", o.ExchangeTimeout, "Deadline of one outbound HTTP exchange.")
 	fs.Int64Var(&o.MaxResponseBytes, "max-response-bytes", o.MaxResponseBytes, "Maximum size of one outbound HTTP response body.")
@@ -128,6 +143,9 @@ func (o *Options) Validate() error {
 	if _, err := egress.ParseCIDRs(o.EgressAllowCIDRs); err != nil {
 		errs = append(errs, fmt.Errorf("--egress-allow-cidr: %w", err))
 	}
+	if _, err := egress.ParseCIDRs(o.ServiceCIDRs); err != nil {
+		errs = append(errs, fmt.Errorf("--service-cidr: %w", err))
+	}
 	return errors.Join(errs...)
 }
 
@@ -138,6 +156,37 @@ type Wired struct {
 	Deployments *controllers.DeploymentReconciler
 	// Metrics are the registered metrics.
 	Metrics *controllers.Metrics
+	// Binder is the shared endpoint-binding construction (freeze and credential reads).
+	Binder *k8sbinding.Binder
+	// EphemeralCredentialHashKey is true when no --credential-hash-key-file was given and a
+	// random key is in use.
+	EphemeralCredentialHashKey bool
+}
+
+// CacheByObject is the manager cache's per-type configuration: the Secret informer sees only
+// Secrets labelled connectors.b10x.io/credential=true. Pass it as cache.Options.ByObject.
+func CacheByObject() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{&corev1.Secret{}: k8sbinding.CredentialCacheSelector()}
+}
+
+// LoadCredentialHashKey reads the HMAC key of status.credentialHash from path; an empty path
+// gives a fresh random key (ephemeral true).
+func LoadCredentialHashKey(path string) (key []byte, ephemeral bool, err error) {
+	if path == "" {
+		key = make([]byte, controllers.CredentialHashKeyMinBytes)
+		if _, err := rand.Read(key); err != nil {
+			return nil, false, err
+		}
+		return key, true, nil
+	}
+	key, err = os.ReadFile(path) //nolint:gosec // an operator-given path
+	if err != nil {
+		return nil, false, fmt.Errorf("--credential-hash-key-file: %w", err)
+	}
+	if len(key) < controllers.CredentialHashKeyMinBytes {
+		return nil, false, fmt.Errorf("--credential-hash-key-file: the key has %d bytes, at least %d are required", len(key), controllers.CredentialHashKeyMinBytes)
+	}
+	return key, false, nil
 }
 
 // Setup builds the adapters from o and registers both reconcilers with mgr. Metrics are
@@ -161,15 +210,26 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	if err != nil {
 		return nil, err
 	}
-	freezer := &adapters.Freezer{
-		Client:           mcpclient.NewClient(&mcpclient.Options{Name: "connector-mcp-manager"}),
-		Secrets:          mgr.GetAPIReader(),
-		IP:               ip,
-		ExchangeTimeout:  o.ExchangeTimeout,
-		MaxResponseBytes: o.MaxResponseBytes,
-		Limits:           mcpclient.Limits{ProbeTimeout: o.ProbeTimeout, CallTimeout: o.FreezeTimeout, MaxTools: o.MaxTools},
+	key, ephemeral, err := LoadCredentialHashKey(o.CredentialHashKeyFile)
+	if err != nil {
+		return nil, err
 	}
-	w := &Wired{Metrics: m}
+	serviceCIDRs, err := egress.ParseCIDRs(o.ServiceCIDRs)
+	if err != nil {
+		return nil, err
+	}
+	binder := &k8sbinding.Binder{
+		Base:     egress.Policy{IP: ip, Timeout: o.ExchangeTimeout, MaxResponseBytes: o.MaxResponseBytes},
+		Secrets:  mgr.GetClient(),
+		Ceilings: &k8sbinding.TrustPolicyCeilings{Reader: mgr.GetClient()},
+		Deny:     &k8sbinding.APIServerDeny{Reader: mgr.GetAPIReader(), Static: serviceCIDRs},
+	}
+	freezer := &adapters.Freezer{
+		Client: mcpclient.NewClient(&mcpclient.Options{Name: "connector-mcp-manager"}),
+		Binder: binder,
+		Limits: mcpclient.Limits{ProbeTimeout: o.ProbeTimeout, CallTimeout: o.FreezeTimeout, MaxTools: o.MaxTools},
+	}
+	w := &Wired{Metrics: m, Binder: binder, EphemeralCredentialHashKey: ephemeral}
 	w.Profiles = &controllers.ProfileReconciler{
 		Client: mgr.GetClient(), Events: mgr.GetEventRecorder("connector-mcp"), Resolver: resolver,
 		RetryInterval: o.RetryInterval, Metrics: m,
@@ -178,7 +238,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		return nil, err
 	}
 	w.Deployments = &controllers.DeploymentReconciler{
-		Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder("connector-mcp"),
+		Client: mgr.GetClient(), SecretReader: mgr.GetClient(), Binder: binder, CredentialHashKey: key, Events: mgr.GetEventRecorder("connector-mcp"),
 		Resolver: resolver, Freezer: freezer, ReverifyInterval: o.ReverifyInterval, ReverifyJitter: o.ReverifyJitter,
 		FreezeTimeout: o.FreezeTimeout, RetryInterval: o.RetryInterval, Metrics: m, MaxConcurrentReconciles: o.Concurrency,
 	}
