@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,11 +19,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
@@ -76,13 +73,6 @@ type DeploymentReconciler struct {
 	Metrics *Metrics
 	// MaxConcurrentReconciles bounds parallel passes (freezes wait on the network); zero means 1.
 	MaxConcurrentReconciles int
-
-	refresh chan event.TypedGenericEvent[*v1.ServiceDeployment]
-
-	// refreshMu guards refreshWanted: per deployment, the count of Refresh requests not yet
-	// satisfied by a successful freeze that started after them.
-	refreshMu     sync.Mutex
-	refreshWanted map[types.NamespacedName]uint64
 }
 
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments,verbs=get;list;watch
@@ -107,7 +97,6 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := idx.IndexField(ctx, &v1.ServiceDeployment{}, indexGrantRef, grantRefIndex); err != nil {
 		return err
 	}
-	r.refresh = make(chan event.TypedGenericEvent[*v1.ServiceDeployment], 1024)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.ServiceDeployment{}).
 		Named("servicedeployment").
@@ -119,7 +108,6 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byCredential)).
 		Watches(&v1.McpTrustPolicy{}, handler.EnqueueRequestsFromMapFunc(r.withAllowCIDRs)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.withAllowCIDRs)).
-		WatchesRawSource(source.Channel(r.refresh, &handler.TypedEnqueueRequestForObject[*v1.ServiceDeployment]{})).
 		Complete(r)
 }
 
@@ -139,25 +127,6 @@ func grantRefIndex(o client.Object) []string {
 		}
 	}
 	return out
-}
-
-// Refresh asks for a re-freeze of one deployment (e.g. on a tools/list_changed notification).
-// It never changes the active snapshot by itself: the next pass freezes and compares.
-func (r *DeploymentReconciler) Refresh(key types.NamespacedName) {
-	r.refreshMu.Lock()
-	if r.refreshWanted == nil {
-		r.refreshWanted = map[types.NamespacedName]uint64{}
-	}
-	r.refreshWanted[key]++
-	r.refreshMu.Unlock()
-	if r.refresh == nil {
-		return
-	}
-	sd := &v1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	select {
-	case r.refresh <- event.TypedGenericEvent[*v1.ServiceDeployment]{Object: sd}:
-	default:
-	}
 }
 
 func (r *DeploymentReconciler) byProfile(ctx context.Context, o client.Object) []reconcile.Request {
@@ -279,8 +248,10 @@ type pass struct {
 	live     *snapshot.ToolSnapshot
 	drift    *snapshot.Diff
 	froze    bool
-	// refreshSeen is the number of pending Refresh requests when the pass began.
-	refreshSeen uint64
+	// reverify is the due re-verification request of the ReverifyRequestedAtAnnotation, if any.
+	reverify bool
+	// reverifyWait is how long until a request stamped slightly in the future becomes due.
+	reverifyWait time.Duration
 }
 
 // Reconcile runs the activation pipeline once and writes status once, only when it changed.
@@ -295,7 +266,8 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 	orig := sd.DeepCopy()
-	p := &pass{sd: sd, now: r.now(), refreshSeen: r.pendingRefresh(req.NamespacedName)}
+	p := &pass{sd: sd, now: r.now()}
+	p.reverify, p.reverifyWait = ReverifyRequested(sd, p.now)
 
 	var failed *StageError
 	for _, stage := range []func(context.Context, *pass) *StageError{r.verifyProfile, r.bind, r.freeze, r.match} {
@@ -331,7 +303,11 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 		r.announce(ctx, sd, orig, o, p)
 	}
-	return r.result(sd, failed), nil
+	res := r.result(sd, failed)
+	if w := p.reverifyWait; w > 0 && (res.RequeueAfter == 0 || w < res.RequeueAfter) {
+		res.RequeueAfter = w
+	}
+	return res, nil
 }
 
 // result schedules the next pass: a retry for transient failures, else the next jittered
@@ -553,7 +529,6 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 		return retry(TypeSnapshotFrozen, ReasonServerUnreachable, err, "the live tool list of %s could not be read; retrying", SanitizeURL(sd.Spec.MCPConnection.URL))
 	}
 	p.live, p.froze = live, true
-	r.satisfyRefresh(client.ObjectKeyFromObject(sd), p.refreshSeen)
 	t := metav1.NewTime(p.now)
 	st.LastFrozenTime = &t
 	st.CredentialHash = p.credHash
@@ -562,12 +537,12 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 }
 
 // freezeDue decides whether this pass must freeze the live server: never frozen, re-verification
-// due, the profile, credential or spec changed since the last freeze, or the last pass ended
-// without a frozen result (neither active nor drifted).
+// freezeDue decides whether this pass must freeze the live server: never frozen, a re-verification
+// requested (ReverifyRequested) or due, the profile, credential or spec changed since the last freeze, or the last pass ended
 func (r *DeploymentReconciler) freezeDue(p *pass) bool {
 	st := &p.sd.Status
 	switch {
-	case p.refreshSeen > 0,
+	case p.reverify,
 		st.LastFrozenTime == nil,
 		st.ObservedGeneration != p.sd.Generation,
 		st.ProfileDigest != p.resolved.ProfileDigest,
@@ -580,26 +555,40 @@ func (r *DeploymentReconciler) freezeDue(p *pass) bool {
 	return false
 }
 
-// pendingRefresh returns the number of Refresh requests for key not yet satisfied.
-func (r *DeploymentReconciler) pendingRefresh(key types.NamespacedName) uint64 {
-	r.refreshMu.Lock()
-	defer r.refreshMu.Unlock()
-	return r.refreshWanted[key]
-}
+// MaxReverifyRequestSkew is how far in the future a ReverifyRequestedAtAnnotation may be (clock
+// skew between the requester and the manager): such a request becomes due when its time comes.
+// A request further in the future is ignored, so an annotation cannot keep the reconciler
+// freezing in a loop.
+const MaxReverifyRequestSkew = time.Minute
 
-// satisfyRefresh clears the Refresh requests a successful freeze answered: those seen when the
-// pass began. A request that arrived during the freeze stays pending.
-func (r *DeploymentReconciler) satisfyRefresh(key types.NamespacedName, seen uint64) {
-	if seen == 0 {
-		return
+// ReverifyRequested reads the deployment's ReverifyRequestedAtAnnotation at now: due reports a
+// request newer than status.lastFrozenTime whose time has come; wait > 0 is the time until a
+// request stamped slightly in the future (at most MaxReverifyRequestSkew) comes due. The request
+// time is rounded up to the whole second, because status.lastFrozenTime is stored in whole
+// seconds: a freeze at or after the request always satisfies it. A value that is not RFC 3339
+// is ignored.
+func ReverifyRequested(sd *v1.ServiceDeployment, now time.Time) (due bool, wait time.Duration) {
+	raw, ok := sd.Annotations[v1.ReverifyRequestedAtAnnotation]
+	if !ok {
+		return false, 0
 	}
-	r.refreshMu.Lock()
-	defer r.refreshMu.Unlock()
-	if r.refreshWanted[key] <= seen {
-		delete(r.refreshWanted, key)
-	} else {
-		r.refreshWanted[key] -= seen
+	at, err := time.Parse(time.RFC3339Nano, raw)
+	if err != nil {
+		return false, 0
 	}
+	if t := at.Truncate(time.Second); t.Before(at) {
+		at = t.Add(time.Second)
+	}
+	if last := sd.Status.LastFrozenTime; last != nil && !at.After(last.Time) {
+		return false, 0
+	}
+	if at.After(now) {
+		if at.Sub(now) > MaxReverifyRequestSkew {
+			return false, 0
+		}
+		return false, at.Sub(now)
+	}
+	return true, 0
 }
 
 // match compares the live snapshot (or, when no freeze was due, the recorded outcome of the last

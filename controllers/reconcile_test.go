@@ -581,15 +581,15 @@ func TestMetricsCountTransitionsOnly(t *testing.T) {
 	}
 }
 
-// TestRefreshForcesFreeze pins that Refresh (a list_changed notification) makes the next pass
-// freeze even when no re-verification is due, that the request is consumed by that freeze, and
-// that drift found this way refuses the deployment.
-func TestRefreshForcesFreeze(t *testing.T) {
+// TestReverifyAnnotationForcesFreeze pins that a ReverifyRequestedAtAnnotation newer than the
+// last freeze (what the gateway writes on live drift) makes the next pass freeze even when no
+// re-verification is due, that the freeze satisfies it, and that drift found this way refuses
+// the deployment at once.
+func TestReverifyAnnotationForcesFreeze(t *testing.T) {
 	_, objs := world(t)
 	h := newHarness(t, objs...)
 	h.dep.ReverifyInterval = 0
 	h.activate()
-	key := types.NamespacedName{Namespace: ns, Name: "sd"}
 
 	freezes := h.freezer.count()
 	h.reconcileDeployment("sd")
@@ -597,22 +597,65 @@ func TestRefreshForcesFreeze(t *testing.T) {
 		t.Fatal("a pass with nothing due froze the server")
 	}
 
-	h.dep.Refresh(key)
+	h.clock.SetTime(h.clock.Now().Add(3 * time.Second))
+	h.annotate("sd", h.clock.Now().Add(-time.Second).Format(time.RFC3339Nano))
 	h.reconcileDeployment("sd")
 	if h.freezer.count() != freezes+1 {
-		t.Fatalf("Refresh did not force a freeze: %d freezes", h.freezer.count()-freezes)
+		t.Fatalf("the re-verify annotation did not force a freeze: %d freezes", h.freezer.count()-freezes)
 	}
 	h.reconcileDeployment("sd")
 	if h.freezer.count() != freezes+1 {
-		t.Fatal("a satisfied Refresh froze again")
+		t.Fatal("a satisfied re-verify request froze again")
 	}
 
-	// A Refresh after the live server changed finds the drift.
+	// A request after the live server changed finds the drift.
 	h.freezer.set(liveSnapshot(t, "2026-07-28", toolA), nil)
-	h.dep.Refresh(key)
+	h.clock.SetTime(h.clock.Now().Add(3 * time.Second))
+	h.annotate("sd", h.clock.Now().Format(time.RFC3339))
 	h.reconcileDeployment("sd")
 	if c := cond(h.deployment("sd").Status.Conditions, TypeReady); c.Status != metav1.ConditionFalse || c.Reason != ReasonSnapshotDrift {
-		t.Fatalf("Ready after a refresh over a changed server = %+v", c)
+		t.Fatalf("Ready after a re-verify request over a changed server = %+v", c)
+	}
+}
+
+// TestReverifyAnnotationNotDue is the must-fail twin: a request older than the last freeze, one
+// too far in the future, and one that is not RFC 3339 force no freeze; one slightly in the future
+// is scheduled, not frozen early.
+func TestReverifyAnnotationNotDue(t *testing.T) {
+	_, objs := world(t)
+	h := newHarness(t, objs...)
+	h.dep.ReverifyInterval = 0
+	h.activate()
+	freezes := h.freezer.count()
+	now := h.clock.Now()
+	for _, v := range []string{now.Add(-time.Hour).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), "yesterday"} {
+		h.annotate("sd", v)
+		h.reconcileDeployment("sd")
+		if h.freezer.count() != freezes {
+			t.Fatalf("annotation %q forced a freeze", v)
+		}
+	}
+	h.annotate("sd", now.Add(10*time.Second).Format(time.RFC3339))
+	res := h.reconcileDeployment("sd")
+	if h.freezer.count() != freezes {
+		t.Fatal("a request stamped in the future froze early")
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > 10*time.Second {
+		t.Fatalf("RequeueAfter = %v, want the wait until the request is due", res.RequeueAfter)
+	}
+}
+
+// annotate sets the re-verify annotation of deployment name.
+func (h *harness) annotate(name, value string) {
+	h.t.Helper()
+	sd := h.deployment(name)
+	orig := sd.DeepCopy()
+	if sd.Annotations == nil {
+		sd.Annotations = map[string]string{}
+	}
+	sd.Annotations[v1.ReverifyRequestedAtAnnotation] = value
+	if err := h.c.Patch(context.Background(), sd, client.MergeFrom(orig)); err != nil {
+		h.t.Fatalf("annotate: %v", err)
 	}
 }
 

@@ -334,6 +334,10 @@ func newResolver(mgr ctrl.Manager, o Options, ip egress.IPPolicy, m *controllers
 	return &controllers.Resolver{Verifier: verifier, RequireProvenance: !o.skipProvenance(), Metrics: m}, nil
 }
 
+// IPPolicy returns the dial-time address policy of o for the cluster of cfg, the one the
+// manager's live freezes use: the gateway dials upstream servers with it.
+func IPPolicy(cfg *rest.Config, o Options) (egress.IPPolicy, error) { return ipPolicy(cfg, o) }
+
 // ipPolicy is the cluster's dial-time policy: the apiserver is always denied, private ranges
 // only through the allow-list, loopback only in development.
 func ipPolicy(cfg *rest.Config, o Options) (egress.IPPolicy, error) {
