@@ -162,8 +162,15 @@ func canonicalString(b *bytes.Buffer, s string) {
 func New(protocolVersion string, server ServerInfo, descriptors []json.RawMessage) (*ToolSnapshot, error) {
 	s := &ToolSnapshot{ProtocolVersion: protocolVersion, ServerInfo: server, Tools: make([]Tool, 0, len(descriptors))}
 	seen := make(map[string]struct{}, len(descriptors))
+	// One copy of every descriptor, in one allocation; one canonical-form buffer, reused.
+	total := 0
 	for _, raw := range descriptors {
-		t, warns, err := freeze(raw)
+		total += len(raw)
+	}
+	arena := make([]byte, 0, total)
+	var w scanner
+	for _, raw := range descriptors {
+		t, warns, err := freeze(&w, raw)
 		if err != nil {
 			return nil, err
 		}
@@ -171,6 +178,9 @@ func New(protocolVersion string, server ServerInfo, descriptors []json.RawMessag
 			return nil, &RefusalError{Name: "duplicate_tool_name", Tool: t.Name, Err: ErrDuplicateToolName}
 		}
 		seen[t.Name] = struct{}{}
+		at := len(arena)
+		arena = append(arena, raw...)
+		t.Descriptor = arena[at:len(arena):len(arena)]
 		s.Tools = append(s.Tools, t)
 		s.Warnings = append(s.Warnings, warns...)
 	}
@@ -184,15 +194,17 @@ func New(protocolVersion string, server ServerInfo, descriptors []json.RawMessag
 	return s, nil
 }
 
-// freeze validates one descriptor and returns its Tool (with a private copy of raw) and warnings.
-func freeze(raw json.RawMessage) (Tool, []Warning, error) {
+// freeze validates and canonicalizes one descriptor in a single pass with w (reused across
+// descriptors, with its canonical-form buffer) and returns its Tool (without Descriptor: the
+// caller stores its own copy of raw) and warnings.
+func freeze(w *scanner, raw json.RawMessage) (Tool, []Warning, error) {
 	var findings []Warning
-	w, err := validateWalk(raw, scanDigest, func(path, code string) {
+	err := w.canonical(raw, w.out[:0], func(path, code string) {
 		findings = append(findings, Warning{Path: path, Code: code})
 	})
 	if err != nil {
 		var r *RefusalError
-		if errors.As(err, &r) && w != nil && w.hasName {
+		if errors.As(err, &r) && w.hasName {
 			r.Tool = w.name
 		}
 		return Tool{}, nil, err
@@ -201,18 +213,10 @@ func freeze(raw json.RawMessage) (Tool, []Warning, error) {
 	if err != nil {
 		return Tool{}, nil, err
 	}
-	c, err := transform(raw)
-	if err != nil {
-		var r *RefusalError
-		if errors.As(err, &r) {
-			r.Tool = name
-		}
-		return Tool{}, nil, err
-	}
 	for i := range findings {
 		findings[i].Tool = name
 	}
-	return Tool{Name: name, Digest: sha256Digest(c), Descriptor: bytes.Clone(raw)}, findings, nil
+	return Tool{Name: name, Digest: sha256Digest(w.out)}, findings, nil
 }
 
 // descriptorName returns the exact top-level "name" member of a descriptor validated by w.
@@ -230,8 +234,9 @@ func descriptorName(raw []byte, w *scanner) (string, error) {
 // itself refused, names a different tool than recorded, or two tools share a name.
 func (s *ToolSnapshot) Verify() error {
 	seen := make(map[string]struct{}, len(s.Tools))
+	w := &scanner{}
 	for _, t := range s.Tools {
-		w, err := validateWalk(t.Descriptor, scanDigest, nil)
+		err := w.canonical(t.Descriptor, w.out[:0], nil)
 		if err != nil {
 			var r *RefusalError
 			if errors.As(err, &r) {
@@ -247,11 +252,7 @@ func (s *ToolSnapshot) Verify() error {
 			return &RefusalError{Name: "duplicate_tool_name", Tool: name, Err: ErrDuplicateToolName}
 		}
 		seen[name] = struct{}{}
-		c, err := transform(t.Descriptor)
-		if err != nil {
-			return err
-		}
-		if d := sha256Digest(c); d != t.Digest {
+		if d := sha256Digest(w.out); d != t.Digest {
 			return &MismatchError{Tool: t.Name, Recorded: t.Digest, Computed: d}
 		}
 	}
