@@ -364,9 +364,42 @@ func taskRequired(desc []byte) bool {
 	return snapshot.Unmarshal(desc, &d) == nil && d.Execution.TaskSupport == "required"
 }
 
-// parsePage reads a tools/list result: the raw descriptors and the next cursor. Member names of the
-// result object must be unique; the descriptors themselves are validated when frozen.
+// parsePage reads a tools/list result: the raw descriptors (sub-slices of raw, not copies) and the
+// next cursor. A page that passes the strict scan is read in that one scan; any other page goes to
+// parsePageTokens, which names the refusal (or lets snapshot.New name it, with the tool).
 func parsePage(raw []byte) ([]json.RawMessage, *string, error) {
+	if tools, next, ok := splitPage(raw); ok {
+		return tools, next, nil
+	}
+	return parsePageTokens(raw)
+}
+
+// splitPage reads a page that snapshot.Members accepts (well-formed, valid UTF-8, no duplicate
+// member at any depth) with "tools" an array and "nextCursor" absent, null or a string. ok is
+// false for any other page.
+func splitPage(raw []byte) (tools []json.RawMessage, next *string, ok bool) {
+	ms, err := snapshot.Members(raw)
+	if err != nil {
+		return nil, nil, false
+	}
+	for _, m := range ms {
+		switch m.Name {
+		case "tools":
+			if tools, err = snapshot.Elements(m.Value); err != nil {
+				return nil, nil, false
+			}
+		case "nextCursor":
+			if snapshot.Unmarshal(m.Value, &next) != nil {
+				return nil, nil, false
+			}
+		}
+	}
+	return tools, next, tools != nil
+}
+
+// parsePageTokens reads a tools/list result token by token. Member names of the result object must
+// be unique; the descriptors themselves are validated when frozen.
+func parsePageTokens(raw []byte) ([]json.RawMessage, *string, error) {
 	const op = "tools/list"
 	invalid := refuse("invalid_response", op, 0, ErrInvalidResponse)
 	if !utf8.Valid(raw) {

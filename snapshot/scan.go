@@ -34,9 +34,20 @@ type scanner struct {
 	// members is a stack of the member names and canonical spans of the objects being scanned;
 	// each object uses the entries above its base and truncates them when it ends.
 	members []member
+	// spans, when set, makes the scan record the members (or elements) of the top-level object
+	// (or array) in top.
+	spans bool
+	top   []span
 	// region and order are sortMembers' scratch space, reused.
 	region []byte
 	order  []member
+}
+
+// span is one member or element of the top-level value: its name (members only) and the
+// offsets of its value in the input.
+type span struct {
+	key        []byte
+	start, end int
 }
 
 // member is one object member: its decoded name and, when canonicalizing, the span of its
@@ -228,8 +239,12 @@ func (s *scanner) object(depth int) error {
 		}
 		s.pos++
 		s.ws()
+		valueAt := s.pos
 		if err := s.value(depth); err != nil {
 			return err
+		}
+		if s.spans && depth == 1 {
+			s.top = append(s.top, span{key: key, start: valueAt, end: s.pos})
 		}
 		s.path = s.path[:len(s.path)-1]
 		s.members = append(s.members, member{key: key, start: start, end: len(s.out)})
@@ -338,8 +353,12 @@ func (s *scanner) array(depth int) error {
 			s.out = append(s.out, ',')
 		}
 		s.path = append(s.path, segment{index: i})
+		valueAt := s.pos
 		if err := s.value(depth); err != nil {
 			return err
+		}
+		if s.spans && depth == 1 {
+			s.top = append(s.top, span{start: valueAt, end: s.pos})
 		}
 		s.path = s.path[:len(s.path)-1]
 		s.ws()
