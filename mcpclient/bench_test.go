@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,8 +16,11 @@ import (
 // the SDK, strict scan of every frame, RFC 8785 digests, the ToolSnapshot) and, in the same
 // iteration, lists them with a bare go-sdk client over the same kind of transport and era (the
 // baseline: ClientSession.Tools over all pages). The order of the two alternates between
-// iterations. It reports both per-listing times and their ratio, mcpclient / go-sdk, as
-// "x-baseline".
+// iterations. It reports both per-listing wall times and their ratio, mcpclient / go-sdk, as
+// "x-baseline", and the ratio of the process CPU time (user + system) spent in each as
+// "x-baseline-cpu": on a shared, loaded machine wall time also counts waiting for a core, CPU time
+// does not. For HTTP the in-process server's work is in both figures; a stdio server is a child
+// process, in neither.
 func benchListing(b *testing.B, cfg ServerConfig, baseline mcp.Transport, era Era, want int) {
 	ctx := context.Background()
 	s, err := NewClient(nil).Connect(ctx, cfg)
@@ -41,17 +45,17 @@ func benchListing(b *testing.B, cfg ServerConfig, baseline mcp.Transport, era Er
 		b.Fatalf("go-sdk negotiated %s, mcpclient %s", got, s.ProtocolVersion())
 	}
 
-	freeze := func() time.Duration {
-		t0 := time.Now()
+	freeze := func() (time.Duration, time.Duration) {
+		t0, c0 := time.Now(), cpuTime(b)
 		snap, err := s.ListTools(ctx)
-		d := time.Since(t0)
+		d, c := time.Since(t0), cpuTime(b)-c0
 		if err != nil || len(snap.Tools) != want {
 			b.Fatalf("mcpclient: %v", err)
 		}
-		return d
+		return d, c
 	}
-	list := func() time.Duration {
-		t0 := time.Now()
+	list := func() (time.Duration, time.Duration) {
+		t0, c0 := time.Now(), cpuTime(b)
 		n := 0
 		for _, err := range cs.Tools(ctx, nil) {
 			if err != nil {
@@ -59,21 +63,26 @@ func benchListing(b *testing.B, cfg ServerConfig, baseline mcp.Transport, era Er
 			}
 			n++
 		}
-		d := time.Since(t0)
+		d, c := time.Since(t0), cpuTime(b)-c0
 		if n != want {
 			b.Fatalf("go-sdk listed %d tools, want %d", n, want)
 		}
-		return d
+		return d, c
 	}
-	var ours, sdk time.Duration
+	var ours, sdk, oursCPU, sdkCPU time.Duration
+	add := func(wall, cpu *time.Duration, d, c time.Duration) { *wall += d; *cpu += c }
 	i := 0
 	for b.Loop() {
 		if i%2 == 0 {
-			ours += freeze()
-			sdk += list()
+			d, c := freeze()
+			add(&ours, &oursCPU, d, c)
+			d, c = list()
+			add(&sdk, &sdkCPU, d, c)
 		} else {
-			sdk += list()
-			ours += freeze()
+			d, c := list()
+			add(&sdk, &sdkCPU, d, c)
+			d, c = freeze()
+			add(&ours, &oursCPU, d, c)
 		}
 		i++
 	}
@@ -81,6 +90,16 @@ func benchListing(b *testing.B, cfg ServerConfig, baseline mcp.Transport, era Er
 	b.ReportMetric(per(ours), "mcpclient-ns/list")
 	b.ReportMetric(per(sdk), "go-sdk-ns/list")
 	b.ReportMetric(float64(ours)/float64(sdk), "x-baseline")
+	b.ReportMetric(float64(oursCPU)/float64(sdkCPU), "x-baseline-cpu")
+}
+
+// cpuTime is the CPU time (user + system) this process has used so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkListFreeze1000 lists and freezes 1,000 tools over stdio and Streamable HTTP, each in

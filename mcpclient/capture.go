@@ -474,15 +474,25 @@ func (b *sseBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.body.Read(p)
 	probeBodyFailed(b.probe, b.st, err)
-	for _, c := range p[:n] {
-		if c != '\n' {
-			b.line = append(b.line, c)
-			if len(b.line) > b.limit {
+	for rest := p[:n]; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			if len(b.line)+len(rest) > b.limit {
 				return b.overflow()
 			}
-			continue
+			b.line = append(b.line, rest...)
+			break
 		}
-		line := bytes.TrimSuffix(b.line, []byte{'\r'})
+		if len(b.line)+i > b.limit {
+			return b.overflow()
+		}
+		line := rest[:i] // a whole line within p is read where it is, not copied
+		if len(b.line) > 0 {
+			b.line = append(b.line, line...)
+			line = b.line
+		}
+		rest = rest[i+1:]
+		line = bytes.TrimSuffix(line, []byte{'\r'})
 		b.line = b.line[:0]
 		if len(line) == 0 {
 			if len(b.data) > 0 {

@@ -385,7 +385,7 @@ func splitPage(raw []byte) (tools []json.RawMessage, next *string, ok bool) {
 	for _, m := range ms {
 		switch m.Name {
 		case "tools":
-			if tools, err = snapshot.Elements(m.Value); err != nil {
+			if tools = m.Elements; tools == nil {
 				return nil, nil, false
 			}
 		case "nextCursor":

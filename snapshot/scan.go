@@ -38,6 +38,7 @@ type scanner struct {
 	// (or array) in top.
 	spans bool
 	top   []span
+	sub   []span // the elements of array values of top-level members
 	// region and order are sortMembers' scratch space, reused.
 	region []byte
 	order  []member
@@ -48,6 +49,8 @@ type scanner struct {
 type span struct {
 	key        []byte
 	start, end int
+	// subFrom and subTo delimit, in scanner.sub, the elements of a member's array value.
+	subFrom, subTo int
 }
 
 // member is one object member: its decoded name and, when canonicalizing, the span of its
@@ -239,12 +242,12 @@ func (s *scanner) object(depth int) error {
 		}
 		s.pos++
 		s.ws()
-		valueAt := s.pos
+		valueAt, subAt := s.pos, len(s.sub)
 		if err := s.value(depth); err != nil {
 			return err
 		}
 		if s.spans && depth == 1 {
-			s.top = append(s.top, span{key: key, start: valueAt, end: s.pos})
+			s.top = append(s.top, span{key: key, start: valueAt, end: s.pos, subFrom: subAt, subTo: len(s.sub)})
 		}
 		s.path = s.path[:len(s.path)-1]
 		s.members = append(s.members, member{key: key, start: start, end: len(s.out)})
@@ -357,8 +360,12 @@ func (s *scanner) array(depth int) error {
 		if err := s.value(depth); err != nil {
 			return err
 		}
-		if s.spans && depth == 1 {
+		switch {
+		case !s.spans:
+		case depth == 1:
 			s.top = append(s.top, span{start: valueAt, end: s.pos})
+		case depth == 2 && len(s.path) == 2 && s.path[0].isKey:
+			s.sub = append(s.sub, span{start: valueAt, end: s.pos})
 		}
 		s.path = s.path[:len(s.path)-1]
 		s.ws()

@@ -14,7 +14,7 @@ func TestMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Member{{"tools", json.RawMessage(`[ {"name":"a"} ,{"name":"b"}]`)}, {"nextCursor", json.RawMessage(`"c2"`)}, {"x", json.RawMessage(`{"y": [1, 2]}`)}}
+	want := []Member{{Name: "tools", Value: json.RawMessage(`[ {"name":"a"} ,{"name":"b"}]`)}, {Name: "nextCursor", Value: json.RawMessage(`"c2"`)}, {Name: "x", Value: json.RawMessage(`{"y": [1, 2]}`)}}
 	if len(ms) != len(want) {
 		t.Fatalf("got %d members", len(ms))
 	}
@@ -22,6 +22,14 @@ func TestMembers(t *testing.T) {
 		if ms[i].Name != want[i].Name || string(ms[i].Value) != string(want[i].Value) {
 			t.Errorf("member %d: got %s=%s, want %s=%s", i, ms[i].Name, ms[i].Value, want[i].Name, want[i].Value)
 		}
+	}
+	if ms[1].Elements != nil || ms[2].Elements != nil || len(ms[0].Elements) != 2 ||
+		string(ms[0].Elements[0]) != `{"name":"a"}` || string(ms[0].Elements[1]) != `{"name":"b"}` {
+		t.Fatalf("member elements: %q %q %q", ms[0].Elements, ms[1].Elements, ms[2].Elements)
+	}
+	if e, err := Members([]byte(`{"a":[],"b":[[1,2],{"c":[3]}]}`)); err != nil || e[0].Elements == nil || len(e[0].Elements) != 0 ||
+		len(e[1].Elements) != 2 || string(e[1].Elements[0]) != `[1,2]` || string(e[1].Elements[1]) != `{"c":[3]}` {
+		t.Fatalf("nested: %+v, %v", e, err)
 	}
 	els, err := Elements(ms[0].Value)
 	if err != nil || len(els) != 2 || string(els[0]) != `{"name":"a"}` || string(els[1]) != `{"name":"b"}` {
