@@ -94,66 +94,41 @@ func SortWarnings(ws []Warning) {
 // of {"protocolVersion", "tools": [{"name", "digest"}]} with tools sorted by name. Only names and
 // digests are used; descriptors are not read.
 func Digest(protocolVersion string, tools []Tool) (string, error) {
-	refs := make([]Tool, len(tools))
-	copy(refs, tools)
-	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	refs := make([]*Tool, len(tools))
+	sorted := true
+	for i := range tools {
+		refs[i] = &tools[i]
+		if i > 0 && tools[i-1].Name > tools[i].Name {
+			sorted = false
+		}
+	}
+	if !sorted {
+		sort.SliceStable(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	}
 	if !utf8.ValidString(protocolVersion) {
 		return "", &RefusalError{Name: "invalid_utf8", Err: ErrInvalidUTF8}
 	}
 	// The document's canonical form is written directly: members in RFC 8785 order ("digest" <
 	// "name", "protocolVersion" < "tools"), strings in RFC 8785 form.
-	var b bytes.Buffer
-	b.Grow(64 + len(refs)*112)
-	b.WriteString(`{"protocolVersion":`)
-	canonicalString(&b, protocolVersion)
-	b.WriteString(`,"tools":[`)
+	b := make([]byte, 0, 64+len(refs)*112)
+	b = append(b, `{"protocolVersion":`...)
+	b = appendCanonicalString(b, []byte(protocolVersion))
+	b = append(b, `,"tools":[`...)
 	for i, t := range refs {
 		if !utf8.ValidString(t.Name) || !utf8.ValidString(t.Digest) {
 			return "", &RefusalError{Name: "invalid_utf8", Tool: t.Name, Err: ErrInvalidUTF8}
 		}
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(`{"digest":`)
-		canonicalString(&b, t.Digest)
-		b.WriteString(`,"name":`)
-		canonicalString(&b, t.Name)
-		b.WriteByte('}')
+		b = append(b, `{"digest":`...)
+		b = appendCanonicalString(b, []byte(t.Digest))
+		b = append(b, `,"name":`...)
+		b = appendCanonicalString(b, []byte(t.Name))
+		b = append(b, '}')
 	}
-	b.WriteString("]}")
-	return sha256Digest(b.Bytes()), nil
-}
-
-// canonicalString writes s as an RFC 8785 string: '"' and '\\' escaped, the short escapes for
-// \b \t \n \f \r, \u00xx (lowercase hex) for other control characters, everything else literal.
-func canonicalString(b *bytes.Buffer, s string) {
-	const hex = "0123456789abcdef"
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c == '\b':
-			b.WriteString(`\b`)
-		case c == '\t':
-			b.WriteString(`\t`)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '\f':
-			b.WriteString(`\f`)
-		case c == '\r':
-			b.WriteString(`\r`)
-		case c < 0x20:
-			b.WriteString(`\u00`)
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&0xf])
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
+	b = append(b, "]}"...)
+	return sha256Digest(b), nil
 }
 
 // New builds a snapshot from raw tool descriptors as received. Each descriptor must be a JSON object
