@@ -27,6 +27,9 @@ type scanner struct {
 	name    string
 	hasName bool
 
+	// simple reports that the string str last read had no escape and only printable ASCII.
+	simple bool
+
 	// canon, when set (scanDigest only), makes the scan also write the RFC 8785 canonical form
 	// of the document to out, so a digest needs no second parse.
 	canon bool
@@ -152,7 +155,7 @@ func (s *scanner) value(depth int) error {
 			s.name, s.hasName = string(str), true
 		}
 		if s.canon {
-			s.out = appendCanonicalString(s.out, str)
+			s.out = s.appendString(str)
 		}
 		return nil
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -231,7 +234,7 @@ func (s *scanner) object(depth int) error {
 				s.out = append(s.out, ',')
 				start++
 			}
-			s.out = appendCanonicalString(s.out, key)
+			s.out = s.appendString(key)
 			s.out = append(s.out, ':')
 		}
 		s.path = append(s.path, segment{key: key, isKey: true})
@@ -390,21 +393,32 @@ func (s *scanner) array(depth int) error {
 
 // str reads a string starting at '"' and returns its decoded bytes (a sub-slice of the input
 // when it has no escapes).
+//
+// It sets s.simple when the string had no escape and only printable ASCII (0x20-0x7e): such a
+// string has no Unicode finding and is its own RFC 8785 form.
 func (s *scanner) str() ([]byte, error) {
 	s.pos++ // '"'
 	start := s.pos
+	s.simple = false
+	ascii := true
 	for s.pos < len(s.data) {
 		c := s.data[s.pos]
+		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
+			s.pos++
+			continue
+		}
 		switch {
 		case c == '"':
 			out := s.data[start:s.pos]
 			s.pos++
+			s.simple = ascii
 			return out, nil
 		case c == '\\':
 			return s.escaped(start)
 		case c < 0x20:
 			return nil, s.invalid()
 		}
+		ascii = false // DEL or a byte of a multi-byte character
 		s.pos++
 	}
 	return nil, s.invalid()
@@ -552,6 +566,16 @@ func appendCanonicalNumber(out, lit []byte) ([]byte, error) {
 	return append(out, str...), nil
 }
 
+// appendString appends the RFC 8785 form of the string str just read to s.out.
+func (s *scanner) appendString(str []byte) []byte {
+	if s.simple {
+		out := append(s.out, '"')
+		out = append(out, str...)
+		return append(out, '"')
+	}
+	return appendCanonicalString(s.out, str)
+}
+
 // appendCanonicalString appends s (decoded, valid UTF-8) as an RFC 8785 string: '"' and '\\'
 // escaped, the short escapes for \b \t \n \f \r, \u00xx (lowercase hex) for other control
 // characters, everything else literal.
@@ -588,7 +612,7 @@ func appendCanonicalString(out, s []byte) []byte {
 
 // findings reports the Unicode findings of one decoded string at the current path.
 func (s *scanner) findings(str []byte) {
-	if s.warn == nil {
+	if s.warn == nil || s.simple {
 		return
 	}
 	plain := true
