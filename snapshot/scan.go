@@ -44,7 +44,7 @@ type scanner struct {
 	sub   []span // the elements of array values of top-level members
 	// region and order are sortMembers' scratch space, reused.
 	region []byte
-	order  []member
+	order  []int
 }
 
 // span is one member or element of the top-level value: its name (members only) and the
@@ -291,20 +291,24 @@ func (s *scanner) sortMembers(ms []member) {
 	from, to := ms[0].start, ms[len(ms)-1].end
 	s.region = append(s.region[:0], s.out[from:to]...)
 	region := s.region
-	s.order = append(s.order[:0], ms...)
-	order := s.order
-	slices.SortFunc(order, func(a, b member) int {
-		if lessUTF16(a.key, b.key) {
+	// Indices, not members, are sorted: moving an int needs no GC write barrier.
+	order := s.order[:0]
+	for i := range ms {
+		order = append(order, i)
+	}
+	s.order = order
+	slices.SortFunc(order, func(a, b int) int {
+		if lessUTF16(ms[a].key, ms[b].key) {
 			return -1
 		}
 		return 1 // names are unique: duplicates were refused
 	})
 	out := s.out[:from]
-	for i, m := range order {
+	for i, k := range order {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, region[m.start-from:m.end-from]...)
+		out = append(out, region[ms[k].start-from:ms[k].end-from]...)
 	}
 	s.out = out
 }
