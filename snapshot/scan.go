@@ -37,23 +37,19 @@ type scanner struct {
 	// members is a stack of the member names and canonical spans of the objects being scanned;
 	// each object uses the entries above its base and truncates them when it ends.
 	members []member
-	// spans, when set, makes the scan record the members (or elements) of the top-level object
-	// (or array) in top.
+	// spans, when set, makes the scan record the members of the top-level object in top.
 	spans bool
 	top   []span
-	sub   []span // the elements of array values of top-level members
 	// region and order are sortMembers' scratch space, reused.
 	region []byte
 	order  []int
 }
 
-// span is one member or element of the top-level value: its name (members only) and the
-// offsets of its value in the input.
+// span is one member of the top-level object: its name and the offsets of its value in the
+// input.
 type span struct {
 	key        []byte
 	start, end int
-	// subFrom and subTo delimit, in scanner.sub, the elements of a member's array value.
-	subFrom, subTo int
 }
 
 // member is one object member: its decoded name and, when canonicalizing, the span of its
@@ -245,12 +241,12 @@ func (s *scanner) object(depth int) error {
 		}
 		s.pos++
 		s.ws()
-		valueAt, subAt := s.pos, len(s.sub)
+		valueAt := s.pos
 		if err := s.value(depth); err != nil {
 			return err
 		}
 		if s.spans && depth == 1 {
-			s.top = append(s.top, span{key: key, start: valueAt, end: s.pos, subFrom: subAt, subTo: len(s.sub)})
+			s.top = append(s.top, span{key: key, start: valueAt, end: s.pos})
 		}
 		s.path = s.path[:len(s.path)-1]
 		s.members = append(s.members, member{key: key, start: start, end: len(s.out)})
@@ -363,16 +359,8 @@ func (s *scanner) array(depth int) error {
 			s.out = append(s.out, ',')
 		}
 		s.path = append(s.path, segment{index: i})
-		valueAt := s.pos
 		if err := s.value(depth); err != nil {
 			return err
-		}
-		switch {
-		case !s.spans:
-		case depth == 1:
-			s.top = append(s.top, span{start: valueAt, end: s.pos})
-		case depth == 2 && len(s.path) == 2 && s.path[0].isKey:
-			s.sub = append(s.sub, span{start: valueAt, end: s.pos})
 		}
 		s.path = s.path[:len(s.path)-1]
 		s.ws()

@@ -8,15 +8,11 @@ type Member struct {
 	Name string
 	// Value is the member's value exactly as received: a sub-slice of the input, not a copy.
 	Value json.RawMessage
-	// Elements, when Value is an array, are its elements exactly as received (sub-slices of the
-	// input; empty, not nil, for an empty array). It is nil when Value is not an array.
-	Elements []json.RawMessage
 }
 
 // Members checks raw as Validate does (one well-formed value, valid UTF-8, paired surrogate
 // escapes, unique member names at every depth, any number) and, in the same pass, returns the
-// members of its top-level object in document order, with the elements of the members whose
-// values are arrays. A valid document that is not an object is
+// members of its top-level object in document order. A valid document that is not an object is
 // refused "invalid_json" (ErrInvalidJSON). Errors are *RefusalError values carrying no document
 // text.
 func Members(raw []byte) ([]Member, error) {
@@ -27,34 +23,12 @@ func Members(raw []byte) ([]Member, error) {
 	out := make([]Member, len(s.top))
 	for i, sp := range s.top {
 		out[i] = Member{Name: string(sp.key), Value: raw[sp.start:sp.end:sp.end]}
-		if raw[sp.start] == '[' {
-			els := make([]json.RawMessage, 0, sp.subTo-sp.subFrom)
-			for _, e := range s.sub[sp.subFrom:sp.subTo] {
-				els = append(els, raw[e.start:e.end:e.end])
-			}
-			out[i].Elements = els
-		}
 	}
 	return out, nil
 }
 
-// Elements checks raw as Validate does and, in the same pass, returns the elements of its
-// top-level array in order, each exactly as received (a sub-slice of the input, not a copy). A
-// valid document that is not an array is refused "invalid_json" (ErrInvalidJSON).
-func Elements(raw []byte) ([]json.RawMessage, error) {
-	s, err := splitTop(raw, '[')
-	if err != nil {
-		return nil, err
-	}
-	out := make([]json.RawMessage, len(s.top))
-	for i, sp := range s.top {
-		out[i] = raw[sp.start:sp.end:sp.end]
-	}
-	return out, nil
-}
-
-// splitTop validates raw (scanWellFormed), recording the spans of its top-level value's members
-// or elements, and requires that value to open with open.
+// splitTop validates raw (scanWellFormed), recording the spans of its top-level object's members,
+// and requires the top-level value to open with open.
 func splitTop(raw []byte, open byte) (*scanner, error) {
 	s := &scanner{spans: true}
 	if err := s.run(raw, scanWellFormed, nil); err != nil {
