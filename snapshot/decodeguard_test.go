@@ -12,7 +12,7 @@ import (
 // plainDecodes are the encoding/json decodes allowed in the packages that read server and
 // caller data, by file and enclosing function, each with the reason it needs no exact-case
 // decoding. Every other decode there must go through Unmarshal.
-var plainDecodes = map[string]string{
+var plainDecodes = map[string]string{ //nolint:gosec // G101: reasons, not credentials
 	"mcpclient/capture.go:deliverMembers":  "an id into any: no struct field to case-fold onto",
 	"mcpclient/capture.go:deliverRaw":      "a batch into []json.RawMessage: no struct field to case-fold onto",
 	"mcpclient/capture.go:RoundTrip":       "the outgoing request the SDK wrote (not server data), and its id into any",

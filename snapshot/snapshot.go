@@ -95,11 +95,14 @@ func SortWarnings(ws []Warning) {
 // digests are used; descriptors are not read.
 func Digest(protocolVersion string, tools []Tool) (string, error) {
 	refs := make([]*Tool, len(tools))
-	sorted := true
 	for i := range tools {
 		refs[i] = &tools[i]
-		if i > 0 && tools[i-1].Name > tools[i].Name {
+	}
+	sorted := true
+	for i := 1; i < len(refs); i++ {
+		if refs[i-1].Name > refs[i].Name {
 			sorted = false
+			break
 		}
 	}
 	if !sorted {

@@ -29,7 +29,13 @@ func TestRegistrationCaptureStrictDecode(t *testing.T) {
 		}))
 		rc := &registrationCapture{}
 		c := rc.wrap(srv.Client(), srv.URL+"/register")
-		resp, err := c.Post(srv.URL+"/register", "application/json", strings.NewReader(`{}`))
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/register", strings.NewReader(`{}`))
+		if err != nil {
+			srv.Close()
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
 		if err != nil {
 			srv.Close()
 			t.Fatal(err)
