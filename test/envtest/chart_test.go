@@ -363,6 +363,15 @@ func TestChartSetsEveryManagerFlag(t *testing.T) {
 	if missing := missingFlags(args, chartFlagExclusions); len(missing) > 0 {
 		t.Errorf("manager flags with no chart value (add a value, or an exclusion with a reason): %v", missing)
 	}
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range chartFlagExclusions {
+		if !strings.Contains(string(doc), "`--"+name+"`") {
+			t.Errorf("docs/install.md does not list the excluded flag --%s", name)
+		}
+	}
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
 	o := app.DefaultOptions()
 	o.BindFlags(fs)
@@ -397,5 +406,31 @@ func TestImageDefaultsAgree(t *testing.T) {
 		if !bytes.Contains(content, []byte("ghcr.io/b10x/connector-mcp")) {
 			t.Errorf("%s does not default to ghcr.io/b10x/connector-mcp", file)
 		}
+	}
+}
+
+// TestKustomizeDigestPin: an overlay of config/default pins the image by digest the way
+// docs/install.md shows (the twin of the tag default checked above).
+func TestKustomizeDigestPin(t *testing.T) {
+	// Overlays name their bases by relative path: put this one inside the repository.
+	dir, err := os.MkdirTemp(filepath.Join(repoRoot, "config"), "overlay-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	digest := "sha256:" + strings.Repeat("cd", 32)
+	overlay := "resources:\n- ../default\nimages:\n- name: ghcr.io/b10x/connector-mcp\n  digest: " + digest + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := kubectlRun(t, nil, "kustomize", dir)
+	if err != nil {
+		t.Fatalf("kustomize overlay: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "image: ghcr.io/b10x/connector-mcp@"+digest+"\n") {
+		t.Errorf("the overlay does not pin the manager image by digest:\n%s", out)
+	}
+	if strings.Contains(out, "image: ghcr.io/b10x/connector-mcp:") {
+		t.Error("a tag reference remains beside the digest pin")
 	}
 }
