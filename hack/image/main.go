@@ -24,7 +24,7 @@ func main() {
 }
 
 func git(args ...string) string {
-	out, err := exec.Command("git", args...).Output()
+	out, err := exec.CommandContext(context.Background(), "git", args...).Output()
 	if err != nil {
 		return ""
 	}

@@ -203,6 +203,7 @@ func binaryList(bins []Binary) string {
 // cgo, no VCS stamping, paths trimmed, no build id, so the bytes depend only on the source and the
 // toolchain.
 func goBuild(ctx context.Context, o Options, goos, goarch, pkg, out string) error {
+	//nolint:gosec // G204: the go command and package come from the caller (hack/image), never from input
 	cmd := exec.CommandContext(ctx, o.GoCommand, "build", "-trimpath", "-buildvcs=false",
 		"-ldflags=-s -w -buildid=", "-o", out, pkg)
 	cmd.Dir = o.ModuleDir
@@ -219,7 +220,7 @@ func goBuild(ctx context.Context, o Options, goos, goarch, pkg, out string) erro
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%w: %s for %s/%s: %v\n%s", ErrGoBuild, pkg, goos, goarch, err, tail(stderr.String(), 4000))
+		return fmt.Errorf("%w: %s for %s/%s: %w\n%s", ErrGoBuild, pkg, goos, goarch, err, tail(stderr.String(), 4000))
 	}
 	return nil
 }

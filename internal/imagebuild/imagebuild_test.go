@@ -135,7 +135,7 @@ func TestImageShape(t *testing.T) {
 				t.Errorf("%s: label %s = %q, want %q", d.Platform, k, got, want)
 			}
 		}
-		if !cf.Created.Time.Equal(date) || cf.OS != d.Platform.OS || cf.Architecture != d.Platform.Architecture {
+		if !cf.Created.Equal(date) || cf.OS != d.Platform.OS || cf.Architecture != d.Platform.Architecture {
 			t.Errorf("%s: created %v os %s arch %s", d.Platform, cf.Created.Time, cf.OS, cf.Architecture)
 		}
 		layers, err := img.Layers()
@@ -219,7 +219,11 @@ func TestBuildRefusals(t *testing.T) {
 
 func getJSON(t *testing.T, url string, into any) http.Header {
 	t.Helper()
-	resp, err := http.Get(url) //nolint:noctx // test against a loopback registry
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
