@@ -33,7 +33,7 @@ var (
 func helm(t *testing.T) string {
 	t.Helper()
 	helmOnce.Do(func() {
-		out, err := exec.Command(filepath.Join(repoRoot, "hack", "tools.sh"), "--path", "helm").Output()
+		out, err := exec.CommandContext(context.Background(), filepath.Join(repoRoot, "hack", "tools.sh"), "--path", "helm").Output()
 		helmBin, helmErr = strings.TrimSpace(string(out)), err
 	})
 	if helmErr != nil {

@@ -4,8 +4,10 @@ package envtest
 // in production, and does its whole job without a single forbidden request.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -37,14 +39,23 @@ type forbiddenRecorder struct {
 	next http.RoundTripper
 }
 
+// RoundTrip records authorization denials. A 403 whose Status message is not an authorization
+// decision (the namespace lifecycle plugin refusing writes into a terminating namespace, which
+// envtest's namespaces left by other tests stay in forever) is not a missing permission.
 func (r forbiddenRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.next.RoundTrip(req)
-	if err == nil && resp.StatusCode == http.StatusForbidden {
+	if err != nil || resp.StatusCode != http.StatusForbidden {
+		return resp, err
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if !bytes.Contains(body, []byte("because it is being terminated")) {
 		r.log.mu.Lock()
 		r.log.seen = append(r.log.seen, req.Method+" "+req.URL.Path)
 		r.log.mu.Unlock()
 	}
-	return resp, err
+	return resp, nil
 }
 
 func (l *forbiddenLog) list() []string {
@@ -118,7 +129,10 @@ func startChartManager(t *testing.T, ns, sa string) *forbiddenLog {
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				t.Errorf("manager stopped with %v", err)
+			}
 		case <-time.After(30 * time.Second):
 			t.Errorf("manager did not stop within 30s of cancellation")
 		}
@@ -157,11 +171,14 @@ func TestManagerRunsUnderChartRBAC(t *testing.T) {
 	_, h := modernServer(mcptest.DefaultTools())
 	live := startSwitchable(t, h)
 	doc := reviewedProfile(t, live.URL)
+	// This manager's cache is cluster-wide, as in production, so it sees the deployments other
+	// tests left behind: claim a Connection and a provider nobody else holds.
+	doc.Service.Ref, doc.Service.ConnectionRef = ns, ns
 	makeGrant(t, ns, "all")
 	mustCreate(t, newSecret(ns, "tok", "token", "v1"))
 	cred := &apiv1.CredentialRef{Name: "tok", Key: "token"}
 	mustCreate(t, inlineProfile(ns, "svc", doc))
-	sd := newDeployment(ns, "svc", "svc", "svc", live.URL, doc, cred, "all")
+	sd := newDeployment(ns, "svc", "svc", ns, live.URL, doc, cred, "all")
 	mustCreate(t, sd)
 	waitObj(t, sd, storyTimeout, "Ready under the chart's RBAC", isReady[*apiv1.ServiceDeployment])
 	waitEvent(t, ns, "svc", "Normal/Activated")
