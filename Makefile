@@ -86,6 +86,16 @@ build: ## Build all packages and the binaries into bin/.
 	$(GO) build ./...
 	$(GO) build -o bin/ ./cmd/...
 
+# `make image`: registry/repository to push to (plain HTTP only for loopback registries), optional tag.
+IMAGE_REPO ?=
+IMAGE_TAG ?=
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+
+.PHONY: image
+image: ## Build the connector-mcp image (no Docker; reproducible), push to IMAGE_REPO with its SBOM, print the digest.
+	@if [[ -z "$(IMAGE_REPO)" ]]; then echo "image: set IMAGE_REPO, e.g. make image IMAGE_REPO=127.0.0.1:5000/connector-mcp"; exit 2; fi
+	$(GO) run ./hack/image --repo "$(IMAGE_REPO)" --tag "$(IMAGE_TAG)" --platforms "$(IMAGE_PLATFORMS)"
+
 ##@ Test
 
 .PHONY: envtest-bins

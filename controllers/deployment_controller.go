@@ -262,8 +262,11 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	// Nothing outside the cluster needs cleanup, so there is no finalizer; an in-flight freeze
 	// is bounded by FreezeTimeout and cancelled on shutdown.
-	if !sd.DeletionTimestamp.IsZero() || sd.Spec.Suspend {
+	if !sd.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	if sd.Spec.Suspend {
+		return ctrl.Result{}, r.suspend(ctx, sd)
 	}
 	orig := sd.DeepCopy()
 	p := &pass{sd: sd, now: r.now()}
@@ -664,4 +667,34 @@ func (r *DeploymentReconciler) retryInterval() time.Duration {
 		return 30 * time.Second
 	}
 	return r.RetryInterval
+}
+
+// suspend records that sd is suspended, failing closed: nothing is frozen or re-verified while
+// spec.suspend is true, so nothing stays active. Ready=False (reason Suspended) for the current
+// generation, with Reconciling and Stalled absent, lets GitOps health checks read a suspended
+// deployment as settled instead of waiting forever on a stale Ready=True. The stage conditions
+// keep the last pass's results. Unchanged status writes nothing.
+func (r *DeploymentReconciler) suspend(ctx context.Context, sd *v1.ServiceDeployment) error {
+	orig := sd.DeepCopy()
+	st := &sd.Status
+	st.ActiveSnapshotDigest, st.ExposedOperations = "", 0
+	st.ObservedGeneration = sd.Generation
+	const msg = "reconciliation is suspended (spec.suspend): nothing is frozen, re-verified or active"
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: TypeReady, Status: metav1.ConditionFalse,
+		Reason: ReasonSuspended, Message: msg, ObservedGeneration: sd.Generation, LastTransitionTime: metav1.NewTime(r.now())})
+	meta.RemoveStatusCondition(&st.Conditions, TypeReconciling)
+	meta.RemoveStatusCondition(&st.Conditions, TypeStalled)
+	if equality.Semantic.DeepEqual(orig.Status, sd.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, sd, client.MergeFrom(orig)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if readyReason(orig.Status.Conditions) != ReasonSuspended {
+		log.FromContext(ctx).Info("Deployment suspended")
+		if r.Events != nil {
+			r.Events.Eventf(sd, nil, corev1.EventTypeNormal, ReasonSuspended, "Suspend", "%s", msg)
+		}
+	}
+	return nil
 }

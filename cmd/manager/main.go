@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	// Embedded CA roots: the image has no /etc/ssl, so TLS to registries and MCP servers falls
+	// back to this bundle when the system has none.
+	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"

@@ -105,6 +105,22 @@ func TestStoryChartMatchesGeneratedManifests(t *testing.T) {
 	if start < 0 || end < 0 || chart[start:start+end] != wantRules {
 		t.Errorf("the chart's manager rules differ from config/rbac/role.yaml:\n%s", chart[start:start+end])
 	}
+	// The gateway's ClusterRole likewise equals the rules generated from gateway/rbac.go.
+	grole, err := os.ReadFile(filepath.Join(repoRoot, "config", "gateway", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gtmpl, err := os.ReadFile(filepath.Join(repoRoot, "charts", "connector-mcp", "templates", "gateway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantGateway := string(grole[strings.Index(string(grole), "rules:"):])
+	gchart := string(gtmpl)
+	gstart := strings.Index(gchart, "rules:")
+	gend := strings.Index(gchart[max(gstart, 0):], "---")
+	if gstart < 0 || gend < 0 || gchart[gstart:gstart+gend] != wantGateway {
+		t.Errorf("the chart's gateway rules differ from config/gateway/rbac/role.yaml")
+	}
 }
 
 // A reviewer sees at a glance, with kubectl alone, what is active and why something is refused.
