@@ -185,7 +185,7 @@ func TestReviewRepin(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("review repin: exit %d: %s", code, errOut)
 	}
-	b, err := os.ReadFile(out) //nolint:gosec // G304: a test temp file
+	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,12 +249,12 @@ func compareGolden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", "golden", name+".golden")
 	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil { //nolint:gosec // G306: a checked-in fixture
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	want, err := os.ReadFile(path) //nolint:gosec // G304: a fixture path
+	want, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("%v (run with -update to create)", err)
 	}
