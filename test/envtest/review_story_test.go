@@ -7,6 +7,8 @@ package envtest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,4 +131,49 @@ func equalCounts(got, want map[string]int32) bool {
 		}
 	}
 	return true
+}
+
+// The size-bound twin: a candidate whose descriptors exceed the review bound is recorded with
+// every name, digest and class, without descriptors, under a named condition and event.
+func TestStoryOversizedCandidateIsNamedNotCut(t *testing.T) {
+	ns := newNamespace(t, "story-review-big")
+	o := devOptions()
+	o.ReverifyInterval = time.Second
+	o.ReverifyJitter = 0
+	startOperator(t, ns, o)
+	srv, h := modernServer(mcptest.DefaultTools())
+	live := startSwitchable(t, h)
+	doc := reviewedProfile(t, live.URL)
+	makeGrant(t, ns, "invoke", "svc")
+	mustCreate(t, inlineProfile(ns, "svc", doc))
+	sd := newDeployment(ns, "svc", "svc", "svc", live.URL, doc, nil, "invoke")
+	mustCreate(t, sd)
+	waitObj(t, sd, storyTimeout, "Ready", isReady[*apiv1.ServiceDeployment])
+
+	// 20 new tools of 60 KiB each: every descriptor is under the client's 64 KiB descriptor
+	// bound, together they exceed the 1 MiB review bound.
+	const n = 20
+	for i := range n {
+		mcptest.SetTool(srv, &mcp.Tool{Name: fmt.Sprintf("huge-%02d", i), Description: strings.Repeat("a", 60<<10), InputSchema: json.RawMessage(`{"type":"object"}`)})
+	}
+	sd = waitObj(t, sd, storyTimeout, "drift refusal", func(sd *apiv1.ServiceDeployment) bool {
+		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift) && len(sd.Status.Drift.Added) == n
+	})
+	rv := waitObj(t, &apiv1.McpSnapshotReview{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "svc"}}, storyTimeout, "review recorded",
+		func(rv *apiv1.McpSnapshotReview) bool {
+			return rv.Spec.CandidateSnapshotDigest == sd.Status.CandidateSnapshotDigest
+		})
+	c := meta.FindStatusCondition(rv.Status.Conditions, apiv1.ReviewConditionRecorded)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != apiv1.ReasonCandidateTooLarge {
+		t.Fatalf("Recorded = %+v, want False/CandidateTooLarge", c)
+	}
+	if len(rv.Spec.Added) != n || rv.Spec.Classes[review.ClassNewTool] != n || sd.Status.Drift.Classes[review.ClassNewTool] != n {
+		t.Fatalf("oversized review: %d added, classes %v, deployment classes %v", len(rv.Spec.Added), rv.Spec.Classes, sd.Status.Drift.Classes)
+	}
+	for i, a := range rv.Spec.Added {
+		if a.Name != fmt.Sprintf("huge-%02d", i) || !strings.HasPrefix(a.Digest, "sha256:") || a.Descriptor != nil {
+			t.Fatalf("added[%d] = %s %s (descriptor kept: %v), want name and digest only", i, a.Name, a.Digest, a.Descriptor != nil)
+		}
+	}
+	waitEvent(t, ns, "svc", "Warning/"+apiv1.ReasonCandidateTooLarge)
 }
