@@ -149,6 +149,11 @@ func (r *DeploymentReconciler) recordReview(ctx context.Context, p *pass) {
 		log.FromContext(ctx).Error(err, "Cannot read the snapshot review", "review", key.String())
 		return
 	}
+	if r.Metrics != nil {
+		for c := range spec.Classes {
+			r.Metrics.DriftClasses.WithLabelValues(c).Inc()
+		}
+	}
 	log.FromContext(ctx).Info("Snapshot review recorded", "review", key.String(), "candidateSnapshot", spec.CandidateSnapshotDigest, "reason", cond.Reason)
 	if cond.Status == metav1.ConditionFalse && r.Events != nil {
 		r.Events.Eventf(sd, nil, corev1.EventTypeWarning, cond.Reason, "RecordReview", "%s", cond.Message)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +30,7 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 	o := devOptions()
 	o.ReverifyInterval = time.Second
 	o.ReverifyJitter = 0
-	startOperator(t, ns, o)
+	op := startOperator(t, ns, o)
 	srv, h := modernServer(mcptest.DefaultTools())
 	live := startSwitchable(t, h)
 	doc := reviewedProfile(t, live.URL)
@@ -91,6 +92,15 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(rv.Status.Conditions, apiv1.ReviewConditionRecorded); c == nil || c.Status != metav1.ConditionTrue || c.Reason != apiv1.ReasonCandidateComplete {
 		t.Fatalf("Recorded = %+v", c)
+	}
+	// connector_mcp_drift_total{class}: one per class of the recorded candidate.
+	for _, c := range []string{review.ClassTextOnly, review.ClassSchemaWidened, review.ClassNewTool, review.ClassRemovedTool} {
+		if n := testutil.ToFloat64(op.wired.Metrics.DriftClasses.WithLabelValues(c)); n < 1 {
+			t.Fatalf("drift_total{class=%q} = %v, want at least 1", c, n)
+		}
+	}
+	if n := testutil.ToFloat64(op.wired.Metrics.DriftClasses.WithLabelValues(review.ClassSchemaNarrowed)); n != 0 {
+		t.Fatalf("drift_total{class=schema_narrowed} = %v, want 0", n)
 	}
 	// Re-verification of the same candidate rewrites nothing.
 	rvVersion := rv.ResourceVersion
