@@ -58,19 +58,19 @@ type McpSnapshotReviewSpec struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=512
+	// +kubebuilder:validation:MaxItems=2048
 	Added []ReviewTool `json:"added,omitempty"`
 
 	// Changed are the tools whose descriptor changed, with their new raw descriptors.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=512
+	// +kubebuilder:validation:MaxItems=2048
 	Changed []ReviewTool `json:"changed,omitempty"`
 
 	// Removed are the names of reviewed tools the live server no longer lists.
 	// +optional
-	// +kubebuilder:validation:MaxItems=512
+	// +kubebuilder:validation:MaxItems=2048
 	// +kubebuilder:validation:items:MaxLength=128
 	Removed []string `json:"removed,omitempty"`
 
@@ -78,7 +78,7 @@ type McpSnapshotReviewSpec struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:MaxItems=4096
 	Diff []ReviewToolDiff `json:"diff,omitempty"`
 
 	// Classes counts tools per drift class (text_only, schema_widened, schema_narrowed,
