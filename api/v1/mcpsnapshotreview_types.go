@@ -90,8 +90,9 @@ type McpSnapshotReviewSpec struct {
 // ReviewTool is one candidate tool with its raw descriptor (absent when the candidate exceeded
 // MaxReviewDescriptorBytes).
 type ReviewTool struct {
-	// Name is the remote tool name.
-	// +kubebuilder:validation:MaxLength=128
+	// Name is the remote tool name (a new tool's name is not bounded by the profile's 128
+	// characters; one descriptor is at most 64 KiB).
+	// +kubebuilder:validation:MaxLength=65536
 	Name string `json:"name"`
 	// Digest is the candidate descriptor digest.
 	// +kubebuilder:validation:MaxLength=71
@@ -106,8 +107,9 @@ type ReviewTool struct {
 
 // ReviewToolDiff is the difference of one tool.
 type ReviewToolDiff struct {
-	// Name is the remote tool name.
-	// +kubebuilder:validation:MaxLength=128
+	// Name is the remote tool name (a new tool's name is not bounded by the profile's 128
+	// characters; one descriptor is at most 64 KiB).
+	// +kubebuilder:validation:MaxLength=65536
 	Name string `json:"name"`
 	// Kind is "added", "removed" or "changed".
 	// +kubebuilder:validation:Enum=added;removed;changed

@@ -55,11 +55,14 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 	mcptest.SetTool(srv, echo)
 	mcptest.SetTool(srv, add)
 	mcptest.SetTool(srv, &mcp.Tool{Name: "exfiltrate", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	// A hostile name longer than any profile may carry is still recorded in full.
+	longName := strings.Repeat("x", 300)
+	mcptest.SetTool(srv, &mcp.Tool{Name: longName, InputSchema: json.RawMessage(`{"type":"object"}`)})
 	srv.RemoveTools("fail")
 	sd = waitObj(t, sd, storyTimeout, "drift refusal", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift) && len(sd.Status.Drift.Removed) == 1 && len(sd.Status.Drift.Added) == 1
+		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift) && len(sd.Status.Drift.Removed) == 1 && len(sd.Status.Drift.Added) == 2
 	})
-	wantClasses := map[string]int32{review.ClassTextOnly: 1, review.ClassSchemaWidened: 1, review.ClassNewTool: 1, review.ClassRemovedTool: 1}
+	wantClasses := map[string]int32{review.ClassTextOnly: 1, review.ClassSchemaWidened: 1, review.ClassNewTool: 2, review.ClassRemovedTool: 1}
 	if !equalCounts(sd.Status.Drift.Classes, wantClasses) {
 		t.Fatalf("status.drift.classes = %v, want %v", sd.Status.Drift.Classes, wantClasses)
 	}
@@ -76,7 +79,7 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 	if !equalCounts(sp.Classes, wantClasses) {
 		t.Fatalf("review classes = %v", sp.Classes)
 	}
-	if len(sp.Added) != 1 || sp.Added[0].Name != "exfiltrate" || sp.Added[0].Descriptor == nil ||
+	if len(sp.Added) != 2 || sp.Added[0].Name != "exfiltrate" || sp.Added[0].Descriptor == nil || sp.Added[1].Name != longName ||
 		len(sp.Changed) != 2 || len(sp.Removed) != 1 || sp.Removed[0] != "fail" {
 		t.Fatalf("review tools: added %+v changed %d removed %v", sp.Added, len(sp.Changed), sp.Removed)
 	}
@@ -109,7 +112,9 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 		t.Fatalf("review rewritten for an unchanged candidate (err %v, rv %s -> %s)", err, rvVersion, rv.ResourceVersion)
 	}
 
-	// The reviewer re-reviews; once the deployment matches, the review is gone.
+	// The reviewer refuses the unnamable tool (the provider drops it) and re-reviews the rest;
+	// once the deployment matches, the review is gone.
+	srv.RemoveTools(longName)
 	newDoc := reviewedProfile(t, live.URL)
 	mutate(t, prof, func(p *apiv1.McpServiceProfile) { p.Spec.Source.Inline = newDoc })
 	mutate(t, sd, func(sd *apiv1.ServiceDeployment) {
