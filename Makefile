@@ -37,13 +37,17 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: ## Generate CRDs (config/crd/bases, copied to the chart), the manager ClusterRole, docs/crd-reference.md.
+manifests: ## Generate CRDs (config/crd/bases, copied to the chart), the manager and gateway ClusterRoles, docs/crd-reference.md.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=$(CRD_DIR)
 	$(GO) run ./hack/crdref -crd-dir $(CRD_DIR) -out docs/crd-reference.md
 	@if [[ -d charts/connector-mcp/crds ]]; then echo "cp $(CRD_DIR)/*.yaml charts/connector-mcp/crds/"; cp $(CRD_DIR)/*.yaml charts/connector-mcp/crds/; fi
 	@if [[ -d controllers ]]; then \
 	  echo "$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac"; \
 	  $(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac; \
+	fi
+	@if [[ -d gateway ]]; then \
+	  echo "$(CONTROLLER_GEN) rbac:roleName=gateway-role paths=./gateway/... output:rbac:artifacts:config=config/gateway/rbac"; \
+	  $(CONTROLLER_GEN) rbac:roleName=gateway-role paths=./gateway/... output:rbac:artifacts:config=config/gateway/rbac; \
 	fi
 
 .PHONY: generate
@@ -91,11 +95,16 @@ envtest-bins: ## Build (or reuse) kube-apiserver, etcd and kubectl; prints their
 .PHONY: test
 test: ## Unit + envtest suites with -race (real kube-apiserver/etcd), plus MCP conformance.
 	@if [[ -f hack/conformance.sh ]]; then bash hack/conformance.sh; else echo "test: hack/conformance.sh not present yet, skipping MCP conformance"; fi
+	bash hack/gateway-conformance.sh
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -race -count=1 $(TESTFLAGS) $(PKGS)
 
 .PHONY: conformance
 conformance: ## Run the MCP conformance suite against mcpclient (hack/conformance.sh).
 	bash hack/conformance.sh
+
+.PHONY: gateway-conformance
+gateway-conformance: ## Run the MCP conformance suite's server side against the gateway (hack/gateway-conformance.sh).
+	bash hack/gateway-conformance.sh
 
 .PHONY: bench
 bench: ## Run benchmarks (-benchmem) and write $(BENCH_OUT) for benchstat.

@@ -45,6 +45,10 @@ const (
 	ReasonInlineSourceRefused = "InlineSourceRefused"
 	// ReasonVerificationFailed: the pack failed signature, identity or provenance verification.
 	ReasonVerificationFailed = "VerificationFailed"
+	// ReasonUntrustedSigner: no trust source applies to the profile's namespace (refusal
+	// "no_trust_source"): the manager has no platform policy and no McpTrustPolicy selects the
+	// namespace, or none that does lists both a signer and a provenance rule.
+	ReasonUntrustedSigner = "UntrustedSigner"
 	// ReasonProvenanceMissing: no signature or attestation was found for the pack.
 	ReasonProvenanceMissing = "ProvenanceMissing"
 	// ReasonPackInvalid: the pack or its profile document failed strict decoding or validation.
@@ -80,6 +84,10 @@ const (
 	ReasonEndpointRefused = "EndpointRefused"
 	// ReasonCredentialNotFound: the referenced Secret or key does not exist (retried).
 	ReasonCredentialNotFound = "CredentialNotFound" //nolint:gosec // a condition reason, not a credential
+	// ReasonCredentialRefused: the referenced Secret may not be spent for this endpoint (its
+	// allowed-hosts annotation does not name the endpoint's host, or it is a ServiceAccount
+	// token). Not retried: the Secret or the deployment must change.
+	ReasonCredentialRefused = "CredentialRefused" //nolint:gosec // a condition reason, not a credential
 	// ReasonServerUnreachable: the live freeze failed on a transport error (retried).
 	ReasonServerUnreachable = "ServerUnreachable"
 	// ReasonFreezeRefused: the live freeze hit a named refusal (bounds, egress policy, protocol).

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,13 +19,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -41,9 +40,19 @@ const (
 type DeploymentReconciler struct {
 	// Client reads (from the cache) and patches deployments, profiles and RBAC objects.
 	Client client.Client
-	// SecretReader reads the credential Secret by name, uncached (Secrets are never cached or
-	// watched cluster-wide).
+	// SecretReader reads the credential Secret by name: the manager's cache, whose Secret
+	// informer sees only Secrets labelled connectors.b10x.io/credential=true. A Secret is read
+	// and spent only under k8sbinding.CheckSecret. Ignored when Binder is set (Binder.Secrets
+	// is used).
 	SecretReader client.Reader
+	// Binder is the shared construction of endpoint bindings (also the Freezer's): the bind
+	// stage checks the namespace's egress ceiling and literal addresses with it before anything
+	// is dialed, and the freeze stage reads the credential through it. Nil: a Binder over
+	// SecretReader with an empty ceiling and no cluster deny list.
+	Binder *k8sbinding.Binder
+	// CredentialHashKey is the operator-held HMAC key of status.credentialHash (at least
+	// CredentialHashKeyMinBytes bytes). Required when a deployment names a credential.
+	CredentialHashKey []byte
 	// Events records events whose reasons equal condition reasons. Optional.
 	Events events.EventRecorder
 	// Resolver verifies the referenced profile's source (memoized).
@@ -64,19 +73,17 @@ type DeploymentReconciler struct {
 	Metrics *Metrics
 	// MaxConcurrentReconciles bounds parallel passes (freezes wait on the network); zero means 1.
 	MaxConcurrentReconciles int
-
-	refresh chan event.TypedGenericEvent[*v1.ServiceDeployment]
-
-	// refreshMu guards refreshWanted: per deployment, the count of Refresh requests not yet
-	// satisfied by a successful freeze that started after them.
-	refreshMu     sync.Mutex
-	refreshWanted map[types.NamespacedName]uint64
 }
 
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;roles;clusterroles,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=list
+// +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcptrustpolicies,verbs=get;list;watch
 
 // SetupWithManager registers the reconciler, its indexes and its watches: deployments,
 // the profiles they reference, the RoleBindings and Roles their grants name, and the other
@@ -90,7 +97,6 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := idx.IndexField(ctx, &v1.ServiceDeployment{}, indexGrantRef, grantRefIndex); err != nil {
 		return err
 	}
-	r.refresh = make(chan event.TypedGenericEvent[*v1.ServiceDeployment], 1024)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.ServiceDeployment{}).
 		Named("servicedeployment").
@@ -99,7 +105,9 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(r.byGrant)).
 		Watches(&rbacv1.Role{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
 		Watches(&v1.ServiceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.colliders)).
-		WatchesRawSource(source.Channel(r.refresh, &handler.TypedEnqueueRequestForObject[*v1.ServiceDeployment]{})).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byCredential)).
+		Watches(&v1.McpTrustPolicy{}, handler.EnqueueRequestsFromMapFunc(r.withAllowCIDRs)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.withAllowCIDRs)).
 		Complete(r)
 }
 
@@ -119,25 +127,6 @@ func grantRefIndex(o client.Object) []string {
 		}
 	}
 	return out
-}
-
-// Refresh asks for a re-freeze of one deployment (e.g. on a tools/list_changed notification).
-// It never changes the active snapshot by itself: the next pass freezes and compares.
-func (r *DeploymentReconciler) Refresh(key types.NamespacedName) {
-	r.refreshMu.Lock()
-	if r.refreshWanted == nil {
-		r.refreshWanted = map[types.NamespacedName]uint64{}
-	}
-	r.refreshWanted[key]++
-	r.refreshMu.Unlock()
-	if r.refresh == nil {
-		return
-	}
-	sd := &v1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	select {
-	case r.refresh <- event.TypedGenericEvent[*v1.ServiceDeployment]{Object: sd}:
-	default:
-	}
 }
 
 func (r *DeploymentReconciler) byProfile(ctx context.Context, o client.Object) []reconcile.Request {
@@ -162,6 +151,60 @@ func (r *DeploymentReconciler) inNamespace(ctx context.Context, o client.Object)
 		return nil
 	}
 	return requests(list.Items)
+}
+
+// byCredential enqueues the deployments of the Secret's namespace that name it (the manager
+// sees only opted-in Secrets, so this fires on creation, labelling, rotation and unlabelling).
+func (r *DeploymentReconciler) byCredential(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1.ServiceDeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if ref := list.Items[i].Spec.MCPConnection.CredentialRef; ref != nil && ref.Name == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
+
+// withAllowCIDRs enqueues the deployments that request private ranges (in the namespace, for a
+// Namespace event; everywhere, for an McpTrustPolicy event), so a lowered ceiling is applied at
+// once.
+func (r *DeploymentReconciler) withAllowCIDRs(ctx context.Context, o client.Object) []reconcile.Request {
+	var opts []client.ListOption
+	if _, ok := o.(*corev1.Namespace); ok {
+		opts = append(opts, client.InNamespace(o.GetName()))
+	}
+	var list v1.ServiceDeploymentList
+	if err := r.Client.List(ctx, &list, opts...); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if len(list.Items[i].Spec.MCPConnection.Egress.AllowCIDRs) > 0 {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
+
+// binder returns the shared binding construction.
+func (r *DeploymentReconciler) binder() *k8sbinding.Binder {
+	if r.Binder != nil {
+		return r.Binder
+	}
+	return &k8sbinding.Binder{Secrets: r.SecretReader}
+}
+
+// bindingRequest is the k8sbinding request of sd's mcp_connection.
+func bindingRequest(sd *v1.ServiceDeployment) k8sbinding.Request {
+	req := k8sbinding.Request{Namespace: sd.Namespace, URL: sd.Spec.MCPConnection.URL, AllowCIDRs: sd.Spec.MCPConnection.Egress.AllowCIDRs}
+	if ref := sd.Spec.MCPConnection.CredentialRef; ref != nil {
+		req.Credential = &egress.CredentialRef{Name: ref.Name, Key: ref.Key}
+	}
+	return req
 }
 
 // colliders enqueues the deployments refused for a collision when any deployment changes, so a
@@ -205,8 +248,10 @@ type pass struct {
 	live     *snapshot.ToolSnapshot
 	drift    *snapshot.Diff
 	froze    bool
-	// refreshSeen is the number of pending Refresh requests when the pass began.
-	refreshSeen uint64
+	// reverify is the due re-verification request of the ReverifyRequestedAtAnnotation, if any.
+	reverify bool
+	// reverifyWait is how long until a request stamped slightly in the future becomes due.
+	reverifyWait time.Duration
 }
 
 // Reconcile runs the activation pipeline once and writes status once, only when it changed.
@@ -221,7 +266,8 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 	orig := sd.DeepCopy()
-	p := &pass{sd: sd, now: r.now(), refreshSeen: r.pendingRefresh(req.NamespacedName)}
+	p := &pass{sd: sd, now: r.now()}
+	p.reverify, p.reverifyWait = ReverifyRequested(sd, p.now)
 
 	var failed *StageError
 	for _, stage := range []func(context.Context, *pass) *StageError{r.verifyProfile, r.bind, r.freeze, r.match} {
@@ -257,7 +303,11 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 		r.announce(ctx, sd, orig, o, p)
 	}
-	return r.result(sd, failed), nil
+	res := r.result(sd, failed)
+	if w := p.reverifyWait; w > 0 && (res.RequeueAfter == 0 || w < res.RequeueAfter) {
+		res.RequeueAfter = w
+	}
+	return res, nil
 }
 
 // result schedules the next pass: a retry for transient failures, else the next jittered
@@ -336,6 +386,13 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 	authority, err := NormalizeEndpoint(sd.Spec.MCPConnection.URL)
 	if err != nil {
 		return refuse(TypeBound, ReasonEndpointRefused, "%s", err.Error())
+	}
+	// The namespace's egress ceiling and the always-denied literal addresses, every pass and
+	// before anything is dialed (the credential is read by the freeze stage).
+	req := bindingRequest(sd)
+	req.Credential = nil
+	if err := r.binder().Check(ctx, req); err != nil {
+		return BindingStageError(TypeBound, err)
 	}
 	self := r.claim(sd, authority, doc)
 	// Read-only views of the cache: no deep copy of every deployment and profile per pass.
@@ -432,21 +489,17 @@ func (r *DeploymentReconciler) otherClaim(ctx context.Context, sd *v1.ServiceDep
 // freeze reads the credential fingerprint and, when due, lists the live tools through egress.
 func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError {
 	sd := p.sd
-	if ref := sd.Spec.MCPConnection.CredentialRef; ref != nil {
-		secret := &corev1.Secret{}
-		if err := r.SecretReader.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: ref.Name}, secret); err != nil {
-			if apierrors.IsNotFound(err) {
-				return &StageError{Condition: TypeSnapshotFrozen, Reason: ReasonCredentialNotFound, Transient: true,
-					Message: fmt.Sprintf("credential Secret %q does not exist in this namespace", ref.Name)}
-			}
-			return retry(TypeSnapshotFrozen, ReasonCredentialNotFound, err, "credential Secret %q could not be read", ref.Name)
+	if sd.Spec.MCPConnection.CredentialRef != nil {
+		val, err := r.binder().Credential(ctx, bindingRequest(sd))
+		if err != nil {
+			return BindingStageError(TypeSnapshotFrozen, err)
 		}
-		val, ok := secret.Data[ref.Key]
-		if !ok || len(val) == 0 {
-			return &StageError{Condition: TypeSnapshotFrozen, Reason: ReasonCredentialNotFound, Transient: true,
-				Message: fmt.Sprintf("credential Secret %q has no key %q", ref.Name, ref.Key)}
+		if len(r.CredentialHashKey) < CredentialHashKeyMinBytes {
+			clear(val)
+			return refuse(TypeSnapshotFrozen, ReasonCredentialRefused, "the operator has no credential hash key")
 		}
-		p.credHash = CredentialHash(string(sd.UID), val)
+		p.credHash = CredentialHash(r.CredentialHashKey, string(sd.UID), val)
+		clear(val)
 	}
 	st := &sd.Status
 	if !r.freezeDue(p) {
@@ -476,7 +529,6 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 		return retry(TypeSnapshotFrozen, ReasonServerUnreachable, err, "the live tool list of %s could not be read; retrying", SanitizeURL(sd.Spec.MCPConnection.URL))
 	}
 	p.live, p.froze = live, true
-	r.satisfyRefresh(client.ObjectKeyFromObject(sd), p.refreshSeen)
 	t := metav1.NewTime(p.now)
 	st.LastFrozenTime = &t
 	st.CredentialHash = p.credHash
@@ -485,12 +537,12 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 }
 
 // freezeDue decides whether this pass must freeze the live server: never frozen, re-verification
-// due, the profile, credential or spec changed since the last freeze, or the last pass ended
-// without a frozen result (neither active nor drifted).
+// freezeDue decides whether this pass must freeze the live server: never frozen, a re-verification
+// requested (ReverifyRequested) or due, the profile, credential or spec changed since the last freeze, or the last pass ended
 func (r *DeploymentReconciler) freezeDue(p *pass) bool {
 	st := &p.sd.Status
 	switch {
-	case p.refreshSeen > 0,
+	case p.reverify,
 		st.LastFrozenTime == nil,
 		st.ObservedGeneration != p.sd.Generation,
 		st.ProfileDigest != p.resolved.ProfileDigest,
@@ -503,26 +555,40 @@ func (r *DeploymentReconciler) freezeDue(p *pass) bool {
 	return false
 }
 
-// pendingRefresh returns the number of Refresh requests for key not yet satisfied.
-func (r *DeploymentReconciler) pendingRefresh(key types.NamespacedName) uint64 {
-	r.refreshMu.Lock()
-	defer r.refreshMu.Unlock()
-	return r.refreshWanted[key]
-}
+// MaxReverifyRequestSkew is how far in the future a ReverifyRequestedAtAnnotation may be (clock
+// skew between the requester and the manager): such a request becomes due when its time comes.
+// A request further in the future is ignored, so an annotation cannot keep the reconciler
+// freezing in a loop.
+const MaxReverifyRequestSkew = time.Minute
 
-// satisfyRefresh clears the Refresh requests a successful freeze answered: those seen when the
-// pass began. A request that arrived during the freeze stays pending.
-func (r *DeploymentReconciler) satisfyRefresh(key types.NamespacedName, seen uint64) {
-	if seen == 0 {
-		return
+// ReverifyRequested reads the deployment's ReverifyRequestedAtAnnotation at now: due reports a
+// request newer than status.lastFrozenTime whose time has come; wait > 0 is the time until a
+// request stamped slightly in the future (at most MaxReverifyRequestSkew) comes due. The request
+// time is rounded up to the whole second, because status.lastFrozenTime is stored in whole
+// seconds: a freeze at or after the request always satisfies it. A value that is not RFC 3339
+// is ignored.
+func ReverifyRequested(sd *v1.ServiceDeployment, now time.Time) (due bool, wait time.Duration) {
+	raw, ok := sd.Annotations[v1.ReverifyRequestedAtAnnotation]
+	if !ok {
+		return false, 0
 	}
-	r.refreshMu.Lock()
-	defer r.refreshMu.Unlock()
-	if r.refreshWanted[key] <= seen {
-		delete(r.refreshWanted, key)
-	} else {
-		r.refreshWanted[key] -= seen
+	at, err := time.Parse(time.RFC3339Nano, raw)
+	if err != nil {
+		return false, 0
 	}
+	if t := at.Truncate(time.Second); t.Before(at) {
+		at = t.Add(time.Second)
+	}
+	if last := sd.Status.LastFrozenTime; last != nil && !at.After(last.Time) {
+		return false, 0
+	}
+	if at.After(now) {
+		if at.Sub(now) > MaxReverifyRequestSkew {
+			return false, 0
+		}
+		return false, at.Sub(now)
+	}
+	return true, 0
 }
 
 // match compares the live snapshot (or, when no freeze was due, the recorded outcome of the last

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/snapshot"
 )
@@ -255,7 +259,9 @@ func (a Claim) before(b Claim) bool {
 
 // FindCollision applies the bundle builder's collision rules to self against every other claim:
 // a provider identity, an endpoint authority or an operation of a Connection belongs to the
-// deployment that claimed it first; the later one is refused with a reason naming the holder.
+// deployment that claimed it first; the later one is refused with a reason naming the holder
+// when it is in the same namespace, and saying only "another deployment, in another namespace"
+// otherwise.
 func FindCollision(self Claim, all []Claim) *StageError {
 	var holder *Claim
 	var kind, value string
@@ -290,12 +296,24 @@ func FindCollision(self Claim, all []Claim) *StageError {
 	if holder == nil {
 		return nil
 	}
+	if namespaceOf(holder.Key) != namespaceOf(self.Key) {
+		// Nothing of another namespace is named: not its namespace, not its deployment.
+		return refuse(TypeBound, kind, "%s is held by another deployment, in another namespace", value)
+	}
 	return refuse(TypeBound, kind, "%s is held by ServiceDeployment %s", value, holder.Key)
 }
 
-// NormalizeEndpoint returns the endpoint identity of an MCP URL: lowercase scheme and host,
-// explicit port, and path, without userinfo, query or fragment. Two URLs naming the same
-// endpoint normalize equally.
+// namespaceOf returns the namespace part of a "namespace/name" claim key.
+func namespaceOf(key string) string {
+	ns, _, _ := strings.Cut(key, "/")
+	return ns
+}
+
+// NormalizeEndpoint returns the endpoint identity of an MCP URL: lowercase scheme and host
+// without a trailing dot, explicit decimal port, and the path with percent-escapes normalised
+// (escaped unreserved characters decoded, other escapes in upper case), without userinfo, query
+// or fragment. Two URLs naming the same endpoint normalize equally, so "https://h./%6Dcp" and
+// "https://H:443/mcp" collide.
 func NormalizeEndpoint(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -305,19 +323,57 @@ func NormalizeEndpoint(raw string) (string, error) {
 	if scheme != "https" && scheme != "http" {
 		return "", errors.New("the endpoint URL must be http or https")
 	}
-	host := strings.ToLower(u.Hostname())
-	if host == "" {
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" || strings.HasSuffix(host, ".") {
 		return "", errors.New("the endpoint URL has no host")
 	}
 	port := u.Port()
 	if port == "" {
 		port = map[string]string{"https": "443", "http": "80"}[scheme]
 	}
-	path := u.EscapedPath()
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return "", errors.New("the endpoint URL has an invalid port")
+	}
+	path, err := normalizePath(u.EscapedPath())
+	if err != nil {
+		return "", errors.New("the endpoint URL has an invalid path escape")
+	}
 	if path == "" {
 		path = "/"
 	}
-	return scheme + "://" + net.JoinHostPort(host, port) + path, nil
+	return scheme + "://" + net.JoinHostPort(host, strconv.FormatUint(n, 10)) + path, nil
+}
+
+// normalizePath rewrites an escaped path per RFC 3986 section 6.2.2: escapes of unreserved
+// characters are decoded, every other escape is written in upper case.
+func normalizePath(p string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		if i+2 >= len(p) {
+			return "", errors.New("truncated escape")
+		}
+		v, err := strconv.ParseUint(p[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", err
+		}
+		if d := byte(v); isUnreserved(d) {
+			b.WriteByte(d)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", d)
+		}
+		i += 2
+	}
+	return b.String(), nil
+}
+
+func isUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
 }
 
 // SanitizeURL renders a URL for conditions, events and logs: scheme, host, port and path only.
@@ -342,15 +398,52 @@ func NextVerification(last time.Time, interval time.Duration, jitter float64, se
 	return last.Add(interval + time.Duration(jitter*frac*float64(interval)))
 }
 
-// CredentialHash is the status fingerprint of a credential value: sha256 over the deployment's
-// UID and the value, so a rotation is noticed and the value itself is never stored.
-func CredentialHash(uid string, value []byte) string {
-	h := sha256.New()
-	h.Write([]byte("connector-mcp credential v1\x00"))
+// CredentialHashKeyMinBytes is the minimum length of the operator-held credential hash key.
+const CredentialHashKeyMinBytes = 32
+
+// CredentialHash is the status fingerprint of a credential value: HMAC-SHA256 under the
+// operator-held key over the deployment's UID and the value, so a rotation is noticed, the value
+// is never stored, and a reader of status who guesses candidate values cannot confirm a guess
+// without the key. Rendered "hmac:<hex>" (HMAC-SHA256, 64 hex digits).
+func CredentialHash(key []byte, uid string, value []byte) string {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte("connector-mcp credential v2\x00"))
 	h.Write([]byte(uid))
 	h.Write([]byte{0})
 	h.Write(value)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return "hmac:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// BindingStageError maps a refusal of the endpoint binding (egress/k8sbinding: credential
+// opt-in, egress ceiling, cluster policy; egress: literal address, invalid policy) onto a stage
+// outcome of condition cond. It is used before anything is dialed; its messages name refusals
+// and the tenant's own references, never values, ceilings or other namespaces.
+func BindingStageError(cond string, err error) *StageError {
+	var cred *k8sbinding.CredentialRefusal
+	var ce *egress.CredentialError
+	var ceil *k8sbinding.CeilingError
+	switch {
+	case errors.As(err, &cred) && cred.Transient():
+		return &StageError{Condition: cond, Reason: ReasonCredentialNotFound, Transient: true, Err: err,
+			Message: fmt.Sprintf("%s: no Secret %q labelled %s=true in this namespace", cred.Name, clip(cred.Ref.Name), v1.CredentialLabel)}
+	case errors.As(err, &cred):
+		return &StageError{Condition: cond, Reason: ReasonCredentialRefused, Err: err,
+			Message: fmt.Sprintf("%s: Secret %q may not be sent to this endpoint", cred.Name, clip(cred.Ref.Name))}
+	case errors.As(err, &ce):
+		return &StageError{Condition: cond, Reason: ReasonCredentialNotFound, Transient: true, Err: err,
+			Message: fmt.Sprintf("credential Secret %q: %s", clip(ce.Ref.Name), ce.Reason)}
+	case errors.As(err, &ceil):
+		return &StageError{Condition: cond, Reason: ReasonEndpointRefused, Err: err,
+			Message: fmt.Sprintf("%s: mcpConnection.egress.allowCIDRs entry %q is beyond the ranges the cluster allows this namespace", k8sbinding.RefusalEgressCeiling, clip(ceil.Entry))}
+	case errors.Is(err, k8sbinding.ErrClusterPolicyUnavailable):
+		return &StageError{Condition: cond, Reason: ReasonProgressing, Transient: true, Err: err,
+			Message: "the cluster egress policy could not be read; retrying"}
+	case errors.Is(err, egress.ErrInvalidPolicy):
+		return &StageError{Condition: cond, Reason: ReasonEndpointRefused, Err: err,
+			Message: "the endpoint binding is not a valid egress policy (check mcpConnection.egress.allowCIDRs)"}
+	}
+	return &StageError{Condition: cond, Reason: ReasonEndpointRefused, Err: err,
+		Message: "the endpoint is not acceptable to the egress policy: " + RefusalText(err, "refused")}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

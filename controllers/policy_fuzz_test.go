@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -10,11 +12,13 @@ import (
 )
 
 // NormalizeEndpoint is idempotent and never keeps userinfo, a query or a fragment; SanitizeURL
-// never keeps them either.
+// never keeps them either. Spelling variants of the same endpoint (upper-case host, a trailing
+// dot, escaped unreserved characters, lower-case escapes) normalize alike.
 func FuzzNormalizeEndpoint(f *testing.F) {
 	for _, s := range []string{
 		"https://MCP.Example.com/mcp", "https://user:pw@mcp.example.com:443/mcp?token=x#f",
 		"http://127.0.0.1:8080", "https://[::1]/mcp", "https://h/a/../b", "https://h:0443/%2e", "http://h:80/",
+		"https://h./m%63p", "https://h/a%2fb", "https://H.example.COM./x%7e",
 	} {
 		f.Add(s)
 	}
@@ -33,7 +37,36 @@ func FuzzNormalizeEndpoint(f *testing.F) {
 		if err != nil || again != n {
 			t.Fatalf("not idempotent: %q -> %q -> %q (%v)", raw, n, again, err)
 		}
+		if v := variant(n); v != "" {
+			if nv, err := NormalizeEndpoint(v); err != nil || nv != n {
+				t.Fatalf("variant %q of %q normalizes to %q (%v), want %q", v, raw, nv, err, n)
+			}
+		}
 	})
+}
+
+// variant respells a normalized endpoint: upper-case host with a trailing dot, every unreserved
+// path character escaped in lower-case hex, and every existing escape in lower case. "" when the
+// host is an IP literal (no trailing dot there).
+func variant(n string) string {
+	u, err := url.Parse(n)
+	if err != nil || strings.HasPrefix(u.Host, "[") || net.ParseIP(u.Hostname()) != nil {
+		return ""
+	}
+	var b strings.Builder
+	p := u.EscapedPath()
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '%' && i+2 < len(p):
+			b.WriteString(strings.ToLower(p[i : i+3]))
+			i += 2
+		case isUnreserved(c):
+			fmt.Fprintf(&b, "%%%02x", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return u.Scheme + "://" + strings.ToUpper(u.Hostname()) + ".:" + u.Port() + b.String()
 }
 
 // leaks reports whether a rendered URL carries userinfo, a query or a fragment.
@@ -42,8 +75,8 @@ func leaks(s string) bool {
 	return err != nil || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#")
 }
 
-// Whatever the claims, the earliest deployment is never refused, and every refusal names a
-// holder that came first.
+// Whatever the claims, the earliest deployment is never refused, every refusal names a holder
+// that came first when it is in the same namespace, and never names another namespace's one.
 func FuzzFindCollisionFirstComeKeepsIt(f *testing.F) {
 	f.Add(uint8(3), []byte{0, 1, 0, 2, 1, 1})
 	f.Add(uint8(5), []byte{1, 1, 1, 1, 1, 1, 1, 1, 1, 1})
@@ -59,7 +92,7 @@ func FuzzFindCollisionFirstComeKeepsIt(f *testing.F) {
 		}
 		for i := range claims {
 			claims[i] = Claim{
-				Key:        "ns/d" + string(rune('a'+i)),
+				Key:        "ns" + string(rune('0'+pick(i, 1)%2)) + "/d" + string(rune('a'+i)),
 				Created:    metav1.NewTime(base.Add(time.Duration(pick(i, 0)) * time.Minute)),
 				Provider:   "p" + string(rune('0'+pick(i, 1))),
 				Authority:  "https://h" + string(rune('0'+pick(i, 2))) + ":443/",
@@ -82,6 +115,9 @@ func FuzzFindCollisionFirstComeKeepsIt(f *testing.F) {
 			}
 			named := false
 			for _, h := range claims {
+				if strings.Contains(serr.Message, h.Key) && namespaceOf(h.Key) != namespaceOf(c.Key) {
+					t.Fatalf("refusal of %s names %s of another namespace: %q", c.Key, h.Key, serr.Message)
+				}
 				if strings.HasSuffix(serr.Message, "ServiceDeployment "+h.Key) {
 					named = true
 					if !h.before(c) {
@@ -89,8 +125,8 @@ func FuzzFindCollisionFirstComeKeepsIt(f *testing.F) {
 					}
 				}
 			}
-			if !named {
-				t.Fatalf("refusal does not name a holder: %q", serr.Message)
+			if !named && !strings.HasSuffix(serr.Message, "held by another deployment, in another namespace") {
+				t.Fatalf("refusal names no holder: %q", serr.Message)
 			}
 		}
 	})

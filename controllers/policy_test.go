@@ -1,8 +1,11 @@
 package controllers
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -313,6 +318,25 @@ func TestFindCollision(t *testing.T) {
 	}
 }
 
+// A holder in another namespace is never named (neither its namespace nor its name); one in the
+// same namespace is.
+func TestFindCollisionDoesNotNameAnotherNamespace(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	holder := Claim{Key: "team-secret/payroll-bridge", Created: t0, Provider: "p", Authority: "https://h:443/mcp"}
+	self := Claim{Key: "tenant/probe", Created: metav1.NewTime(t0.Add(time.Minute)), Provider: "q", Authority: "https://h:443/mcp"}
+	serr := FindCollision(self, []Claim{holder, self})
+	if serr == nil || serr.Reason != ReasonAuthorityCollision {
+		t.Fatalf("got %v, want %s", serr, ReasonAuthorityCollision)
+	}
+	if strings.Contains(serr.Message, "team-secret") || strings.Contains(serr.Message, "payroll") || !strings.Contains(serr.Message, "another deployment") {
+		t.Fatalf("message %q names another namespace's object", serr.Message)
+	}
+	sameNS := Claim{Key: "tenant/first", Created: t0, Provider: "p", Authority: "https://h:443/mcp"}
+	if serr := FindCollision(self, []Claim{sameNS, self}); serr == nil || !strings.Contains(serr.Message, "ServiceDeployment tenant/first") {
+		t.Fatalf("same-namespace holder not named: %v", serr)
+	}
+}
+
 func TestFindCollisionNamesEarliestHolder(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	a := Claim{Key: "ns/a", Created: metav1.NewTime(t0.Add(2 * time.Minute)), Provider: "p"}
@@ -331,6 +355,14 @@ func TestNormalizeEndpoint(t *testing.T) {
 		"https://mcp.example.com/mcp?x=1#f":       "https://mcp.example.com:443/mcp",
 		"http://127.0.0.1:8080":                   "http://127.0.0.1:8080/",
 		"https://[::1]/mcp":                       "https://[::1]:443/mcp",
+		// A trailing dot names the same host; escapes of unreserved characters are the
+		// characters; other escapes are upper-cased, never decoded (%2F stays a byte of a segment).
+		"https://mcp.example.com./mcp":   "https://mcp.example.com:443/mcp",
+		"https://MCP.example.com.:0443/": "https://mcp.example.com:443/",
+		"https://h/%6d%63%70":            "https://h:443/mcp",
+		"https://h/a%2fb":                "https://h:443/a%2Fb",
+		"https://h/a%2Fb":                "https://h:443/a%2Fb",
+		"https://h/%7e%41":               "https://h:443/~A",
 	}
 	for in, want := range cases {
 		got, err := NormalizeEndpoint(in)
@@ -338,7 +370,19 @@ func TestNormalizeEndpoint(t *testing.T) {
 			t.Errorf("NormalizeEndpoint(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"ftp://x/", "https:///mcp", "://"} {
+	// Twins: a different segment, an escaped slash versus a real one, another port.
+	for a, b := range map[string]string{
+		"https://h/a%2Fb": "https://h/a/b",
+		"https://h/mcp":   "https://h/mcp2",
+		"https://h./mcp":  "https://h:8443/mcp",
+	} {
+		na, _ := NormalizeEndpoint(a)
+		nb, _ := NormalizeEndpoint(b)
+		if na == nb {
+			t.Errorf("%q and %q normalize alike (%q)", a, b, na)
+		}
+	}
+	for _, bad := range []string{"ftp://x/", "https:///mcp", "://", "https://./mcp", "https://h:99999/"} {
 		if _, err := NormalizeEndpoint(bad); err == nil {
 			t.Errorf("NormalizeEndpoint(%q) accepted", bad)
 		}
@@ -374,12 +418,54 @@ func TestNextVerification(t *testing.T) {
 	}
 }
 
+// The credential hash is an HMAC under the operator-held key: stable for the same key (across
+// restarts), different under another key (a reader of status without the key cannot confirm a
+// guessed value), and never the value.
 func TestCredentialHash(t *testing.T) {
-	h := CredentialHash("uid", []byte("s3cret"))
-	if len(h) != 71 || !strings.HasPrefix(h, "sha256:") || strings.Contains(h, "s3cret") {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	h := CredentialHash(key, "uid", []byte("s3cret"))
+	if len(h) != 69 || !strings.HasPrefix(h, "hmac:") || strings.Contains(h, "s3cret") {
 		t.Fatalf("hash = %q", h)
 	}
-	if h == CredentialHash("uid", []byte("s3cret2")) || h == CredentialHash("uid2", []byte("s3cret")) {
+	if h != CredentialHash(append([]byte(nil), key...), "uid", []byte("s3cret")) {
+		t.Fatal("the same key gave another hash")
+	}
+	if h == CredentialHash(key, "uid", []byte("s3cret2")) || h == CredentialHash(key, "uid2", []byte("s3cret")) {
 		t.Fatal("hash ignores value or uid")
+	}
+	if h == CredentialHash([]byte("fedcba9876543210fedcba9876543210"), "uid", []byte("s3cret")) {
+		t.Fatal("hash ignores the key")
+	}
+	sum := sha256.Sum256([]byte("connector-mcp credential v1\x00uid\x00s3cret"))
+	if strings.HasSuffix(h, hex.EncodeToString(sum[:])) {
+		t.Fatal("hash is a plain digest anyone can recompute")
+	}
+}
+
+// Every binding refusal maps onto its own reason; only the ones that can clear by themselves
+// are retried; no message carries the ceiling or a Secret's value.
+func TestBindingStageError(t *testing.T) {
+	ref := egress.CredentialRef{Name: "tok", Key: "token"}
+	for _, c := range []struct {
+		err       error
+		reason    string
+		transient bool
+		says      string
+	}{
+		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialNotOptedIn}, ReasonCredentialNotFound, true, "credential_not_opted_in"},
+		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialHostNotAllowed}, ReasonCredentialRefused, false, "credential_host_not_allowed"},
+		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialServiceAccountToken}, ReasonCredentialRefused, false, "credential_service_account_token"},
+		{&egress.CredentialError{Ref: ref, Reason: "key not found"}, ReasonCredentialNotFound, true, "key not found"},
+		{&k8sbinding.CeilingError{Entry: "10.0.0.0/8"}, ReasonEndpointRefused, false, "egress_ceiling_exceeded"},
+		{fmt.Errorf("%w: boom", k8sbinding.ErrClusterPolicyUnavailable), ReasonProgressing, true, "could not be read"},
+		{&egress.DestinationError{Addr: "169.254.169.254:80", Reason: "metadata"}, ReasonEndpointRefused, false, "destination_refused"},
+	} {
+		serr := BindingStageError(TypeBound, c.err)
+		if serr.Reason != c.reason || serr.Transient != c.transient || serr.Condition != TypeBound || !strings.Contains(serr.Message, c.says) {
+			t.Errorf("%v: got %s transient=%v %q", c.err, serr.Reason, serr.Transient, serr.Message)
+		}
+		if strings.Contains(serr.Message, "metadata") || strings.Contains(serr.Message, "169.254") {
+			t.Errorf("%v: message says which rule refused: %q", c.err, serr.Message)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,8 +14,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 )
@@ -48,7 +51,38 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.McpServiceProfile{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named("mcpserviceprofile").
+		Watches(&v1.McpTrustPolicy{}, handler.EnqueueRequestsFromMapFunc(r.packProfiles)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.packProfilesIn),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r)
+}
+
+// packProfiles enqueues every pack-sourced profile: a granted, changed or revoked McpTrustPolicy
+// may change which of them verify (its old selector is not known any more, so all are checked;
+// the resolver answers unchanged trust from its memo).
+func (r *ProfileReconciler) packProfiles(ctx context.Context, _ client.Object) []reconcile.Request {
+	return r.packProfilesMatching(ctx)
+}
+
+// packProfilesIn enqueues the pack-sourced profiles of a namespace whose labels changed (an
+// McpTrustPolicy's namespaceSelector may select it now, or no longer).
+func (r *ProfileReconciler) packProfilesIn(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.packProfilesMatching(ctx, client.InNamespace(o.GetName()))
+}
+
+func (r *ProfileReconciler) packProfilesMatching(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+	list := &v1.McpServiceProfileList{}
+	if err := r.Client.List(ctx, list, opts...); err != nil {
+		log.FromContext(ctx).Error(err, "Unable to list profiles for a trust change")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if p := &list.Items[i]; p.Spec.Source.OCI != nil {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(p)})
+		}
+	}
+	return out
 }
 
 // Reconcile runs one verification pass and writes status once, only when it changed.
@@ -72,6 +106,9 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		st.SnapshotDigest = resolved.Snapshot.Digest
 		st.Verified = resolved.Provenance
 		o.readyMessage = fmt.Sprintf("verified profile %s with snapshot %s", resolved.ProfileDigest, resolved.Snapshot.Digest)
+		if pv := resolved.Provenance; pv != nil && len(pv.WaivedChecks) > 0 {
+			o.readyMessage += fmt.Sprintf("; checks waived by unsafe manager flags: %s", strings.Join(pv.WaivedChecks, ", "))
+		}
 	} else if !failed.Transient {
 		// A refused source proves nothing: keep no digest that could pass for verified.
 		st.PackDigest, st.ProfileDigest, st.SnapshotDigest, st.Verified = "", "", "", nil

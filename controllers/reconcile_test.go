@@ -90,7 +90,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 		WithInterceptorFuncs(writecount.Funcs(count)).Build()
 	resolver := &Resolver{}
 	h.prof = &ProfileReconciler{Client: h.c, Events: h.events, Resolver: resolver, Clock: h.clock, RetryInterval: 5 * time.Second}
-	h.dep = &DeploymentReconciler{Client: h.c, SecretReader: h.c, Events: h.events, Resolver: resolver, Freezer: h.freezer,
+	h.dep = &DeploymentReconciler{Client: h.c, SecretReader: h.c, CredentialHashKey: testHashKey, Events: h.events, Resolver: resolver, Freezer: h.freezer,
 		Clock: h.clock, ReverifyInterval: time.Hour, ReverifyJitter: 0.1, RetryInterval: 5 * time.Second, FreezeTimeout: time.Second, Metrics: NewMetrics()}
 	return h
 }
@@ -107,7 +107,7 @@ func world(t *testing.T) (*v1.ProfileDocument, []client.Object) {
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "grant"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "invoker"},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "agent", Namespace: ns}}}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tok"}, Data: map[string][]byte{"token": []byte("s3cret")}}
+	secret := &corev1.Secret{ObjectMeta: optedIn(ns, "tok"), Data: map[string][]byte{"token": []byte("s3cret")}}
 	cred := &v1.CredentialRef{Name: "tok", Key: "token"}
 	sd := &v1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sd", UID: "sd-uid", Generation: 1, CreationTimestamp: created},
 		Spec: v1.ServiceDeploymentSpec{ProfileRef: v1.LocalObjectReference{Name: "svc"}, ProviderID: "prov",
@@ -202,7 +202,7 @@ func TestActivationAndNoOpReconcile(t *testing.T) {
 	sd := h.deployment("sd")
 	st := sd.Status
 	if st.ActiveSnapshotDigest != doc.Snapshot.Digest || st.ExposedOperations != 1 || st.ObservedGeneration != 1 ||
-		st.ProfileDigest != p.Status.ProfileDigest || st.CredentialHash != CredentialHash("sd-uid", []byte("s3cret")) || st.LastFrozenTime == nil {
+		st.ProfileDigest != p.Status.ProfileDigest || st.CredentialHash != CredentialHash(testHashKey, "sd-uid", []byte("s3cret")) || st.LastFrozenTime == nil {
 		t.Fatalf("deployment status = %+v", st)
 	}
 	for _, typ := range deploymentStages {
@@ -394,13 +394,13 @@ func TestCredentialMissingAndRotated(t *testing.T) {
 	if h.freezer.count() != 0 {
 		t.Fatal("froze without a credential")
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tok"}, Data: map[string][]byte{"token": []byte("v1")}}
+	secret := &corev1.Secret{ObjectMeta: optedIn(ns, "tok"), Data: map[string][]byte{"token": []byte("v1")}}
 	if err := h.c.Create(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
 	h.reconcileDeployment("sd")
 	st = h.deployment("sd").Status
-	if cond(st.Conditions, TypeReady).Status != metav1.ConditionTrue || st.CredentialHash != CredentialHash("sd-uid", []byte("v1")) {
+	if cond(st.Conditions, TypeReady).Status != metav1.ConditionTrue || st.CredentialHash != CredentialHash(testHashKey, "sd-uid", []byte("v1")) {
 		t.Fatalf("status = %+v", st)
 	}
 	// Rotation: noticed on the next pass, re-frozen with the new credential, value never stored.
@@ -411,7 +411,7 @@ func TestCredentialMissingAndRotated(t *testing.T) {
 	freezes := h.freezer.count()
 	h.reconcileDeployment("sd")
 	st = h.deployment("sd").Status
-	if h.freezer.count() != freezes+1 || st.CredentialHash != CredentialHash("sd-uid", []byte("v2")) {
+	if h.freezer.count() != freezes+1 || st.CredentialHash != CredentialHash(testHashKey, "sd-uid", []byte("v2")) {
 		t.Fatalf("rotation not noticed: %d freezes, hash %s", h.freezer.count()-freezes, st.CredentialHash)
 	}
 }
@@ -581,15 +581,15 @@ func TestMetricsCountTransitionsOnly(t *testing.T) {
 	}
 }
 
-// TestRefreshForcesFreeze pins that Refresh (a list_changed notification) makes the next pass
-// freeze even when no re-verification is due, that the request is consumed by that freeze, and
-// that drift found this way refuses the deployment.
-func TestRefreshForcesFreeze(t *testing.T) {
+// TestReverifyAnnotationForcesFreeze pins that a ReverifyRequestedAtAnnotation newer than the
+// last freeze (what the gateway writes on live drift) makes the next pass freeze even when no
+// re-verification is due, that the freeze satisfies it, and that drift found this way refuses
+// the deployment at once.
+func TestReverifyAnnotationForcesFreeze(t *testing.T) {
 	_, objs := world(t)
 	h := newHarness(t, objs...)
 	h.dep.ReverifyInterval = 0
 	h.activate()
-	key := types.NamespacedName{Namespace: ns, Name: "sd"}
 
 	freezes := h.freezer.count()
 	h.reconcileDeployment("sd")
@@ -597,21 +597,73 @@ func TestRefreshForcesFreeze(t *testing.T) {
 		t.Fatal("a pass with nothing due froze the server")
 	}
 
-	h.dep.Refresh(key)
+	h.clock.SetTime(h.clock.Now().Add(3 * time.Second))
+	h.annotate("sd", h.clock.Now().Add(-time.Second).Format(time.RFC3339Nano))
 	h.reconcileDeployment("sd")
 	if h.freezer.count() != freezes+1 {
-		t.Fatalf("Refresh did not force a freeze: %d freezes", h.freezer.count()-freezes)
+		t.Fatalf("the re-verify annotation did not force a freeze: %d freezes", h.freezer.count()-freezes)
 	}
 	h.reconcileDeployment("sd")
 	if h.freezer.count() != freezes+1 {
-		t.Fatal("a satisfied Refresh froze again")
+		t.Fatal("a satisfied re-verify request froze again")
 	}
 
-	// A Refresh after the live server changed finds the drift.
+	// A request after the live server changed finds the drift.
 	h.freezer.set(liveSnapshot(t, "2026-07-28", toolA), nil)
-	h.dep.Refresh(key)
+	h.clock.SetTime(h.clock.Now().Add(3 * time.Second))
+	h.annotate("sd", h.clock.Now().Format(time.RFC3339))
 	h.reconcileDeployment("sd")
 	if c := cond(h.deployment("sd").Status.Conditions, TypeReady); c.Status != metav1.ConditionFalse || c.Reason != ReasonSnapshotDrift {
-		t.Fatalf("Ready after a refresh over a changed server = %+v", c)
+		t.Fatalf("Ready after a re-verify request over a changed server = %+v", c)
 	}
+}
+
+// TestReverifyAnnotationNotDue is the must-fail twin: a request older than the last freeze, one
+// too far in the future, and one that is not RFC 3339 force no freeze; one slightly in the future
+// is scheduled, not frozen early.
+func TestReverifyAnnotationNotDue(t *testing.T) {
+	_, objs := world(t)
+	h := newHarness(t, objs...)
+	h.dep.ReverifyInterval = 0
+	h.activate()
+	freezes := h.freezer.count()
+	now := h.clock.Now()
+	for _, v := range []string{now.Add(-time.Hour).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), "yesterday"} {
+		h.annotate("sd", v)
+		h.reconcileDeployment("sd")
+		if h.freezer.count() != freezes {
+			t.Fatalf("annotation %q forced a freeze", v)
+		}
+	}
+	h.annotate("sd", now.Add(10*time.Second).Format(time.RFC3339))
+	res := h.reconcileDeployment("sd")
+	if h.freezer.count() != freezes {
+		t.Fatal("a request stamped in the future froze early")
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > 10*time.Second {
+		t.Fatalf("RequeueAfter = %v, want the wait until the request is due", res.RequeueAfter)
+	}
+}
+
+// annotate sets the re-verify annotation of deployment name.
+func (h *harness) annotate(name, value string) {
+	h.t.Helper()
+	sd := h.deployment(name)
+	orig := sd.DeepCopy()
+	if sd.Annotations == nil {
+		sd.Annotations = map[string]string{}
+	}
+	sd.Annotations[v1.ReverifyRequestedAtAnnotation] = value
+	if err := h.c.Patch(context.Background(), sd, client.MergeFrom(orig)); err != nil {
+		h.t.Fatalf("annotate: %v", err)
+	}
+}
+
+// testHashKey is the reconciler tests' credential hash key.
+var testHashKey = []byte("0123456789abcdef0123456789abcdef")
+
+// optedIn is the metadata of a credential Secret that opts in for the two test hosts.
+func optedIn(ns, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{v1.CredentialLabel: "true"},
+		Annotations: map[string]string{v1.CredentialAllowedHostsAnnotation: "mcp.example.com, other.example.com"}}
 }

@@ -28,10 +28,19 @@ type Resolved struct {
 	Provenance *v1.VerifiedProvenance
 }
 
+// TrustFingerprinter is implemented by a SourceVerifier whose decision depends on cluster state
+// beyond the profile (McpTrustPolicies, namespace labels). The Resolver keys its memo on the
+// fingerprint, so a change of that state is noticed at the next resolve.
+type TrustFingerprinter interface {
+	// TrustFingerprint identifies the trust that applies to namespace ns.
+	TrustFingerprint(ctx context.Context, ns string) (string, error)
+}
+
 // Resolver turns an McpServiceProfile into a verified document under the cluster policy. It is
-// shared by both reconcilers. Results are memoized per profile UID and generation in a bounded
-// LRU (MemoSize entries; a pack source's verification is additionally cached by (digest, policy)
-// inside the SourceVerifier). An evicted profile is simply verified again on its next use.
+// shared by both reconcilers. Results are memoized per profile UID, generation and, for pack
+// sources, the trust fingerprint of the profile's namespace, in a bounded LRU (MemoSize entries;
+// a pack source's verification is additionally cached by (digest, policy) inside the
+// SourceVerifier). An evicted profile is simply verified again on its next use.
 type Resolver struct {
 	// Verifier verifies OCI sources. When nil, OCI sources are refused.
 	Verifier SourceVerifier
@@ -50,6 +59,7 @@ type Resolver struct {
 type resolveKey struct {
 	uid        types.UID
 	generation int64
+	trust      string
 }
 
 // DefaultResolverMemoSize is the default Resolver.MemoSize.
@@ -69,7 +79,14 @@ func (r *Resolver) cache() *lru.Cache[resolveKey, *Resolved] {
 
 // Resolve verifies the profile's source and document. A nil *StageError means success.
 func (r *Resolver) Resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resolved, *StageError) {
-	key := resolveKey{p.UID, p.Generation}
+	key := resolveKey{uid: p.UID, generation: p.Generation}
+	if tf, ok := r.Verifier.(TrustFingerprinter); ok && p.Spec.Source.OCI != nil && key.uid != "" {
+		fp, err := tf.TrustFingerprint(ctx, p.Namespace)
+		if err != nil {
+			key.uid = "" // trust unknown: resolve afresh, memoize nothing
+		}
+		key.trust = fp
+	}
 	if key.uid != "" {
 		if res, ok := r.cache().Get(key); ok {
 			if r.Metrics != nil && p.Spec.Source.OCI != nil {

@@ -26,8 +26,8 @@
 // code owns no socket.
 //
 // An optional bearer is addressed by a [CredentialRef] and fetched from a [SecretStore] for each
-// exchange ([KubernetesSecretStore] reads one key of one Secret in the consumer's own
-// namespace); it is set on the outgoing request only, then dropped. It never appears in logs or
+// exchange (the Kubernetes store, egress/k8sbinding, reads one key of one opted-in Secret in the
+// consumer's own namespace); it is set on the outgoing request only, then dropped. It never appears in logs or
 // errors.
 //
 // Refusals are typed errors ([DestinationError], [SchemeError], [TooLargeError],

@@ -14,9 +14,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/internal/mcptest"
@@ -114,10 +111,12 @@ func TestEndToEndSnapshotWithBearer(t *testing.T) {
 			mux.Handle("/elsewhere", http.RedirectHandler(other+"/collect", http.StatusTemporaryRedirect))
 			base := listen(t, "127.0.0.5", atServer.wrap(requireBearer(mux)))
 
-			kube := fake.NewClientBuilder().WithObjects(&corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "mcp-bearer"},
-				Data:       map[string][]byte{"token": []byte(e2eToken + "\n")},
-			}).Build()
+			store := egress.SecretStoreFunc(func(_ context.Context, ref egress.CredentialRef) ([]byte, error) {
+				if ref != (egress.CredentialRef{Name: "mcp-bearer", Key: "token"}) {
+					return nil, &egress.CredentialError{Ref: ref, Reason: "secret not found"}
+				}
+				return []byte(e2eToken + "\n"), nil
+			})
 			port, err := egress.NewTransport(egress.Policy{
 				Endpoint: base + "/mcp",
 				IP: egress.IPPolicy{
@@ -125,7 +124,7 @@ func TestEndToEndSnapshotWithBearer(t *testing.T) {
 					AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.5/32"), netip.MustParsePrefix("127.0.0.7/32")},
 				},
 				Credential:   &egress.CredentialRef{Name: "mcp-bearer", Key: "token"},
-				Secrets:      egress.NewKubernetesSecretStore(kube, "team-a"),
+				Secrets:      store,
 				MaxRedirects: 2,
 				Timeout:      10 * time.Second,
 			})

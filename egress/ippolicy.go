@@ -27,13 +27,15 @@ const (
 //
 // Always refused, whatever the allow-list says: unspecified (0.0.0.0/8, ::), link-local
 // (169.254.0.0/16, fe80::/10), multicast, reserved (240.0.0.0/4, broadcast, Teredo), cloud
-// metadata (169.254.169.254, fd00:ec2::254, 100.100.100.200, 168.63.129.16) and every prefix of
-// DenyPrefixes (the cluster's own apiserver). Loopback is refused unless Loopback says
-// otherwise. Private and other non-global ranges (10/8, 172.16/12, 192.168/16, 100.64/10,
-// 192.0.0/24, 198.18/15, the documentation ranges, fc00::/7, fec0::/10, 2001:db8::/32,
-// 64:ff9b:1::/48) are refused unless an AllowCIDRs entry contains the address. IPv4-mapped,
-// IPv4-compatible, NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses are judged on the
-// embedded IPv4 address.
+// metadata (169.254.169.254, 169.254.170.2, 169.254.0.23, fd00:ec2::/64, fd20:ce::254,
+// 100.100.100.200, 168.63.129.16) and every prefix of DenyPrefixes (the cluster's apiserver
+// addresses and Service CIDRs). Loopback is refused unless Loopback says otherwise. Private and
+// the other non-global entries of the IANA IPv4 and IPv6 special-purpose registries (10/8,
+// 172.16/12, 192.168/16, 100.64/10, 192.0.0/24, 198.18/15, the documentation ranges including
+// 3fff::/20, fc00::/7, fec0::/10, 2001::/23, 5f00::/16, 64:ff9b:1::/48, ...) are refused unless
+// an AllowCIDRs entry contains the address. IPv4-mapped (::ffff:0:0/96), SIIT IPv4-translated
+// (::ffff:0:0:0/96), IPv4-compatible, NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses are
+// judged on the embedded IPv4 address, so a NAT64 form of a denied IPv4 address is denied.
 type IPPolicy struct {
 	// AllowCIDRs lists the private prefixes that may be reached (e.g. an in-cluster service
 	// range). It never unlocks metadata, link-local, unspecified, multicast, reserved or
@@ -52,11 +54,16 @@ type IPPolicy struct {
 }
 
 var (
-	metadataAddrs = []netip.Addr{
-		netip.MustParseAddr("169.254.169.254"), // AWS, GCP, Azure, OpenStack IMDS
-		netip.MustParseAddr("fd00:ec2::254"),   // AWS IMDS over IPv6
-		netip.MustParseAddr("100.100.100.200"), // Alibaba Cloud
-		netip.MustParseAddr("168.63.129.16"),   // Azure WireServer
+	// metadataPrefixes are the cloud instance-metadata and platform endpoints: always refused,
+	// even when an allow-list entry (e.g. fd00::/8) would contain them.
+	metadataPrefixes = []netip.Prefix{
+		netip.MustParsePrefix("169.254.169.254/32"), // AWS, GCP, Azure, OpenStack, Oracle, DigitalOcean IMDS
+		netip.MustParsePrefix("169.254.170.2/32"),   // AWS ECS task metadata
+		netip.MustParsePrefix("169.254.0.23/32"),    // Tencent Cloud metadata
+		netip.MustParsePrefix("fd00:ec2::/64"),      // AWS IMDS, DNS and time over IPv6 (fd00:ec2::254 ...)
+		netip.MustParsePrefix("fd20:ce::254/128"),   // GCP metadata over IPv6
+		netip.MustParsePrefix("100.100.100.200/32"), // Alibaba Cloud
+		netip.MustParsePrefix("168.63.129.16/32"),   // Azure WireServer
 	}
 	unspecified4 = netip.MustParsePrefix("0.0.0.0/8")
 	linkLocal4   = netip.MustParsePrefix("169.254.0.0/16")
@@ -64,26 +71,36 @@ var (
 	nat64        = netip.MustParsePrefix("64:ff9b::/96")
 	sixToFour    = netip.MustParsePrefix("2002::/16")
 	v4compat     = netip.MustParsePrefix("::/96")
+	// v4translated is SIIT's IPv4-translated form ::ffff:0:a.b.c.d (RFC 2765); the IPv4-mapped
+	// form ::ffff:a.b.c.d is unmapped before judging.
+	v4translated = netip.MustParsePrefix("::ffff:0:0:0/96")
 	teredo       = netip.MustParsePrefix("2001::/32")
-	nonGlobal    = []netip.Prefix{
+	// nonGlobal holds the IANA IPv4 and IPv6 special-purpose address registries' entries that
+	// are not globally reachable (and the private ranges), beyond the classes judged by name.
+	nonGlobal = []netip.Prefix{
 		netip.MustParsePrefix("10.0.0.0/8"),
 		netip.MustParsePrefix("172.16.0.0/12"),
 		netip.MustParsePrefix("192.168.0.0/16"),
 		netip.MustParsePrefix("100.64.0.0/10"), // CGNAT
-		netip.MustParsePrefix("192.0.0.0/24"),  // IETF protocol assignments
+		netip.MustParsePrefix("192.0.0.0/24"),  // IETF protocol assignments (DS-Lite, NAT64 discovery, ...)
 		netip.MustParsePrefix("192.0.2.0/24"),  // TEST-NET-1
 		netip.MustParsePrefix("198.18.0.0/15"), // benchmarking
 		netip.MustParsePrefix("198.51.100.0/24"),
 		netip.MustParsePrefix("203.0.113.0/24"),
-		netip.MustParsePrefix("fc00::/7"),       // ULA
-		netip.MustParsePrefix("fec0::/10"),      // deprecated site-local
-		netip.MustParsePrefix("2001:db8::/32"),  // documentation
-		netip.MustParsePrefix("100::/64"),       // discard-only
-		netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
-		netip.MustParsePrefix("2001:2::/48"),    // benchmarking
-		netip.MustParsePrefix("2001:10::/28"),   // ORCHID
-		netip.MustParsePrefix("2001:20::/28"),   // ORCHIDv2
-		netip.MustParsePrefix("192.88.99.0/24"), // deprecated 6to4 relay anycast
+		netip.MustParsePrefix("192.88.99.0/24"),    // deprecated 6to4 relay anycast
+		netip.MustParsePrefix("192.31.196.0/24"),   // AS112-v4
+		netip.MustParsePrefix("192.52.193.0/24"),   // AMT
+		netip.MustParsePrefix("192.175.48.0/24"),   // AS112 direct delegation
+		netip.MustParsePrefix("fc00::/7"),          // ULA
+		netip.MustParsePrefix("fec0::/10"),         // deprecated site-local
+		netip.MustParsePrefix("2001:db8::/32"),     // documentation
+		netip.MustParsePrefix("3fff::/20"),         // documentation (RFC 9637)
+		netip.MustParsePrefix("100::/64"),          // discard-only
+		netip.MustParsePrefix("100:0:0:1::/64"),    // dummy IPv6 prefix (RFC 9780)
+		netip.MustParsePrefix("64:ff9b:1::/48"),    // local-use NAT64
+		netip.MustParsePrefix("2001::/23"),         // IETF protocol assignments: Teredo, benchmarking, ORCHID(v2), AMT, AS112-v6, DRIP
+		netip.MustParsePrefix("2620:4f:8000::/48"), // AS112 direct delegation
+		netip.MustParsePrefix("5f00::/16"),         // SRv6 SIDs (RFC 9602)
 	}
 )
 
@@ -149,7 +166,7 @@ func (p IPPolicy) judge(ip netip.Addr, depth int) string {
 		// Addresses that carry an IPv4 destination are judged on it.
 		b := ip.As16()
 		switch {
-		case nat64.Contains(ip), v4compat.Contains(ip) && !ip.IsUnspecified() && !ip.IsLoopback():
+		case nat64.Contains(ip), v4translated.Contains(ip), v4compat.Contains(ip) && !ip.IsUnspecified() && !ip.IsLoopback():
 			return p.judge(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), 1)
 		case sixToFour.Contains(ip):
 			return p.judge(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), 1)
@@ -157,10 +174,8 @@ func (p IPPolicy) judge(ip netip.Addr, depth int) string {
 			return "reserved"
 		}
 	}
-	for _, m := range metadataAddrs {
-		if ip == m {
-			return "metadata"
-		}
+	if prefixesContain(metadataPrefixes, ip) {
+		return "metadata"
 	}
 	if prefixesContain(p.DenyPrefixes, ip) {
 		return "apiserver"

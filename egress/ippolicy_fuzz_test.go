@@ -19,7 +19,7 @@ var alwaysRefused = map[string]bool{
 }
 
 // FuzzEmbeddedIPv4Forms: every IPv6 spelling that carries an IPv4 destination (mapped,
-// compatible, NAT64, 6to4) is judged exactly like the IPv4 address itself, and an allow-list
+// compatible, NAT64, 6to4, SIIT IPv4-translated) is judged exactly like the IPv4 address itself, and an allow-list
 // covering everything never opens an always-refused class.
 func FuzzEmbeddedIPv4Forms(f *testing.F) {
 	for _, s := range []string{"127.0.0.1", "169.254.169.254", "10.96.0.1", "10.1.2.3", "93.184.216.34", "0.0.0.0", "224.0.0.1", "100.100.100.200", "192.168.1.1"} {
@@ -40,6 +40,7 @@ func FuzzEmbeddedIPv4Forms(f *testing.F) {
 			"mapped": netip.AddrFrom16([16]byte{10: 0xff, 11: 0xff, 12: a, 13: b, 14: c, 15: d}),
 			"nat64":  netip.AddrFrom16([16]byte{0: 0x00, 1: 0x64, 2: 0xff, 3: 0x9b, 12: a, 13: b, 14: c, 15: d}),
 			"6to4":   netip.AddrFrom16([16]byte{0: 0x20, 1: 0x02, 2: a, 3: b, 4: c, 5: d}),
+			"siit":   netip.AddrFrom16([16]byte{8: 0xff, 9: 0xff, 12: a, 13: b, 14: c, 15: d}),
 		}
 		if compat := netip.AddrFrom16([16]byte{12: a, 13: b, 14: c, 15: d}); !compat.IsUnspecified() && !compat.IsLoopback() {
 			forms["compatible"] = compat

@@ -6,10 +6,13 @@
 #   2. a local OCI registry (crane registry serve), a sample MCP server, a fresh signing key;
 #   3. review: mcpctl snapshot -> profile init -> effects filled in -> pack push -> pack sign
 #      (with SLSA provenance naming the reviewed branch);
-#   4. the manager, with provenance required; the McpServiceProfile (pack by digest, public key,
-#      merge-verification policy) and the ServiceDeployment applied with kubectl;
+#   4. the manager, with provenance required; a cluster admin's McpTrustPolicy granting the
+#      team's key and repository to the demo namespace (docs/trust-policy.md); the
+#      McpServiceProfile (pack by digest) and the ServiceDeployment applied with kubectl;
 #   5. wait for Ready and show `kubectl get`;
-#   6. change one tool on the live server: the deployment refuses, with the diff in status.
+#   6. change one tool on the live server: the deployment refuses, with the diff in status;
+#   7. (gateway) an agent with a ServiceAccount token calls a reviewed operation through the
+#      gateway, and is refused after the drift step.
 #
 # Usage: hack/quickstart.sh            (or: make quickstart)
 # Env:   QUICKSTART_KEEP=1             keep everything running at the end until Ctrl-C
@@ -77,7 +80,8 @@ build_control_plane() {
 # build_binaries builds the manager, mcpctl and the sample server from this checkout, and crane
 # (for `crane registry serve`, a registry nobody here wrote) once into the tools cache.
 build_binaries() {
-  log "Building manager, mcpctl and the sample MCP server"
+  log "Building manager, gateway, mcpctl and the sample MCP server"
+  (cd "$ROOT" && go build -o "$BIN/gateway" ./cmd/gateway)
   mkdir -p "$BIN"
   (cd "$ROOT" && go build -o "$BIN/manager" ./cmd/manager && go build -o "$BIN/mcpctl" ./cmd/mcpctl)
   build_sample_server
@@ -230,18 +234,36 @@ publish() {
 # (the production default); loopback is allowed only because everything here is local.
 start_manager() {
   log "Starting the manager (provenance required; loopback allowed for this local demo)"
-  step "manager --require-provenance=true --allow-loopback-unsafe --reverify-interval=5s"
-  "$BIN/manager" --kubeconfig "$KUBECONFIG_FILE" --require-provenance=true --allow-loopback-unsafe \
+  step "manager --allow-loopback-unsafe --reverify-interval=5s"
+  "$BIN/manager" --kubeconfig "$KUBECONFIG_FILE" --allow-loopback-unsafe \
     --reverify-interval=5s --reverify-jitter=0 --retry-interval=2s \
     --metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:0 >"$WORK/manager.log" 2>&1 &
   PIDS+=($!)
 }
 
-# apply_demo applies the profile (pack by digest + verify policy), a grant and the deployment.
+# apply_demo applies the trust grant (cluster admin), the profile (pack by digest), a grant
+# (RBAC) and the deployment.
 apply_demo() {
-  log "Applying the McpServiceProfile (by digest), a grant (RBAC) and the ServiceDeployment"
+  log "Cluster admin: label the team's namespace and grant its signer with an McpTrustPolicy"
   kubectl create namespace "$NS" >/dev/null
-  kubectl -n "$NS" create secret generic signing-key --from-file=cosign.pub="$WORK/cosign.pub" >/dev/null
+  kubectl label namespace "$NS" connectors.b10x.io/team=demo >/dev/null
+  kubectl apply --validate=strict -f - <<YAML
+apiVersion: connectors.b10x.io/v1
+kind: McpTrustPolicy
+metadata:
+  name: team-demo
+spec:
+  namespaceSelector:
+    matchLabels: {connectors.b10x.io/team: demo}
+  signers:
+  - name: team-demo-key
+    publicKeyPEM: |
+$(sed 's/^/      /' "$WORK/cosign.pub")
+  provenance:
+  - sourceRepository: $PROV_REPO
+    sourceRef: $PROV_REF
+YAML
+  log "Applying the McpServiceProfile (by digest), a grant (RBAC) and the ServiceDeployment"
   local ops="" op
   while read -r op; do
     ops+="
@@ -260,8 +282,8 @@ spec:
   source:
     oci:
       ref: $PACK_REF
+      # Optional, and only ever an added requirement: the McpTrustPolicy above is the trust.
       verify:
-        publicKey: {name: signing-key, key: cosign.pub}
         provenance:
           sourceRepository: $PROV_REPO
           sourceRef: $PROV_REF
@@ -345,6 +367,46 @@ drift() {
   kubectl -n "$NS" get events --sort-by=.metadata.creationTimestamp
 }
 
+# --- gateway: an agent calls through the gateway, and is refused after the drift step ----------
+GATEWAY_ADDR=""   # 127.0.0.1:PORT of the gateway
+AGENT_TOKEN=""    # the agent ServiceAccount's token for the audience connector-mcp
+
+# agent_call OP ARGS: one tools/call through the gateway as the agent (plain MCP over HTTP, era
+# 2025-11-25, no session); prints the JSON-RPC answer.
+agent_call() {
+  step "curl -H 'Authorization: Bearer \$AGENT_TOKEN' http://$GATEWAY_ADDR/mcp/$NS/weather  tools/call $1 $2"
+  curl -sS -X POST "http://$GATEWAY_ADDR/mcp/$NS/weather" -H "Authorization: Bearer $AGENT_TOKEN" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2025-11-25' \
+    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$1\",\"arguments\":$2}}"
+  echo
+}
+
+# gateway_call starts the gateway (same trust flags as the manager), mints the agent's token with
+# the TokenRequest API and calls the reviewed forecast operation.
+gateway_call() {
+  log "Starting the gateway; the agent (ServiceAccount $NS/agent) calls a reviewed operation"
+  "$BIN/gateway" --kubeconfig "$KUBECONFIG_FILE" --require-provenance=true --allow-loopback-unsafe \
+    --plain-http-unsafe --listen-address=127.0.0.1:0 --metrics-bind-address=0 \
+    --health-probe-bind-address=127.0.0.1:0 >"$WORK/gateway.log" 2>&1 &
+  PIDS+=($!)
+  kubectl -n "$NS" create serviceaccount agent >/dev/null
+  AGENT_TOKEN="$(kubectl -n "$NS" create token agent --audience connector-mcp --duration 1h)"
+  GATEWAY_ADDR="$(wait_log "$WORK/gateway.log" '"address":"127\.0\.0\.1:[0-9]+"' | grep -oE '127\.0\.0\.1:[0-9]+')"
+  wait_log "$WORK/gateway.log" '"Serving deployment"' >/dev/null
+  FORECAST_OP="$(awk '/^  - /{op=""} /operationRef:/{op=$2} /remoteName: get_forecast/{r=1} r&&op{print op; exit}' "$WORK/profile.yaml")"
+  agent_call "$FORECAST_OP" '{"city":"Lisbon"}' | tee "$WORK/call-ok.json" >&2
+  grep -q '"result"' "$WORK/call-ok.json" || { log "The call through the gateway failed"; return 1; }
+}
+
+# gateway_refused: after the drift step the same call is refused by name.
+gateway_refused() {
+  log "After the drift the agent's call is refused (the deployment is no longer active)"
+  agent_call "$FORECAST_OP" '{"city":"Lisbon"}' | tee "$WORK/call-refused.json" >&2
+  grep -q '"refused: ' "$WORK/call-refused.json" || { log "The call after drift was not refused"; return 1; }
+}
+# --- end gateway ----------------------------------------------------------------------------------
+
 main() {
   trap cleanup EXIT
   trap 'exit 130' INT
@@ -362,12 +424,14 @@ main() {
   apply_demo
   wait_ready
   show_tag_refused
+  gateway_call
   drift
+  gateway_refused
   if [[ "${QUICKSTART_KEEP:-}" == "1" ]]; then
     log "Everything is running; use: $KUBECTL --kubeconfig $KUBECONFIG_FILE -n $NS ...  (Ctrl-C to stop)"
     wait "$DEVCLUSTER_PID"
   fi
-  log "Done: a Ready deployment, then a refused one with the diff. Cleaning up."
+  log "Done: a Ready deployment called through the gateway, then a refused one with the diff. Cleaning up."
 }
 
 main "$@"

@@ -14,6 +14,7 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/snapshot"
 )
@@ -67,9 +68,17 @@ type EgressConnector struct {
 	// Client negotiates and remembers protocol eras; share one per process. Nil: one private
 	// client per connector.
 	Client *mcpclient.Client
-	// Secrets reads credential Secrets by name (an uncached reader). Required when a deployment
-	// names a credential.
+	// Secrets reads credential Secrets by name. Required when a deployment names a credential.
+	// A Secret is spent only under k8sbinding.CheckSecret (opt-in label, allowed hosts, never a
+	// ServiceAccount token) — the same rule as the manager's freeze.
 	Secrets client.Reader
+	// Ceilings gives each namespace's egress ceiling (k8sbinding.TrustPolicyCeilings in
+	// production): a deployment's allowCIDRs must lie within it. Nil means an empty ceiling:
+	// only IP.AllowCIDRs may be requested.
+	Ceilings k8sbinding.CeilingSource
+	// Deny adds the cluster's always-denied addresses (k8sbinding.APIServerDeny: the apiserver's
+	// Service and EndpointSlice addresses, the Service CIDRs). Optional.
+	Deny k8sbinding.DenySource
 	// IP is the cluster's dial-time address policy; a deployment's allowCIDRs are added to its
 	// AllowCIDRs, and the in-cluster apiserver (KUBERNETES_SERVICE_HOST, see
 	// egress.APIServerPrefixes) to its DenyPrefixes, so a deployment's allow-list can never open
@@ -97,7 +106,8 @@ var _ Connector = (*EgressConnector)(nil)
 // errNoSecrets: a credential is named but the connector has no Secret reader.
 var errNoSecrets = errors.New("invocation: EgressConnector has no Secrets reader for the credential")
 
-// Connect builds the egress port for ep and connects an mcpclient session through it.
+// Connect builds the egress port for ep with the same k8sbinding.Binder construction as the
+// manager's freeze, and connects an mcpclient session through it.
 func (c *EgressConnector) Connect(ctx context.Context, ep Endpoint) (Session, error) {
 	ip := c.IP
 	getenv := c.Getenv
@@ -105,15 +115,18 @@ func (c *EgressConnector) Connect(ctx context.Context, ep Endpoint) (Session, er
 		getenv = os.Getenv
 	}
 	ip.DenyPrefixes = append(slices.Clone(ip.DenyPrefixes), egress.APIServerPrefixes(getenv)...)
-	b := egress.Binding{URL: ep.URL, AllowCIDRs: ep.AllowCIDRs}
+	req := k8sbinding.Request{Namespace: ep.Namespace, URL: ep.URL, AllowCIDRs: ep.AllowCIDRs}
 	if ep.Credential != nil {
 		if c.Secrets == nil {
 			return nil, errNoSecrets
 		}
-		b.Credential = &egress.CredentialRef{Name: ep.Credential.Name, Key: ep.Credential.Key}
-		b.Secrets = egress.NewKubernetesSecretStore(c.Secrets, ep.Namespace)
+		req.Credential = &egress.CredentialRef{Name: ep.Credential.Name, Key: ep.Credential.Key}
 	}
-	tr, err := egress.NewBindingTransport(egress.Policy{IP: ip, TLSClientConfig: c.TLSClientConfig, Timeout: c.ExchangeTimeout, MaxResponseBytes: c.MaxResponseBytes}, b)
+	b := &k8sbinding.Binder{
+		Base:    egress.Policy{IP: ip, TLSClientConfig: c.TLSClientConfig, Timeout: c.ExchangeTimeout, MaxResponseBytes: c.MaxResponseBytes},
+		Secrets: c.Secrets, Ceilings: c.Ceilings, Deny: c.Deny,
+	}
+	tr, err := b.Transport(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/invocation"
 	"github.com/b10x/connector-mcp/mcpclient"
@@ -84,10 +85,21 @@ func TestCredential(t *testing.T) {
 		inner.ServeHTTP(w, r)
 	}))
 	t.Cleanup(protected.Close)
-	secrets := fake.NewClientBuilder().WithObjects(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "files-token"},
-		Data:       map[string][]byte{"token": []byte(token + "\n")},
-	}).Build()
+	host := strings.TrimPrefix(protected.URL, "http://")
+	optIn := func(name, hosts string, labelled bool) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: name,
+			Annotations: map[string]string{apiv1.CredentialAllowedHostsAnnotation: hosts}},
+			Data: map[string][]byte{"token": []byte(token + "\n")}}
+		if labelled {
+			s.Labels = map[string]string{apiv1.CredentialLabel: "true"}
+		}
+		return s
+	}
+	secrets := fake.NewClientBuilder().WithObjects(
+		optIn("files-token", host, true),
+		optIn("unlabelled", host, false),
+		optIn("elsewhere", "mcp.example.com", true),
+	).Build()
 	api := &fakeAPIServer{allow: map[string]bool{alice.User: true}}
 	invoke := func(ref *apiv1.CredentialRef, withSecrets bool) error {
 		dep := deployment(doc, protected.URL+"/mcp")
@@ -121,6 +133,15 @@ func TestCredential(t *testing.T) {
 	err := invoke(&apiv1.CredentialRef{Name: "files-token", Key: "other"}, true)
 	if !errors.Is(err, invocation.ErrCallFailed) || strings.Contains(err.Error(), token) || bad.Load() != bad0 {
 		t.Fatalf("missing key: %v", err)
+	}
+	// The same opt-in rule as the manager's freeze: an unlabelled Secret and one for another host
+	// are refused by name, and nothing reaches the server.
+	for name, want := range map[string]string{"unlabelled": k8sbinding.RefusalCredentialNotOptedIn, "elsewhere": k8sbinding.RefusalCredentialHostNotAllowed} {
+		err := invoke(&apiv1.CredentialRef{Name: name, Key: "token"}, true)
+		var r *k8sbinding.CredentialRefusal
+		if !errors.As(err, &r) || r.Refusal() != want || bad.Load() != bad0 || strings.Contains(err.Error(), token) {
+			t.Fatalf("%s: %v, want %s with nothing sent", name, err, want)
+		}
 	}
 	if err := invoke(&apiv1.CredentialRef{Name: "files-token", Key: "token"}, false); !errors.Is(err, invocation.ErrCallFailed) {
 		t.Fatalf("no Secrets reader: %v", err)

@@ -74,3 +74,30 @@ func BenchmarkDecodeValidateProfile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkVerifyAny32 measures a cold verification of a key-signed pack against 32 candidate
+// policies (31 other keys first, then the signer's): the bundles are fetched once and each
+// candidate is checked against them, as the manager does for a namespace's trust sources.
+func BenchmarkVerifyAny32(b *testing.B) {
+	reg := ocitest.New(ocitest.Options{Referrers: true})
+	defer reg.Close()
+	ref, c := pushed(b, reg, 1)
+	s, pub := keySigner(b)
+	ctx := context.Background()
+	if _, err := s.Sign(ctx, c, ref, testProvenance()); err != nil {
+		b.Fatal(err)
+	}
+	var pols []Policy
+	for range 31 {
+		_, other := keySigner(b)
+		pols = append(pols, Policy{PublicKey: other, Provenance: provenancePolicy()})
+	}
+	pols = append(pols, Policy{PublicKey: pub, Provenance: provenancePolicy()})
+	b.ResetTimer()
+	for b.Loop() {
+		i, _, err := NewVerifier(c, nil, WithCacheSize(0)).VerifyAny(ctx, ref, pols)
+		if err != nil || i != 31 {
+			b.Fatal(i, err)
+		}
+	}
+}

@@ -113,6 +113,26 @@ var (
 	// ErrInvalidKey is the reason a signing or verification key cannot be loaded (refusal
 	// "invalid_key").
 	ErrInvalidKey = errors.New("invalid key")
+	// ErrUnanchoredSubjectRegExp is the reason a keyless subject regular expression does not start
+	// with "^" and end with "$" (refusal "unanchored_subject_regexp"): an unanchored expression
+	// matches identities the policy author never meant.
+	ErrUnanchoredSubjectRegExp = errors.New("subject regular expression is not anchored")
+	// ErrAmbiguousSource is the reason an SLSA predicate names two different primary sources
+	// (externalParameters.workflow and externalParameters.source disagree) or two revisions of
+	// its primary source (refusal "ambiguous_source").
+	ErrAmbiguousSource = errors.New("provenance names more than one primary source")
+	// ErrCertificateSource is the reason the source certified by the Fulcio certificate extensions
+	// does not match the policy (refusals "wrong_certificate_source_repository",
+	// "wrong_certificate_source_ref"), or is absent where it is required (refusal
+	// "missing_certificate_source").
+	ErrCertificateSource = errors.New("certified source does not match policy")
+	// ErrPredicateDisagreesWithCertificate is the reason the provenance predicate's primary
+	// source (repository, ref or revision) differs from the one the Fulcio certificate certified
+	// (refusal "predicate_disagrees_with_certificate").
+	ErrPredicateDisagreesWithCertificate = errors.New("provenance disagrees with the certified source")
+	// ErrMissingTransparency is the reason a keyless bundle lacks the transparency evidence the
+	// verifier requires (refusals "missing_tlog_entry", "missing_signed_timestamp").
+	ErrMissingTransparency = errors.New("keyless signature lacks required transparency evidence")
 )
 
 // RefusalError is a named refusal of this package. It never carries document text, registry

@@ -39,7 +39,8 @@ const (
 // SkipProvenanceUnsafe is set, a provenance policy.
 type Policy struct {
 	// Keyless matches the Fulcio certificate: OIDC issuer exactly, and the subject (SAN) exactly or
-	// by Go regular expression (unanchored, as cosign's --certificate-identity-regexp).
+	// by Go regular expression. A Verifier made WithStrictKeyless refuses an expression that is
+	// not anchored (CheckSubjectRegExp).
 	Keyless *apiv1.KeylessIdentity
 	// PublicKey verifies bundles signed with a key (cosign --key).
 	PublicKey crypto.PublicKey
@@ -102,6 +103,21 @@ func (p Policy) Validate() error {
 	return nil
 }
 
+// CheckSubjectRegExp refuses a keyless subject regular expression that does not compile
+// (refusal "invalid_policy") or is not anchored: it must start with "^" and end with "$"
+// (refusal "unanchored_subject_regexp"). Go's regexp matches anywhere in the subject otherwise,
+// so "^https://github\.com/acme/" would also match a workflow of any repository whose URL
+// starts that way, on any branch.
+func CheckSubjectRegExp(expr string) error {
+	if _, err := regexp.Compile(expr); err != nil {
+		return refuse("invalid_policy", "keyless.subjectRegExp", ErrInvalidPolicy)
+	}
+	if !strings.HasPrefix(expr, "^") || !strings.HasSuffix(expr, "$") || strings.HasSuffix(expr, `\$`) && !strings.HasSuffix(expr, `\\$`) {
+		return refuse("unanchored_subject_regexp", "keyless.subjectRegExp", ErrUnanchoredSubjectRegExp)
+	}
+	return nil
+}
+
 // fingerprint identifies the policy in the verification cache.
 func (p Policy) fingerprint() string {
 	h := sha256.New()
@@ -158,6 +174,11 @@ type Verifier struct {
 	trusted root.TrustedMaterial
 	tlog    int
 	sct     int
+	// keylessTlog and keylessTSA are the transparency evidence keyless bundles must carry.
+	keylessTlog, keylessTSA int
+	// strict refuses unanchored subject expressions and keyless certificates that certify no
+	// source when a provenance policy applies.
+	strict bool
 
 	mu       sync.Mutex
 	cache    map[string]Result
@@ -177,6 +198,31 @@ func WithTransparencyLog(threshold int) VerifierOption {
 // keyless certificates.
 func WithSignedCertificateTimestamps(threshold int) VerifierOption {
 	return func(v *Verifier) { v.sct = threshold }
+}
+
+// WithKeylessTransparencyLog requires every keyless bundle to carry at least threshold
+// transparency-log entries that verify against the trusted root's logs (refusal
+// "missing_tlog_entry" when it carries none). Key-signed bundles are not affected (see
+// WithTransparencyLog). Without a log entry a stolen or mis-issued short-lived certificate leaves
+// no public trace.
+func WithKeylessTransparencyLog(threshold int) VerifierOption {
+	return func(v *Verifier) { v.keylessTlog = threshold }
+}
+
+// WithKeylessSignedTimestamps requires every keyless bundle to carry at least threshold RFC 3161
+// signed timestamps from a timestamp authority of the trusted root (refusal
+// "missing_signed_timestamp" when it carries none).
+func WithKeylessSignedTimestamps(threshold int) VerifierOption {
+	return func(v *Verifier) { v.keylessTSA = threshold }
+}
+
+// WithStrictKeyless makes keyless verification take only what the certificate authority
+// certified: a subject regular expression must be anchored (CheckSubjectRegExp), and under a
+// provenance policy the Fulcio certificate must carry the source repository and ref extensions
+// (refusal "missing_certificate_source" otherwise). Certificate source extensions, when
+// present, are always matched, strict or not.
+func WithStrictKeyless() VerifierOption {
+	return func(v *Verifier) { v.strict = true }
 }
 
 // WithCacheSize bounds the verification cache (default 256 entries; 0 disables it).
@@ -217,12 +263,19 @@ var (
 	reasonWrongIssuer      = reason{2, "wrong_issuer", ErrWrongIssuer}
 	reasonWrongIdentity    = reason{3, "wrong_identity", ErrWrongIdentity}
 	reasonWrongSubject     = reason{4, "wrong_subject_digest", ErrWrongSubjectDigest}
+	reasonMissingTlog      = reason{1, "missing_tlog_entry", ErrMissingTransparency}
+	reasonMissingTimestamp = reason{1, "missing_signed_timestamp", ErrMissingTransparency}
 
-	reasonMissingAttestation = reason{0, "missing_attestation", ErrNoAttestation}
-	reasonWrongPredicate     = reason{1, "wrong_predicate_type", ErrWrongPredicateType}
-	reasonWrongBuilder       = reason{2, "wrong_builder", ErrWrongBuilder}
-	reasonWrongRepository    = reason{3, "wrong_source_repository", ErrWrongSourceRepository}
-	reasonWrongRef           = reason{4, "wrong_source_ref", ErrWrongSourceRef}
+	reasonMissingAttestation  = reason{0, "missing_attestation", ErrNoAttestation}
+	reasonWrongPredicate      = reason{1, "wrong_predicate_type", ErrWrongPredicateType}
+	reasonWrongBuilder        = reason{2, "wrong_builder", ErrWrongBuilder}
+	reasonMissingCertSource   = reason{3, "missing_certificate_source", ErrCertificateSource}
+	reasonWrongCertRepository = reason{4, "wrong_certificate_source_repository", ErrCertificateSource}
+	reasonWrongCertRef        = reason{5, "wrong_certificate_source_ref", ErrCertificateSource}
+	reasonAmbiguousSource     = reason{6, "ambiguous_source", ErrAmbiguousSource}
+	reasonPredicateDisagrees  = reason{7, "predicate_disagrees_with_certificate", ErrPredicateDisagreesWithCertificate}
+	reasonWrongRepository     = reason{8, "wrong_source_repository", ErrWrongSourceRepository}
+	reasonWrongRef            = reason{9, "wrong_source_ref", ErrWrongSourceRef}
 )
 
 func (r reason) refusal(path string) error { return refuse(r.name, path, r.err) }
@@ -232,48 +285,126 @@ type verifiedBundle struct {
 	issuer, subject, keyID string
 	predicateType          string
 	predicate              []byte
+	// certified is the source the Fulcio certificate extensions certify (keyless), nil when the
+	// certificate carries none.
+	certified *sourceFacts
+	keyless   bool
 }
 
 // Verify checks the pack ref (pinned by digest) against policy: at least one sigstore bundle
 // attached as a referrer must verify against the trusted root or key, match the identity policy
 // and bind the pack digest (an in-toto statement whose subject is the pack digest); unless the
 // policy skips provenance, one such bundle must be an SLSA provenance v1 attestation whose builder
-// id, source repository and source ref match. A refusal names the furthest check any bundle
-// reached: missing_signature, untrusted_signature, wrong_issuer, wrong_identity,
-// wrong_subject_digest, then missing_attestation, wrong_predicate_type, wrong_builder,
+// id, source repository and source ref match (the merge verification).
+//
+// The source is the predicate's primary source only (see primarySource): a resolved dependency
+// that names the reviewed repository proves nothing. For a keyless bundle whose Fulcio
+// certificate certifies a source (extensions SourceRepositoryURI and SourceRepositoryRef,
+// OIDs 1.3.6.1.4.1.57264.1.12 and .14), that certified source must equal the policy
+// ("git+https://host/org/repo" in a policy is the certificate's "https://host/org/repo"), and the
+// predicate's primary source must agree with it, revision (SourceRepositoryDigest) included.
+//
+// A refusal names the furthest check any bundle reached: missing_signature,
+// untrusted_signature, missing_tlog_entry, missing_signed_timestamp, wrong_issuer,
+// wrong_identity, wrong_subject_digest, then missing_attestation, wrong_predicate_type,
+// wrong_builder, missing_certificate_source, wrong_certificate_source_repository,
+// wrong_certificate_source_ref, ambiguous_source, predicate_disagrees_with_certificate,
 // wrong_source_repository, wrong_source_ref.
 //
 // Verify does not pull the pack's layers; pull them with Client.Pull, whose reads are verified
 // against the same digest.
 func (v *Verifier) Verify(ctx context.Context, ref Reference, policy Policy) (*Result, error) {
+	_, res, err := v.VerifyAny(ctx, ref, []Policy{policy})
+	return res, err
+}
+
+// VerifyAny verifies the pack ref against each of policies in turn, fetching its bundles once,
+// and returns the index of the first policy it satisfies with its result. When it satisfies
+// none, the refusal is the one of the policy whose check got furthest (attestation checks are
+// further than signature checks; see Verify for the order); a policy that cannot be used at all
+// (invalid key, keyless without a trusted root) counts as a missing signature. Every policy must
+// Validate. It is how a pack is checked against a set of trusted signers and provenance rules.
+func (v *Verifier) VerifyAny(ctx context.Context, ref Reference, policies []Policy) (int, *Result, error) {
 	if ref.Digest == "" {
-		return nil, refuse("digest_required", "", ErrDigestRequired)
+		return -1, nil, refuse("digest_required", "", ErrDigestRequired)
 	}
-	if err := policy.Validate(); err != nil {
-		return nil, err
+	if len(policies) == 0 {
+		return -1, nil, refuse("invalid_policy", "", ErrInvalidPolicy)
 	}
-	key := ref.String() + "|" + policy.fingerprint()
+	keys := make([]string, len(policies))
+	for i, policy := range policies {
+		if err := policy.Validate(); err != nil {
+			return -1, nil, err
+		}
+		if v.strict && policy.Keyless != nil && policy.Keyless.SubjectRegExp != "" {
+			if err := CheckSubjectRegExp(policy.Keyless.SubjectRegExp); err != nil {
+				return -1, nil, err
+			}
+		}
+		keys[i] = ref.String() + "|" + policy.fingerprint()
+	}
 	if v.cacheMax > 0 {
 		v.mu.Lock()
-		r, ok := v.cache[key]
-		v.mu.Unlock()
-		if ok {
-			return &r, nil
+		for i, key := range keys {
+			if r, ok := v.cache[key]; ok {
+				v.mu.Unlock()
+				return i, &r, nil
+			}
 		}
+		v.mu.Unlock()
 	}
-	sv, err := v.sigstoreVerifier(policy)
-	if err != nil {
-		return nil, err
+	var refs []Referrer
+	fetched := false
+	bestScore := -1
+	var bestErr error
+	for i, policy := range policies {
+		sv, err := v.sigstoreVerifier(policy)
+		if err != nil {
+			if len(policies) == 1 {
+				return -1, nil, err
+			}
+			if bestScore < 0 {
+				bestScore, bestErr = 0, err
+			}
+			continue
+		}
+		if !fetched {
+			if refs, err = v.client.Bundles(ctx, ref); err != nil {
+				return -1, nil, err
+			}
+			fetched = true
+		}
+		res, why, score := v.evaluate(sv, refs, ref, policy)
+		if res == nil {
+			if score > bestScore {
+				bestScore, bestErr = score, why.refusal(ref.Digest)
+			}
+			continue
+		}
+		if v.cacheMax > 0 {
+			v.mu.Lock()
+			if len(v.cache) >= v.cacheMax {
+				for k := range v.cache { // evict an arbitrary entry
+					delete(v.cache, k)
+					break
+				}
+			}
+			v.cache[keys[i]] = *res
+			v.mu.Unlock()
+		}
+		return i, res, nil
 	}
-	refs, err := v.client.Bundles(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
+	return -1, nil, bestErr
+}
+
+// evaluate checks the fetched bundles against one policy. On refusal it returns the reason and
+// a score of how far the checks got (signature stage 1+rank, attestation stage 100+rank).
+func (v *Verifier) evaluate(sv *verify.Verifier, refs []Referrer, ref Reference, policy Policy) (*Result, reason, int) {
 	digestHex := strings.TrimPrefix(ref.Digest, "sha256:")
 	best := reasonMissingSignature
 	var verified []verifiedBundle
 	for _, rf := range refs {
-		vb, why := checkBundle(sv, rf.Bundle, policy, digestHex)
+		vb, why := v.checkBundle(sv, rf.Bundle, policy, digestHex)
 		if vb == nil {
 			if why.rank > best.rank {
 				best = why
@@ -283,54 +414,39 @@ func (v *Verifier) Verify(ctx context.Context, ref Reference, policy Policy) (*R
 		verified = append(verified, *vb)
 	}
 	if len(verified) == 0 {
-		return nil, best.refusal(ref.Digest)
+		return nil, best, 1 + best.rank
 	}
 	res := &Result{Reference: ref.String()}
 	fill := func(b verifiedBundle) {
 		res.Issuer, res.Subject, res.KeyID = b.issuer, b.subject, b.keyID
 	}
 	fill(verified[0])
-	if policy.Provenance != nil {
-		best := reasonMissingAttestation
-		ok := false
-		for _, b := range verified {
-			if b.predicateType == PredicateCosignSign {
-				continue
-			}
-			if b.predicateType != PredicateSLSAProvenanceV1 {
-				if reasonWrongPredicate.rank > best.rank {
-					best = reasonWrongPredicate
-				}
-				continue
-			}
-			src, why := checkProvenance(b.predicate, policy.Provenance)
-			if src == nil {
-				if why.rank > best.rank {
-					best = why
-				}
-				continue
-			}
-			fill(b)
-			res.BuilderID, res.SourceRepository, res.SourceRef, res.SourceRevision = src.builder, src.repository, src.ref, src.revision
-			ok = true
-			break
-		}
-		if !ok {
-			return nil, best.refusal(ref.Digest)
-		}
+	if policy.Provenance == nil {
+		return res, reason{}, 0
 	}
-	if v.cacheMax > 0 {
-		v.mu.Lock()
-		if len(v.cache) >= v.cacheMax {
-			for k := range v.cache { // evict an arbitrary entry
-				delete(v.cache, k)
-				break
-			}
+	best = reasonMissingAttestation
+	for _, b := range verified {
+		if b.predicateType == PredicateCosignSign {
+			continue
 		}
-		v.cache[key] = *res
-		v.mu.Unlock()
+		if b.predicateType != PredicateSLSAProvenanceV1 {
+			if reasonWrongPredicate.rank > best.rank {
+				best = reasonWrongPredicate
+			}
+			continue
+		}
+		src, why := v.checkSource(b, policy.Provenance)
+		if src == nil {
+			if why.rank > best.rank {
+				best = why
+			}
+			continue
+		}
+		fill(b)
+		res.BuilderID, res.SourceRepository, res.SourceRef, res.SourceRevision = src.builder, src.repository, src.ref, src.revision
+		return res, reason{}, 0
 	}
-	return res, nil
+	return nil, best, 100 + best.rank
 }
 
 // VerifyAndPull verifies the pack ref against policy (Verify), then pulls it (Client.Pull): every
@@ -346,6 +462,12 @@ func (v *Verifier) VerifyAndPull(ctx context.Context, ref Reference, policy Poli
 		return nil, nil, err
 	}
 	return res, p, nil
+}
+
+// Pull pulls the pack ref through the verifier's client (Client.Pull). Call it after Verify or
+// VerifyAny succeeded for the same ref.
+func (v *Verifier) Pull(ctx context.Context, ref Reference) (*Pack, error) {
+	return v.client.Pull(ctx, ref)
 }
 
 func (v *Verifier) sigstoreVerifier(p Policy) (*verify.Verifier, error) {
@@ -370,8 +492,11 @@ func (v *Verifier) sigstoreVerifier(p Policy) (*verify.Verifier, error) {
 		}
 		material = v.trusted
 		opts = append(opts, verify.WithObserverTimestamps(1))
-		if v.tlog > 0 {
-			opts = append(opts, verify.WithTransparencyLog(v.tlog))
+		if n := max(v.tlog, v.keylessTlog); n > 0 {
+			opts = append(opts, verify.WithTransparencyLog(n))
+		}
+		if v.keylessTSA > 0 {
+			opts = append(opts, verify.WithSignedTimestamps(v.keylessTSA))
 		}
 		if v.sct > 0 {
 			opts = append(opts, verify.WithSignedCertificateTimestamps(v.sct))
@@ -384,11 +509,21 @@ func (v *Verifier) sigstoreVerifier(p Policy) (*verify.Verifier, error) {
 	return sv, nil
 }
 
-// checkBundle verifies one bundle: signature and trust, identity, subject digest.
-func checkBundle(sv *verify.Verifier, raw []byte, p Policy, digestHex string) (*verifiedBundle, reason) {
+// checkBundle verifies one bundle: transparency evidence (keyless), signature and trust,
+// identity, subject digest.
+func (v *Verifier) checkBundle(sv *verify.Verifier, raw []byte, p Policy, digestHex string) (*verifiedBundle, reason) {
 	var b bundle.Bundle
 	if err := b.UnmarshalJSON(raw); err != nil {
 		return nil, reasonUntrusted
+	}
+	if p.Keyless != nil {
+		// Named before the signature check, which would only say "untrusted".
+		if entries, err := b.TlogEntries(); v.keylessTlog > 0 && (err != nil || len(entries) == 0) {
+			return nil, reasonMissingTlog
+		}
+		if ts, err := b.Timestamps(); v.keylessTSA > 0 && (err != nil || len(ts) == 0) {
+			return nil, reasonMissingTimestamp
+		}
 	}
 	idOpt := verify.WithKey()
 	if p.Keyless != nil {
@@ -412,7 +547,10 @@ func checkBundle(sv *verify.Verifier, raw []byte, p Policy, digestHex string) (*
 		if err != nil || sm.Verify(*cert) != nil {
 			return nil, reasonWrongIdentity
 		}
-		out.issuer, out.subject = cert.Issuer, cert.SubjectAlternativeName
+		out.issuer, out.subject, out.keyless = cert.Issuer, cert.SubjectAlternativeName, true
+		if cert.SourceRepositoryURI != "" || cert.SourceRepositoryRef != "" {
+			out.certified = &sourceFacts{repository: cert.SourceRepositoryURI, ref: cert.SourceRepositoryRef, revision: cert.SourceRepositoryDigest}
+		}
 	} else if res.Signature.PublicKeyID != nil {
 		out.keyID = string(*res.Signature.PublicKeyID)
 	}
@@ -444,7 +582,6 @@ type slsaProvenance struct {
 			Source *struct {
 				Repository string `json:"repository"`
 				Ref        string `json:"ref"`
-				Revision   string `json:"revision"`
 			} `json:"source"`
 			Workflow *struct {
 				Repository string `json:"repository"`
@@ -465,54 +602,103 @@ type slsaProvenance struct {
 
 type sourceFacts struct{ builder, repository, ref, revision string }
 
-// checkProvenance matches an SLSA provenance v1 predicate against policy. The source comes from
-// resolvedDependencies entries of the form "REPO@REF" (with digest gitCommit or sha1 as the
-// revision), or from GitHub's externalParameters.workflow {repository, ref}.
-func checkProvenance(predicate []byte, pol *apiv1.ProvenancePolicy) (*sourceFacts, reason) {
-	var p slsaProvenance
-	if err := json.Unmarshal(predicate, &p); err != nil {
-		return nil, reasonWrongPredicate
+// repoURL maps a repository URI to one comparable form: "git+https://host/org/repo" (SLSA and
+// policy spelling) is "https://host/org/repo" (Fulcio's SourceRepositoryURI spelling). Nothing
+// else is rewritten: no case folding, no ".git" or trailing-slash trimming.
+func repoURL(s string) string {
+	if rest, ok := strings.CutPrefix(s, "git+https://"); ok {
+		return "https://" + rest
 	}
-	if pol.BuilderID != "" && p.RunDetails.Builder.ID != pol.BuilderID {
-		return nil, reasonWrongBuilder
+	return s
+}
+
+// primarySource reads the predicate's primary source, the one the build was run from:
+//   - externalParameters.workflow {repository, ref} (GitHub Actions build types), or
+//   - externalParameters.source {repository, ref} (connector-mcp's pack-sign build type);
+//   - when both are present they must name the same repository and ref (ambiguous_source).
+//
+// The revision is the gitCommit (or sha1) digest of the resolvedDependencies entries whose URI is
+// exactly that repository "@" ref; entries naming other repositories are ignored, and two
+// different revisions of the primary source are ambiguous_source. A predicate with no primary
+// source is wrong_source_repository: a dependency that merely names the reviewed repository
+// proves nothing.
+func primarySource(p *slsaProvenance) (*sourceFacts, reason) {
+	var src *sourceFacts
+	if w := p.BuildDefinition.ExternalParameters.Workflow; w != nil && w.Repository != "" {
+		src = &sourceFacts{repository: w.Repository, ref: w.Ref}
 	}
-	var cands []sourceFacts
+	if s := p.BuildDefinition.ExternalParameters.Source; s != nil && s.Repository != "" {
+		if src != nil && (repoURL(src.repository) != repoURL(s.Repository) || src.ref != s.Ref) {
+			return nil, reasonAmbiguousSource
+		}
+		src = &sourceFacts{repository: s.Repository, ref: s.Ref}
+	}
+	if src == nil {
+		return nil, reasonWrongRepository
+	}
 	for _, d := range p.BuildDefinition.ResolvedDependencies {
 		at := strings.LastIndex(d.URI, "@")
-		if at <= 0 {
+		if at <= 0 || repoURL(d.URI[:at]) != repoURL(src.repository) || d.URI[at+1:] != src.ref {
 			continue
 		}
 		rev := d.Digest["gitCommit"]
 		if rev == "" {
 			rev = d.Digest["sha1"]
 		}
-		cands = append(cands, sourceFacts{repository: d.URI[:at], ref: d.URI[at+1:], revision: rev})
-	}
-	if w := p.BuildDefinition.ExternalParameters.Workflow; w != nil {
-		cands = append(cands, sourceFacts{repository: w.Repository, ref: w.Ref})
-	}
-	repoSeen := false
-	for _, c := range cands {
-		if c.repository != pol.SourceRepository && "git+"+c.repository != pol.SourceRepository {
+		if rev == "" {
 			continue
 		}
-		repoSeen = true
-		if c.ref != pol.SourceRef {
-			continue
+		if src.revision != "" && src.revision != rev {
+			return nil, reasonAmbiguousSource
 		}
-		c.builder = p.RunDetails.Builder.ID
-		c.repository = pol.SourceRepository
-		if c.revision == "" {
-			for _, o := range cands { // GitHub: the revision is on the resolved dependency
-				if o.revision != "" && (o.repository == c.repository || "git+"+o.repository == c.repository || o.repository == "git+"+strings.TrimPrefix(c.repository, "git+")) {
-					c.revision = o.revision
-				}
-			}
-		}
-		return &c, reason{}
+		src.revision = rev
 	}
-	if repoSeen {
+	src.builder = p.RunDetails.Builder.ID
+	return src, reason{}
+}
+
+// checkSource is the merge verification of one verified SLSA provenance bundle: builder, the
+// source the certificate certified (keyless), the predicate's primary source against it, then
+// against the policy.
+func (v *Verifier) checkSource(b verifiedBundle, pol *apiv1.ProvenancePolicy) (*sourceFacts, reason) {
+	var p slsaProvenance
+	if err := json.Unmarshal(b.predicate, &p); err != nil {
+		return nil, reasonWrongPredicate
+	}
+	if pol.BuilderID != "" && p.RunDetails.Builder.ID != pol.BuilderID {
+		return nil, reasonWrongBuilder
+	}
+	cert := b.certified
+	if cert == nil && b.keyless && v.strict {
+		return nil, reasonMissingCertSource
+	}
+	if cert != nil {
+		if repoURL(cert.repository) != repoURL(pol.SourceRepository) {
+			return nil, reasonWrongCertRepository
+		}
+		if cert.ref != pol.SourceRef {
+			return nil, reasonWrongCertRef
+		}
+	}
+	src, why := primarySource(&p)
+	if src == nil {
+		return nil, why
+	}
+	if cert != nil {
+		if repoURL(src.repository) != repoURL(cert.repository) || src.ref != cert.ref ||
+			(cert.revision != "" && src.revision != "" && src.revision != cert.revision) {
+			return nil, reasonPredicateDisagrees
+		}
+		if src.revision == "" {
+			src.revision = cert.revision
+		}
+	}
+	if repoURL(src.repository) != repoURL(pol.SourceRepository) {
+		return nil, reasonWrongRepository
+	}
+	if src.ref != pol.SourceRef {
 		return nil, reasonWrongRef
 	}
-	return nil, reasonWrongRepository
+	src.repository = pol.SourceRepository
+	return src, reason{}
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/sigstore/sigstore-go/pkg/sign"
@@ -107,7 +108,7 @@ func TestVerifyKeyless(t *testing.T) {
 			}
 			want := apiv1.VerifiedProvenance{Issuer: testIssuer, Subject: testIdentity, BuilderID: testBuilder,
 				SourceRepository: testRepo, SourceRef: testRef, SourceRevision: testRevision}
-			if got := res.VerifiedProvenance(); got != want {
+			if got := res.VerifiedProvenance(); !reflect.DeepEqual(got, want) {
 				t.Fatalf("got %+v\nwant %+v", got, want)
 			}
 			regexpPolicy := keylessPolicy()

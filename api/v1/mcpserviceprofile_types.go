@@ -51,25 +51,31 @@ type LocalObjectReference struct {
 	Name string `json:"name"`
 }
 
-// VerifyPolicy is the sigstore identity policy and the SLSA provenance (merge verification)
-// policy a pack must satisfy.
-// +kubebuilder:validation:XValidation:rule="!(has(self.keyless) && has(self.publicKey))",message="at most one of verify.keyless or verify.publicKey may be set; when neither is, the cluster default identity applies"
+// VerifyPolicy is a profile's own sigstore identity and SLSA provenance (merge verification)
+// requirements. They only ADD to the cluster's trust: a pack must first satisfy one trust source
+// that applies to the profile's namespace (the manager's platform policy or an McpTrustPolicy
+// selecting it), and then this policy too. It is never trusted on its own.
+// +kubebuilder:validation:XValidation:rule="!(has(self.keyless) && has(self.publicKey))",message="at most one of verify.keyless or verify.publicKey may be set; when neither is, the profile adds no signer requirement"
 type VerifyPolicy struct {
-	// Keyless matches the Fulcio certificate identity of the signer.
+	// Keyless additionally requires a signature by this Fulcio certificate identity.
 	// +optional
 	Keyless *KeylessIdentity `json:"keyless,omitempty"`
 
-	// PublicKey names a PEM public key in a Secret of this namespace.
+	// PublicKey additionally requires a signature by the PEM public key in this Secret of the
+	// profile's namespace.
 	// +optional
 	PublicKey *SecretKeyReference `json:"publicKey,omitempty"`
 
-	// Provenance is the SLSA provenance v1 attestation policy over the pack digest.
+	// Provenance additionally requires this SLSA provenance v1 merge verification, checked with
+	// the signer named here or, when none is, the trusted signer that satisfied the trust source.
 	// +optional
 	Provenance *ProvenancePolicy `json:"provenance,omitempty"`
 }
 
-// KeylessIdentity is an OIDC issuer plus an exact subject or a subject regular expression.
+// KeylessIdentity is an OIDC issuer plus an exact subject or an anchored subject regular
+// expression.
 // +kubebuilder:validation:XValidation:rule="has(self.subject) != has(self.subjectRegExp)",message="exactly one of subject or subjectRegExp must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.subjectRegExp) || (self.subjectRegExp.startsWith('^') && self.subjectRegExp.endsWith('$'))",message="subjectRegExp must be anchored: start with ^ and end with $ (unanchored_subject_regexp)"
 type KeylessIdentity struct {
 	// Issuer is the exact OIDC issuer URL of the signing identity.
 	// +kubebuilder:validation:MinLength=1
@@ -81,7 +87,8 @@ type KeylessIdentity struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Subject string `json:"subject,omitempty"`
 
-	// SubjectRegExp is a regular expression the certificate subject must match.
+	// SubjectRegExp is a Go regular expression the whole certificate subject must match. It
+	// must be anchored: start with "^" and end with "$".
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	SubjectRegExp string `json:"subjectRegExp,omitempty"`
@@ -186,6 +193,25 @@ type VerifiedProvenance struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	SourceRevision string `json:"sourceRevision,omitempty"`
+
+	// TrustSource is the trust source the pack satisfied: "platform" (the manager's flags) or
+	// "McpTrustPolicy/<name>".
+	// +optional
+	// +kubebuilder:validation:MaxLength=320
+	TrustSource string `json:"trustSource,omitempty"`
+
+	// Signer is the name of the trusted signer (within TrustSource) whose signature verified.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Signer string `json:"signer,omitempty"`
+
+	// WaivedChecks lists the verification checks this manager waives by an unsafe flag
+	// (e.g. "provenance", "keyless_tlog"). Empty on a manager that waives nothing.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=63
+	WaivedChecks []string `json:"waivedChecks,omitempty"`
 }
 
 // McpServiceProfile is a reviewed, pinned description of one MCP server's tool surface.

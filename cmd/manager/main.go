@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -82,6 +83,7 @@ func run() int {
 		Metrics:                       metricsOpts,
 		WebhookServer:                 webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
 		HealthProbeBindAddress:        probeAddr,
+		Cache:                         cache.Options{ByObject: app.CacheByObject()},
 		LeaderElection:                leaderElect,
 		LeaderElectionID:              "connector-mcp.connectors.b10x.io",
 		LeaderElectionNamespace:       leaderNS,
@@ -92,9 +94,13 @@ func run() int {
 		log.Error(err, "Unable to create the manager")
 		return 1
 	}
-	if _, err := app.Setup(mgr, opts, true); err != nil {
+	wired, err := app.Setup(mgr, opts, true)
+	if err != nil {
 		log.Error(err, "Unable to set up the controllers")
 		return 1
+	}
+	if wired.EphemeralCredentialHashKey {
+		log.Info("No credential hash key file: using a random key, so deployments with a credential re-freeze once after each restart", "flag", "--credential-hash-key-file")
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "Unable to add the health check")
@@ -104,7 +110,8 @@ func run() int {
 		log.Error(err, "Unable to add the readiness check")
 		return 1
 	}
-	log.Info("Starting the manager", "requireProvenance", opts.RequireProvenance, "allowLoopbackUnsafe", opts.AllowLoopbackUnsafe)
+	waived, _ := opts.WaivedChecks()
+	log.Info("Starting the manager", "waivedChecks", waived, "allowLoopbackUnsafe", opts.AllowLoopbackUnsafe)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "The manager stopped with an error")
 		return 1

@@ -27,10 +27,6 @@ import (
 
 func init() { register(newReviewCmd) }
 
-// ReverifyRequestedAtAnnotation is the ServiceDeployment annotation "review refresh" sets to an
-// RFC 3339 time; the operator re-freezes the live server at once when it changes.
-const ReverifyRequestedAtAnnotation = "connectors.b10x.io/reverify-requested-at"
-
 // Refusal names of the review verbs.
 const (
 	// refusalReviewProfileMismatch: the --profile document is not the reviewed snapshot the
@@ -455,7 +451,7 @@ func newReviewRefreshCmd(env *cliEnv) *cobra.Command {
 			return err
 		}
 		at := time.Now().UTC().Format(time.RFC3339)
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ReverifyRequestedAtAnnotation: at}}})
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{apiv1.ReverifyRequestedAtAnnotation: at}}})
 		sd := &apiv1.ServiceDeployment{}
 		sd.Namespace, sd.Name = key.Namespace, key.Name
 		if err := c.Patch(cmd.Context(), sd, client.RawPatch(types.MergePatchType, patch)); err != nil {

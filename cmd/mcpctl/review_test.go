@@ -235,8 +235,8 @@ func TestReviewRefresh(t *testing.T) {
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(sd), sd); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := time.Parse(time.RFC3339, sd.Annotations[ReverifyRequestedAtAnnotation]); err != nil {
-		t.Fatalf("annotation %q = %q: %v", ReverifyRequestedAtAnnotation, sd.Annotations[ReverifyRequestedAtAnnotation], err)
+	if _, err := time.Parse(time.RFC3339, sd.Annotations[apiv1.ReverifyRequestedAtAnnotation]); err != nil {
+		t.Fatalf("annotation %q = %q: %v", apiv1.ReverifyRequestedAtAnnotation, sd.Annotations[apiv1.ReverifyRequestedAtAnnotation], err)
 	}
 	// Must-fail twin: a missing deployment is a failure, not a silent success.
 	if code, _, errOut := runServerCLI(t, getenv, "review", "refresh", ns+"/absent"); code != exitFailure || !strings.Contains(errOut, "not found") {

@@ -4,16 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-
-	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/ocipack"
 )
@@ -31,7 +31,10 @@ func TestClassifyFreezeErrors(t *testing.T) {
 		{"http status", fmt.Errorf("%w: 503", mcpclient.ErrHTTPStatus), controllers.ReasonServerUnreachable, true},
 		{"unresolvable host", &egress.DestinationError{Addr: "mcp.example:443", Reason: "resolve"}, controllers.ReasonServerUnreachable, true},
 		{"credential missing", &egress.CredentialError{Ref: egress.CredentialRef{Name: "s", Key: "k"}, Reason: "secret not found"}, controllers.ReasonCredentialNotFound, true},
-		{"metadata address", fmt.Errorf("post: %w", &egress.DestinationError{Addr: "169.254.169.254:80", Reason: "metadata"}), controllers.ReasonFreezeRefused, false},
+		// A destination refused at dial time reads like a closed port (no scanner oracle).
+		{"metadata address at dial time", fmt.Errorf("post: %w", &egress.DestinationError{Addr: "169.254.169.254:80", Reason: "metadata"}), controllers.ReasonServerUnreachable, true},
+		{"credential not opted in", &k8sbinding.CredentialRefusal{Name: k8sbinding.RefusalCredentialNotOptedIn}, controllers.ReasonCredentialNotFound, true},
+		{"credential for another host", fmt.Errorf("x: %w", &k8sbinding.CredentialRefusal{Name: k8sbinding.RefusalCredentialHostNotAllowed}), controllers.ReasonCredentialRefused, false},
 		{"too many tools", &mcpclient.RefusalError{Name: "too_many_tools", Err: mcpclient.ErrTooManyTools}, controllers.ReasonFreezeRefused, false},
 		{"roots requested", &mcpclient.FeatureRefusedError{Feature: "roots"}, controllers.ReasonFreezeRefused, false},
 	}
@@ -74,27 +77,48 @@ func TestClassifyPackErrors(t *testing.T) {
 	}
 }
 
-func TestEffectivePolicy(t *testing.T) {
-	pem := "-----BEGIN PUBLIC KEY-----\nx\n-----END PUBLIC KEY-----\n"
-	reader := fake.NewClientBuilder().WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "key"}, Data: map[string][]byte{"cosign.pub": []byte(pem)}}).Build()
-	defProv := &v1.ProvenancePolicy{SourceRepository: "git+https://github.com/acme/p", SourceRef: "refs/heads/main"}
-	defKeyless := &v1.KeylessIdentity{Issuer: "https://issuer", Subject: "ci"}
-	v := &PackVerifier{Secrets: reader, DefaultKeyless: defKeyless, DefaultProvenance: defProv}
-	ctx := context.Background()
+// No port-scanner oracle: a freeze of an endpoint whose name resolves into a denied range and a
+// freeze of a closed port end in the same reason and the same message (but for the URL the
+// tenant wrote itself); neither carries the policy's word for the address. Twin: an open port
+// is frozen.
+func TestFreezeRefusalsAreNoOracle(t *testing.T) {
+	lc := &net.ListenConfig{}
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close() // closed from now on
+	srv := mcptest.StartHTTP(mcptest.NewServer("demo", mcptest.DefaultTools()), mcptest.Modern)
+	t.Cleanup(srv.Close)
+	srvPort := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
 
-	got, _, err := v.effectivePolicy(ctx, "ns", nil)
-	if err != nil || got.Keyless == nil || got.Keyless.Issuer != "https://issuer" || got.Provenance == nil || got.Provenance.SourceRef != "refs/heads/main" {
-		t.Fatalf("defaults not applied: %+v %v", got, err)
+	open := egress.IPPolicy{Loopback: egress.LoopbackAllowedUnsafe}
+	denied := egress.IPPolicy{Loopback: egress.LoopbackAllowedUnsafe, DenyPrefixes: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
+	freeze := func(ip egress.IPPolicy, url string) error {
+		f := &Freezer{Client: mcpclient.NewClient(nil), Binder: &k8sbinding.Binder{Base: egress.Policy{IP: ip, Timeout: 5 * time.Second}},
+			Limits: mcpclient.Limits{ProbeTimeout: 3 * time.Second, CallTimeout: 5 * time.Second}}
+		_, err := f.Freeze(context.Background(), controllers.FreezeRequest{Namespace: "ns", Name: "sd", URL: url})
+		return err
 	}
-	own := &v1.VerifyPolicy{PublicKey: &v1.SecretKeyReference{Name: "key", Key: "cosign.pub"}, Provenance: &v1.ProvenancePolicy{SourceRepository: "r", SourceRef: "refs/heads/release"}}
-	got, key, err := v.effectivePolicy(ctx, "ns", own)
-	if err != nil || got.Keyless != nil || string(key) != pem || got.Provenance.SourceRef != "refs/heads/release" {
-		t.Fatalf("the profile's own policy was not kept: %+v %q %v", got, key, err)
+	if err := freeze(open, srv.URL+"/mcp"); err != nil {
+		t.Fatalf("twin: the open server: %v", err)
 	}
-	if _, _, err := v.effectivePolicy(ctx, "other-ns", own); err == nil {
-		t.Fatal("a key Secret was read from another namespace")
+	closedURL := fmt.Sprintf("http://localhost:%d/mcp", port)
+	deniedURL := "http://localhost:" + srvPort + "/mcp" // a live server, behind the deny list
+	var closed, deny *controllers.StageError
+	if !errors.As(freeze(open, closedURL), &closed) || !errors.As(freeze(denied, deniedURL), &deny) {
+		t.Fatal("not stage errors")
 	}
-	if _, _, err := (&PackVerifier{Secrets: reader}).effectivePolicy(ctx, "ns", nil); err == nil {
-		t.Fatal("no identity at all was accepted")
+	norm := func(s *controllers.StageError, url string) string {
+		return fmt.Sprintf("%s %v %s", s.Reason, s.Transient, strings.ReplaceAll(s.Message, controllers.SanitizeURL(url), "URL"))
+	}
+	if a, b := norm(closed, closedURL), norm(deny, deniedURL); a != b {
+		t.Fatalf("closed port: %q; denied address: %q", a, b)
+	}
+	for _, word := range []string{"loopback", "apiserver", "metadata", "private", "destination"} {
+		if strings.Contains(deny.Message, word) {
+			t.Fatalf("the message says %q: %q", word, deny.Message)
+		}
 	}
 }

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
-
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"net"
 
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/snapshot"
 )
@@ -18,15 +17,10 @@ import (
 type Freezer struct {
 	// Client negotiates and remembers eras; share one per manager.
 	Client *mcpclient.Client
-	// Secrets reads credential Secrets by name (uncached reader).
-	Secrets client.Reader
-	// IP is the cluster's dial-time address policy (apiserver denied, cluster allow-list,
-	// loopback only in development). A deployment's allowCIDRs are added to its AllowCIDRs.
-	IP egress.IPPolicy
-	// ExchangeTimeout bounds each HTTP exchange (zero: egress default).
-	ExchangeTimeout time.Duration
-	// MaxResponseBytes bounds each response body (zero: egress default).
-	MaxResponseBytes int64
+	// Binder builds the egress port of each deployment's binding under the cluster's rules:
+	// credential opt-in, namespace egress ceiling, apiserver and Service CIDR deny list. Its
+	// Base holds the cluster IP policy, exchange deadline and response bound.
+	Binder *k8sbinding.Binder
 	// Limits are the MCP bounds (zero fields: mcpclient defaults).
 	Limits mcpclient.Limits
 }
@@ -36,18 +30,9 @@ var _ controllers.Freezer = (*Freezer)(nil)
 // Freeze connects to req.URL through a fresh egress port bound to that endpoint, negotiates and
 // lists every tool within bounds.
 func (f *Freezer) Freeze(ctx context.Context, req controllers.FreezeRequest) (*snapshot.ToolSnapshot, error) {
-	b := egress.Binding{URL: req.URL, AllowCIDRs: req.AllowCIDRs}
-	if req.Credential != nil {
-		b.Credential = &egress.CredentialRef{Name: req.Credential.Name, Key: req.Credential.Key}
-		b.Secrets = egress.NewKubernetesSecretStore(f.Secrets, req.Namespace)
-	}
-	tr, err := egress.NewBindingTransport(egress.Policy{IP: f.IP, Timeout: f.ExchangeTimeout, MaxResponseBytes: f.MaxResponseBytes}, b)
+	tr, err := f.Binder.Transport(ctx, BindingRequest(req))
 	if err != nil {
-		msg := "the endpoint is not acceptable to the egress policy: " + refusal(err)
-		if errors.Is(err, egress.ErrInvalidPolicy) {
-			msg = "the endpoint binding is not a valid egress policy (check mcpConnection.egress.allowCIDRs)"
-		}
-		return nil, &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonEndpointRefused, Err: err, Message: msg}
+		return nil, BindingError(err)
 	}
 	defer tr.CloseIdleConnections()
 	cfg := mcpclient.ServerConfig{HTTP: &mcpclient.HTTPServer{URL: req.URL, HTTPClient: tr.HTTPClient()}, Limits: f.Limits}
@@ -67,21 +52,39 @@ func (f *Freezer) Freeze(ctx context.Context, req controllers.FreezeRequest) (*s
 	return snap, nil
 }
 
+// BindingRequest is the k8sbinding request of a freeze.
+func BindingRequest(req controllers.FreezeRequest) k8sbinding.Request {
+	b := k8sbinding.Request{Namespace: req.Namespace, URL: req.URL, AllowCIDRs: req.AllowCIDRs}
+	if req.Credential != nil {
+		b.Credential = &egress.CredentialRef{Name: req.Credential.Name, Key: req.Credential.Key}
+	}
+	return b
+}
+
+// BindingError maps a refusal of the binding (see controllers.BindingStageError) onto a
+// SnapshotFrozen stage outcome. Nothing has been dialed when it is called.
+func BindingError(err error) *controllers.StageError {
+	return controllers.BindingStageError(controllers.TypeSnapshotFrozen, err)
+}
+
 // classify maps a freeze error onto a stage outcome: named refusals of egress, mcpclient and
 // snapshot need a human (FreezeRefused); a missing credential and transport failures are retried.
 func classify(err error, where string) error {
-	var cred *egress.CredentialError
-	var dest *egress.DestinationError
 	switch {
-	case errors.As(err, &dest) && dest.Reason == "resolve":
-		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonServerUnreachable, Transient: true, Err: err,
-			Message: fmt.Sprintf("the host of %s does not resolve; retrying", where)}
-	case errors.As(err, &cred):
-		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonCredentialNotFound, Transient: true, Err: err,
-			Message: fmt.Sprintf("the credential for %s is unavailable", where)}
+	case errors.Is(err, k8sbinding.ErrCredentialRefused), errors.Is(err, egress.ErrCredentialUnavailable):
+		return BindingError(err)
+	case errors.Is(err, egress.ErrDestinationRefused):
+		// A destination refused at dial time (a name resolving into a denied or unallowed
+		// range, or not resolving) reads exactly like a closed port: status is no port scanner.
+		return unreachable(err, where)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, egress.ErrDeadlineExceeded),
-		errors.Is(err, mcpclient.ErrCallTimeout), errors.Is(err, mcpclient.ErrProbeTimeout),
-		errors.Is(err, mcpclient.ErrConnectionClosed), errors.Is(err, mcpclient.ErrHTTPStatus):
+		errors.Is(err, mcpclient.ErrCallTimeout), errors.Is(err, mcpclient.ErrProbeTimeout):
+		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonServerUnreachable, Transient: true, Err: err,
+			Message: fmt.Sprintf("%s did not answer the tool listing (%s); retrying", where, refusal(err))}
+	case errors.Is(err, mcpclient.ErrConnectionClosed), errors.Is(err, mcpclient.ErrHTTPStatus):
+		if isDialFailure(err) {
+			return unreachable(err, where)
+		}
 		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonServerUnreachable, Transient: true, Err: err,
 			Message: fmt.Sprintf("%s did not answer the tool listing (%s); retrying", where, refusal(err))}
 	}
@@ -90,8 +93,20 @@ func classify(err error, where string) error {
 		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonFreezeRefused, Err: err,
 			Message: fmt.Sprintf("the live tool listing of %s was refused: %s", where, refusal(err))}
 	}
+	return unreachable(err, where)
+}
+
+// unreachable is the one outcome of every failure to open a connection: refused by the IP
+// policy, not resolving, closed, filtered or absent.
+func unreachable(err error, where string) *controllers.StageError {
 	return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonServerUnreachable, Transient: true, Err: err,
 		Message: fmt.Sprintf("%s could not be reached; retrying", where)}
+}
+
+// isDialFailure reports whether err records a failed connection attempt (no byte exchanged).
+func isDialFailure(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // refusal returns the stable refusal name of err (with the document path for ocipack

@@ -2,20 +2,24 @@ package adapters
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/ocipack"
 )
 
-// PackVerifier pulls profile packs by digest and verifies them with ocipack.
+// PackVerifier pulls profile packs by digest and verifies them with ocipack under the cluster's
+// trust model: the pack must satisfy one trust source that applies to the profile's namespace
+// (Platform, or an McpTrustPolicy selecting it) entirely, signer and provenance from the same
+// source, and then the profile's own spec.source.oci.verify, which can only add requirements.
 type PackVerifier struct {
 	// Verifier is the shared verifier (trusted root, (digest, policy) cache) over the
 	// registry client used for anonymous pulls.
@@ -28,17 +32,19 @@ type PackVerifier struct {
 	Registry ocipack.Client
 	// Secrets reads pull secrets and public-key Secrets by name (uncached reader).
 	Secrets client.Reader
-	// DefaultKeyless is the cluster's default signer identity, used when a profile names none.
-	DefaultKeyless *v1.KeylessIdentity
-	// DefaultPublicKeyPEM is the cluster's default signing public key, used when a profile
-	// names no identity and DefaultKeyless is nil.
-	DefaultPublicKeyPEM []byte
-	// DefaultProvenance is the cluster's default merge-verification policy, used when a
-	// profile names none.
-	DefaultProvenance *v1.ProvenancePolicy
-	// RequireProvenance refuses a policy without a provenance (merge verification) part; when
-	// false such a policy is verified on its signature alone.
-	RequireProvenance bool
+	// Trust lists McpTrustPolicies and reads Namespaces (for namespaceSelector). Nil means no
+	// McpTrustPolicy is consulted: only Platform applies.
+	Trust client.Reader
+	// Platform is the manager's own trust source (its --default-* flags); nil when the manager
+	// trusts no signer itself.
+	Platform *TrustSource
+	// SkipProvenanceUnsafe accepts a trusted signer's pack on its signature alone when its
+	// source lists no provenance rule (--skip-provenance-unsafe): the merge verification is
+	// waived.
+	SkipProvenanceUnsafe bool
+	// Waived lists the checks this manager waives (WaivedProvenance, WaivedKeylessTlog); it is
+	// copied into status.verified.waivedChecks of every pack verified.
+	Waived []string
 }
 
 var _ controllers.SourceVerifier = (*PackVerifier)(nil)
@@ -50,17 +56,32 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 	if err != nil {
 		return nil, stage(controllers.ReasonPackInvalid, err, "the pack reference is refused: %s", refusal(err))
 	}
-	api, pem, err := v.effectivePolicy(ctx, req.Namespace, req.Policy)
+	sources, _, err := v.trustSources(ctx, req.Namespace)
 	if err != nil {
-		return nil, err
+		return nil, &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: controllers.ReasonVerificationFailed, Transient: true, Err: err,
+			Message: "the cluster trust policies could not be read; retrying"}
 	}
-	pol, err := ocipack.PolicyFromAPI(api, pem)
-	if err != nil && api.Provenance == nil && !v.RequireProvenance {
-		pol.SkipProvenanceUnsafe = true
-		err = pol.Validate()
+	pols, cands := Candidates(sources, v.SkipProvenanceUnsafe)
+	if len(pols) == 0 {
+		return nil, stage(controllers.ReasonUntrustedSigner, ErrNoTrustSource,
+			"refused (%s): no trust source with a signer and a provenance rule applies to this namespace; a cluster administrator grants one with an McpTrustPolicy", RefusalNoTrustSource)
 	}
-	if err != nil {
-		return nil, stage(controllers.ReasonVerificationFailed, err, "the verification policy is refused: %s", refusal(err))
+	// The profile's own policy is checked after a trust source is satisfied; read its key first
+	// so that a missing Secret is reported as such.
+	var ownKey crypto.PublicKey
+	if req.Policy != nil && req.Policy.PublicKey != nil {
+		pem, err := v.secretKey(ctx, req.Namespace, req.Policy.PublicKey.Name, req.Policy.PublicKey.Key)
+		if err != nil {
+			return nil, err
+		}
+		if ownKey, err = ocipack.ParsePublicKey(pem); err != nil {
+			return nil, stage(controllers.ReasonVerificationFailed, err, "the profile's verify policy is refused: %s", refusal(err))
+		}
+	}
+	if req.Policy != nil && req.Policy.Keyless != nil && req.Policy.Keyless.SubjectRegExp != "" {
+		if err := ocipack.CheckSubjectRegExp(req.Policy.Keyless.SubjectRegExp); err != nil {
+			return nil, stage(controllers.ReasonVerificationFailed, err, "the profile's verify policy is refused: %s", refusal(err))
+		}
 	}
 	verifier := v.Verifier
 	if req.PullSecret != nil {
@@ -79,7 +100,21 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 		c.Credentials = creds
 		verifier = v.NewVerifier(&c)
 	}
-	res, pack, err := verifier.VerifyAndPull(ctx, ref, pol)
+	i, res, err := verifier.VerifyAny(ctx, ref, pols)
+	if err != nil {
+		return nil, classifyPack(err)
+	}
+	if extra := ProfilePolicy(req.Policy, ownKey, pols[i]); extra != nil {
+		if _, err := verifier.Verify(ctx, ref, *extra); err != nil {
+			serr := classifyPack(err)
+			var se *controllers.StageError
+			if errors.As(serr, &se) && !se.Transient {
+				se.Message = fmt.Sprintf("the pack satisfies the cluster trust but not the profile's own verify policy (%s/%s)", RefusalProfilePolicy, refusal(err))
+			}
+			return nil, serr
+		}
+	}
+	pack, err := verifier.Pull(ctx, ref)
 	if err != nil {
 		return nil, classifyPack(err)
 	}
@@ -92,34 +127,10 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 	if err != nil {
 		return nil, stage(controllers.ReasonPackInvalid, err, "the profile document does not encode: %s", refusal(err))
 	}
-	return &controllers.VerifiedSource{Document: doc, PackDigest: ref.Digest, ProfileDigest: pd, Provenance: res.VerifiedProvenance()}, nil
-}
-
-// effectivePolicy merges the profile's policy with the cluster defaults: a missing identity or
-// provenance part is taken from the defaults. It returns the public key PEM when the identity is
-// a key (the profile's Secret in its own namespace, or the cluster default key).
-func (v *PackVerifier) effectivePolicy(ctx context.Context, ns string, p *v1.VerifyPolicy) (*v1.VerifyPolicy, []byte, error) {
-	out := &v1.VerifyPolicy{}
-	if p != nil {
-		out = p.DeepCopy()
-	}
-	if out.Provenance == nil && v.DefaultProvenance != nil {
-		out.Provenance = v.DefaultProvenance.DeepCopy()
-	}
-	switch {
-	case out.PublicKey != nil:
-		pem, err := v.secretKey(ctx, ns, out.PublicKey.Name, out.PublicKey.Key)
-		return out, pem, err
-	case out.Keyless != nil:
-		return out, nil, nil
-	case v.DefaultKeyless != nil:
-		out.Keyless = v.DefaultKeyless.DeepCopy()
-		return out, nil, nil
-	case len(v.DefaultPublicKeyPEM) > 0:
-		out.PublicKey = &v1.SecretKeyReference{Name: "cluster-default", Key: "cosign.pub"}
-		return out, v.DefaultPublicKeyPEM, nil
-	}
-	return nil, nil, stage(controllers.ReasonVerificationFailed, nil, "no identity policy: set spec.source.oci.verify or the cluster default identity")
+	prov := res.VerifiedProvenance()
+	prov.TrustSource, prov.Signer = cands[i].Source, cands[i].Signer
+	prov.WaivedChecks = slices.Clone(v.Waived)
+	return &controllers.VerifiedSource{Document: doc, PackDigest: ref.Digest, ProfileDigest: pd, Provenance: prov}, nil
 }
 
 func (v *PackVerifier) secretKey(ctx context.Context, ns, name, key string) ([]byte, error) {
@@ -151,7 +162,8 @@ func classifyPack(err error) error {
 	case errors.Is(err, ocipack.ErrUntrustedSignature), errors.Is(err, ocipack.ErrWrongIdentity), errors.Is(err, ocipack.ErrWrongIssuer),
 		errors.Is(err, ocipack.ErrWrongSubjectDigest), errors.Is(err, ocipack.ErrWrongPredicateType), errors.Is(err, ocipack.ErrWrongBuilder),
 		errors.Is(err, ocipack.ErrWrongSourceRepository), errors.Is(err, ocipack.ErrWrongSourceRef), errors.Is(err, ocipack.ErrInvalidPolicy),
-		errors.Is(err, ocipack.ErrInvalidKey):
+		errors.Is(err, ocipack.ErrInvalidKey), errors.Is(err, ocipack.ErrUnanchoredSubjectRegExp), errors.Is(err, ocipack.ErrAmbiguousSource),
+		errors.Is(err, ocipack.ErrCertificateSource), errors.Is(err, ocipack.ErrPredicateDisagreesWithCertificate), errors.Is(err, ocipack.ErrMissingTransparency):
 		return stage(controllers.ReasonVerificationFailed, err, "the pack does not satisfy the provenance policy: %s", refusal(err))
 	}
 	var named interface{ Refusal() string }

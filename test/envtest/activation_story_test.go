@@ -52,7 +52,7 @@ func TestStoryReviewedProfileActivatesThenDriftIsRefused(t *testing.T) {
 	sd = waitObj(t, sd, storyTimeout, "deployment Ready", isReady[*apiv1.ServiceDeployment])
 	st := sd.Status
 	if st.ActiveSnapshotDigest != doc.Snapshot.Digest || st.ProfileDigest != prof.Status.ProfileDigest ||
-		int(st.ExposedOperations) != len(doc.Operations) || st.LastFrozenTime == nil || !strings.HasPrefix(st.CredentialHash, "sha256:") {
+		int(st.ExposedOperations) != len(doc.Operations) || st.LastFrozenTime == nil || !strings.HasPrefix(st.CredentialHash, "hmac:") {
 		t.Fatalf("deployment status = %+v", st)
 	}
 	for _, typ := range []string{controllers.TypeProfileVerified, controllers.TypeBound, controllers.TypeSnapshotFrozen, controllers.TypeSnapshotMatched} {

@@ -58,11 +58,11 @@ func (o *operator) reconciles(key string) int {
 	return o.gets[key]
 }
 
-// devOptions are the options of a development cluster: inline profiles allowed, loopback
-// servers reachable, fast retries.
+// devOptions are the options of a development cluster: inline profiles allowed (the unsafe
+// provenance waiver), loopback servers reachable, fast retries.
 func devOptions() app.Options {
 	o := app.DefaultOptions()
-	o.RequireProvenance = false
+	o.SkipProvenanceUnsafe = true
 	o.AllowLoopbackUnsafe = true
 	o.RetryInterval = 300 * time.Millisecond
 	o.FreezeTimeout = 10 * time.Second
@@ -82,6 +82,16 @@ func startOperator(t testing.TB, ns string, o app.Options) *operator {
 // startOperatorAs is startOperator with the manager authenticating with restCfg.
 func startOperatorAs(t testing.TB, restCfg *rest.Config, ns string, o app.Options) *operator {
 	t.Helper()
+	return startOperatorIn(t, restCfg, []string{ns}, o)
+}
+
+// startOperatorIn is startOperatorAs for a manager watching several namespaces.
+func startOperatorIn(t testing.TB, restCfg *rest.Config, namespaces []string, o app.Options) *operator {
+	t.Helper()
+	watched := map[string]cache.Config{}
+	for _, ns := range namespaces {
+		watched[ns] = cache.Config{}
+	}
 	op := &operator{gets: map[string]int{}}
 	count := func() { op.writes.Add(1) }
 	newClient := func(c *rest.Config, opts client.Options) (client.Client, error) {
@@ -105,7 +115,7 @@ func startOperatorAs(t testing.TB, restCfg *rest.Config, ns string, o app.Option
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
-		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Cache:                   cache.Options{DefaultNamespaces: watched, ByObject: app.CacheByObject()},
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		NewClient:               newClient,
 		GracefulShutdownTimeout: &shutdown,
@@ -344,8 +354,13 @@ func waitEvent(t testing.TB, ns, name, want string) {
 	}
 }
 
+// newSecret is a credential Secret that opts in (connectors.b10x.io/credential=true) for the
+// story servers' host, 127.0.0.1 on any port.
 func newSecret(ns, name, key, value string) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{key: []byte(value)}}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Labels:      map[string]string{apiv1.CredentialLabel: "true"},
+		Annotations: map[string]string{apiv1.CredentialAllowedHostsAnnotation: "127.0.0.1"}},
+		Data: map[string][]byte{key: []byte(value)}}
 }
 
 // mutate re-reads obj and applies fn, retrying on update conflicts (the manager writes status).

@@ -11,6 +11,8 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/cmd/manager/app"
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/ocipack"
@@ -32,14 +35,24 @@ const (
 	packRevision = "4f2a9c1e0b7d"
 )
 
-// packWorld is a registry, a signing key (its public half in a Secret of ns) and a reviewed
-// profile of a live server.
+// packWorld is a registry, the platform's signing key (its public half in a file for the
+// manager's --default-public-key and in a Secret of ns) and a reviewed profile of a live server.
 type packWorld struct {
-	reg    *ocitest.Registry
-	client *ocipack.Client
-	signer *ocipack.Signer
-	doc    *apiv1.ProfileDocument
-	url    string
+	reg     *ocitest.Registry
+	client  *ocipack.Client
+	signer  *ocipack.Signer
+	doc     *apiv1.ProfileDocument
+	url     string
+	keyPath string
+}
+
+// trustPlatform makes w's key and the protected branch of packRepo the manager's platform trust
+// source (--default-public-key, --default-source-repository, --default-source-ref), with
+// provenance required.
+func (w *packWorld) trustPlatform(o *app.Options) {
+	o.SkipProvenanceUnsafe = false
+	o.DefaultPublicKeyPath = w.keyPath
+	o.DefaultSourceRepository, o.DefaultSourceRef = packRepo, packRef
 }
 
 func newPackWorld(t *testing.T, ns string) *packWorld {
@@ -65,11 +78,16 @@ func newPackWorldWithServer(t *testing.T, ns string) (*packWorld, *mcp.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCreate(t, newSecret(ns, "signing-key", "cosign.pub", string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))))
+	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	mustCreate(t, newSecret(ns, "signing-key", "cosign.pub", string(pubPEM)))
+	keyPath := filepath.Join(t.TempDir(), "platform.pub")
+	if err := os.WriteFile(keyPath, pubPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	srv, h := modernServer(mcptest.DefaultTools())
 	live := startSwitchable(t, h)
 	return &packWorld{reg: reg, client: &ocipack.Client{PlainHTTP: true}, signer: &ocipack.Signer{Keypair: kp},
-		doc: reviewedProfile(t, live.URL), url: live.URL}, srv
+		doc: reviewedProfile(t, live.URL), url: live.URL, keyPath: keyPath}, srv
 }
 
 // push pushes the reviewed profile as a pack and returns its digest reference.
@@ -109,10 +127,10 @@ func mainPolicy() *apiv1.ProvenancePolicy {
 // pack digest, signer and source revision; re-reading it makes no registry request.
 func TestStoryReviewedPackActivates(t *testing.T) {
 	ns := newNamespace(t, "story-pack")
-	o := devOptions()
-	o.RequireProvenance = true
-	op := startOperator(t, ns, o)
 	w := newPackWorld(t, ns)
+	o := devOptions()
+	w.trustPlatform(&o)
+	op := startOperator(t, ns, o)
 	ref := w.push(t, "team/demo")
 	w.sign(t, ref, packRef)
 	prof := packProfile(ns, "demo", ref, mainPolicy())
@@ -154,10 +172,10 @@ func TestStoryReviewedPackActivates(t *testing.T) {
 // Every positive case has a must-fail twin with its own reason.
 func TestStoryPackRefusals(t *testing.T) {
 	ns := newNamespace(t, "story-packno")
-	o := devOptions()
-	o.RequireProvenance = true
-	startOperator(t, ns, o)
 	w := newPackWorld(t, ns)
+	o := devOptions()
+	w.trustPlatform(&o)
+	startOperator(t, ns, o)
 
 	cases := []struct {
 		name    string
@@ -188,11 +206,11 @@ func TestStoryPackRefusals(t *testing.T) {
 			w.reg.Tamper(m.Layers[0].Digest.String(), []byte(strings.Replace(string(pack.Layers[0]), `"effect":"read"`, `"effect":"READ"`, 1)))
 			return packProfile(ns, "tampered", ref, mainPolicy())
 		}, controllers.ReasonPackInvalid, "blob_digest_mismatch"},
-		{"no provenance policy while provenance is required", func(t *testing.T) *apiv1.McpServiceProfile {
-			ref := w.push(t, "team/nopolicy")
+		{"the profile's own policy adds a requirement the pack does not meet", func(t *testing.T) *apiv1.McpServiceProfile {
+			ref := w.push(t, "team/ownpolicy")
 			w.sign(t, ref, packRef)
-			return packProfile(ns, "nopolicy", ref, nil)
-		}, controllers.ReasonVerificationFailed, "invalid_policy"},
+			return packProfile(ns, "ownpolicy", ref, &apiv1.ProvenancePolicy{SourceRepository: packRepo, SourceRef: "refs/heads/release"})
+		}, controllers.ReasonVerificationFailed, "profile_policy/wrong_source_ref"},
 		{"signature by another key", func(t *testing.T) *apiv1.McpServiceProfile {
 			ref := w.push(t, "team/otherkey")
 			priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -226,11 +244,11 @@ func TestStoryPackRefusals(t *testing.T) {
 // at it; the deployment re-activates on its own.
 func TestStoryNewPackDigestFixesDrift(t *testing.T) {
 	ns := newNamespace(t, "story-repack")
+	w, srv := newPackWorldWithServer(t, ns)
 	o := devOptions()
-	o.RequireProvenance = true
+	w.trustPlatform(&o)
 	o.ReverifyInterval, o.ReverifyJitter = time.Second, 0
 	startOperator(t, ns, o)
-	w, srv := newPackWorldWithServer(t, ns)
 	ref := w.push(t, "team/demo")
 	w.sign(t, ref, packRef)
 	prof := packProfile(ns, "demo", ref, mainPolicy())

@@ -278,7 +278,7 @@ func TestStoryDeletionWithHungServer(t *testing.T) {
 func TestStoryInlineRefusedWhenProvenanceRequired(t *testing.T) {
 	ns := newNamespace(t, "story-prov")
 	o := devOptions()
-	o.RequireProvenance = true
+	o.SkipProvenanceUnsafe = false
 	startOperator(t, ns, o)
 	_, h := modernServer(mcptest.DefaultTools())
 	live := startSwitchable(t, h)

@@ -5,6 +5,7 @@
 package app
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -13,34 +14,62 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/controllers/adapters"
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/ocipack"
 )
 
 // Options is the cluster policy and tuning of the manager.
 type Options struct {
-	// RequireProvenance refuses inline profiles and packs verified without a provenance
-	// (merge verification) policy. On by default.
+	// SkipProvenanceUnsafe (--skip-provenance-unsafe) accepts inline profiles, and packs of a
+	// trusted signer whose trust source lists no provenance rule on their signature alone: it
+	// waives the merge verification. Development clusters only.
+	SkipProvenanceUnsafe bool
+	// RequireProvenance is the Go spelling of the removed --require-provenance flag, kept only
+	// until its last caller (invocation/envtest) sets SkipProvenanceUnsafe: false is read as
+	// SkipProvenanceUnsafe (and listed as a waived check). New code must not use it.
 	RequireProvenance bool
+	// KeylessWithoutTlogUnsafe (--keyless-without-tlog-unsafe) accepts keyless packs that carry
+	// no transparency-log entry (a signed timestamp from the trusted root's TSA then suffices).
+	KeylessWithoutTlogUnsafe bool
+	// KeylessRequireSignedTimestamp (--keyless-require-signed-timestamp) also requires an
+	// RFC 3161 signed timestamp on keyless packs.
+	KeylessRequireSignedTimestamp bool
 	// TrustedRootPath is a sigstore trusted_root.json for keyless verification.
 	TrustedRootPath string
-	// DefaultIssuer, DefaultSubject and DefaultSubjectRegExp form the default keyless identity.
+	// TrustedRootTUFURL is a TUF repository serving trusted_root.json (e.g. a mirror of
+	// public-good Sigstore's); the trusted root is fetched at start through egress and refreshed
+	// every 24 hours. TrustedRootTUFRootPath is the TUF root.json it is anchored in (required).
+	TrustedRootTUFURL, TrustedRootTUFRootPath string
+	// DefaultIssuer, DefaultSubject and DefaultSubjectRegExp form the platform's keyless signer
+	// ("default-keyless" in the platform trust source).
 	DefaultIssuer, DefaultSubject, DefaultSubjectRegExp string
-	// DefaultPublicKeyPath is a PEM public key used when a profile names no identity.
+	// DefaultPublicKeyPath is a PEM public key: the platform's key signer ("default-key").
 	DefaultPublicKeyPath string
-	// DefaultBuilderID, DefaultSourceRepository and DefaultSourceRef form the default
-	// provenance policy.
+	// DefaultBuilderID, DefaultSourceRepository and DefaultSourceRef form the platform's
+	// provenance rule.
 	DefaultBuilderID, DefaultSourceRepository, DefaultSourceRef string
-	// EgressAllowCIDRs are private ranges every endpoint may resolve to.
+	// EgressAllowCIDRs are private ranges every endpoint may resolve to (and every namespace may
+	// request in allowCIDRs, beside its McpTrustPolicy ceilings).
 	EgressAllowCIDRs []string
+	// ServiceCIDRs are the cluster's Service ranges (both families), always denied in addition
+	// to those the ServiceCIDR API lists.
+	ServiceCIDRs []string
+	// CredentialHashKeyFile holds the operator's HMAC key for status.credentialHash (at least
+	// 32 bytes). Empty: a random key per process, so every deployment with a credential is
+	// re-frozen once after each restart.
+	CredentialHashKeyFile string
 	// AllowLoopbackUnsafe lets freezes and pack pulls reach loopback (plain HTTP included):
 	// development and tests only.
 	AllowLoopbackUnsafe bool
@@ -86,22 +115,31 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline of protocol era negotiation.")
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "Number of ServiceDeployments reconciled (and frozen) in parallel.")
 	fs.IntVar(&o.MaxTools, "max-tools", o.MaxTools, "Maximum number of tools in one live listing.")
+	fs.StringVar(&o.CredentialHashKeyFile, "credential-hash-key-file", o.CredentialHashKeyFile, "File holding the HMAC key (at least 32 bytes) of status.credentialHash; keep it stable across restarts (default: a random key per process).")
 }
 
 // BindVerifyFlags registers the cluster trust and egress policy flags: the part of the manager's
 // configuration that every component verifying packs or dialing endpoints (the manager and the
 // gateway) must share, so both verify and dial alike.
 func (o *Options) BindVerifyFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.RequireProvenance, "require-provenance", o.RequireProvenance, "Refuse inline profiles and packs without a provenance (source repository and ref) policy.")
+	fs.BoolVar(&o.SkipProvenanceUnsafe, "skip-provenance-unsafe", o.SkipProvenanceUnsafe, "Development only: accept inline profiles, and packs of a trusted signer whose trust source lists no provenance rule on their signature alone (waives merge verification).")
+	fs.Var(removedFlag("--require-provenance was removed: provenance is always required; --skip-provenance-unsafe waives it (development only)"), "require-provenance", "Removed: see --skip-provenance-unsafe.")
+	fs.Lookup("require-provenance").NoOptDefVal = "true"
+	_ = fs.MarkHidden("require-provenance")
+	fs.BoolVar(&o.KeylessWithoutTlogUnsafe, "keyless-without-tlog-unsafe", o.KeylessWithoutTlogUnsafe, "Accept keyless packs without a transparency-log entry (a signed timestamp from the trusted root's TSA then suffices).")
+	fs.BoolVar(&o.KeylessRequireSignedTimestamp, "keyless-require-signed-timestamp", o.KeylessRequireSignedTimestamp, "Also require an RFC 3161 signed timestamp on keyless packs.")
 	fs.StringVar(&o.TrustedRootPath, "trusted-root", o.TrustedRootPath, "Path of a sigstore trusted_root.json for keyless verification.")
-	fs.StringVar(&o.DefaultIssuer, "default-identity-issuer", o.DefaultIssuer, "Default keyless OIDC issuer for profiles that name no identity.")
-	fs.StringVar(&o.DefaultSubject, "default-identity-subject", o.DefaultSubject, "Default keyless certificate subject.")
-	fs.StringVar(&o.DefaultSubjectRegExp, "default-identity-subject-regexp", o.DefaultSubjectRegExp, "Default keyless certificate subject regular expression.")
-	fs.StringVar(&o.DefaultPublicKeyPath, "default-public-key", o.DefaultPublicKeyPath, "PEM public key used when a profile names no identity and no default keyless identity is set.")
-	fs.StringVar(&o.DefaultBuilderID, "default-builder-id", o.DefaultBuilderID, "Default SLSA builder.id a pack's provenance must name.")
-	fs.StringVar(&o.DefaultSourceRepository, "default-source-repository", o.DefaultSourceRepository, "Default source repository a pack's provenance must name.")
-	fs.StringVar(&o.DefaultSourceRef, "default-source-ref", o.DefaultSourceRef, "Default source ref (e.g. refs/heads/main) a pack's provenance must name.")
+	fs.StringVar(&o.TrustedRootTUFURL, "trusted-root-tuf-url", o.TrustedRootTUFURL, "TUF repository serving trusted_root.json, fetched through egress and refreshed daily (instead of --trusted-root).")
+	fs.StringVar(&o.TrustedRootTUFRootPath, "trusted-root-tuf-root", o.TrustedRootTUFRootPath, "TUF root.json that anchors --trusted-root-tuf-url.")
+	fs.StringVar(&o.DefaultIssuer, "default-identity-issuer", o.DefaultIssuer, "OIDC issuer of the platform's keyless signer (trusted in every namespace).")
+	fs.StringVar(&o.DefaultSubject, "default-identity-subject", o.DefaultSubject, "Exact certificate subject of the platform's keyless signer.")
+	fs.StringVar(&o.DefaultSubjectRegExp, "default-identity-subject-regexp", o.DefaultSubjectRegExp, "Anchored (^...$) certificate subject regular expression of the platform's keyless signer.")
+	fs.StringVar(&o.DefaultPublicKeyPath, "default-public-key", o.DefaultPublicKeyPath, "PEM public key of the platform's key signer (trusted in every namespace).")
+	fs.StringVar(&o.DefaultBuilderID, "default-builder-id", o.DefaultBuilderID, "SLSA builder.id the platform's provenance rule requires (optional).")
+	fs.StringVar(&o.DefaultSourceRepository, "default-source-repository", o.DefaultSourceRepository, "Source repository (primary source) the platform's provenance rule requires.")
+	fs.StringVar(&o.DefaultSourceRef, "default-source-ref", o.DefaultSourceRef, "Source ref (e.g. refs/heads/main) the platform's provenance rule requires.")
 	fs.StringSliceVar(&o.EgressAllowCIDRs, "egress-allow-cidr", o.EgressAllowCIDRs, "Private CIDR every MCP endpoint and registry may resolve to (repeatable).")
+	fs.StringSliceVar(&o.ServiceCIDRs, "service-cidr", o.ServiceCIDRs, "Service CIDR of the cluster, always denied as an MCP destination (repeatable; one per family). Those listed by the ServiceCIDR API are denied too.")
 	fs.BoolVar(&o.AllowLoopbackUnsafe, "allow-loopback-unsafe", o.AllowLoopbackUnsafe, "Development only: allow MCP servers and registries on loopback, over plain HTTP.")
 	fs.DurationVar(&o.ExchangeTimeout, "exchange-timeout", o.ExchangeTimeout, "Deadline of one outbound HTTP exchange.")
 	fs.Int64Var(&o.MaxResponseBytes, "max-response-bytes", o.MaxResponseBytes, "Maximum size of one outbound HTTP response body.")
@@ -116,8 +154,22 @@ func (o *Options) Validate() error {
 	if o.DefaultSubject != "" && o.DefaultSubjectRegExp != "" {
 		errs = append(errs, errors.New("set at most one of --default-identity-subject and --default-identity-subject-regexp"))
 	}
+	if o.DefaultIssuer != "" && o.DefaultSubject == "" && o.DefaultSubjectRegExp == "" {
+		errs = append(errs, errors.New("--default-identity-issuer needs --default-identity-subject or --default-identity-subject-regexp"))
+	}
+	if o.DefaultSubjectRegExp != "" {
+		if err := ocipack.CheckSubjectRegExp(o.DefaultSubjectRegExp); err != nil {
+			errs = append(errs, fmt.Errorf("--default-identity-subject-regexp: %w", err))
+		}
+	}
 	if (o.DefaultSourceRepository == "") != (o.DefaultSourceRef == "") {
 		errs = append(errs, errors.New("--default-source-repository and --default-source-ref go together"))
+	}
+	if o.TrustedRootPath != "" && o.TrustedRootTUFURL != "" {
+		errs = append(errs, errTrustedRootSources)
+	}
+	if (o.TrustedRootTUFURL == "") != (o.TrustedRootTUFRootPath == "") {
+		errs = append(errs, errors.New("--trusted-root-tuf-url and --trusted-root-tuf-root go together"))
 	}
 	if o.Concurrency < 1 {
 		errs = append(errs, errors.New("--concurrency must be at least 1"))
@@ -128,8 +180,34 @@ func (o *Options) Validate() error {
 	if _, err := egress.ParseCIDRs(o.EgressAllowCIDRs); err != nil {
 		errs = append(errs, fmt.Errorf("--egress-allow-cidr: %w", err))
 	}
+	if _, err := egress.ParseCIDRs(o.ServiceCIDRs); err != nil {
+		errs = append(errs, fmt.Errorf("--service-cidr: %w", err))
+	}
 	return errors.Join(errs...)
 }
+
+// skipProvenance is the effective provenance waiver (the deprecated RequireProvenance=false
+// included).
+func (o *Options) skipProvenance() bool { return o.SkipProvenanceUnsafe || !o.RequireProvenance }
+
+// WaivedChecks lists the checks o waives by an unsafe option, as shown in every verified
+// profile's status.verified.waivedChecks, with the flag that waives each.
+func (o *Options) WaivedChecks() (checks, flags []string) {
+	if o.skipProvenance() {
+		checks, flags = append(checks, adapters.WaivedProvenance), append(flags, "--skip-provenance-unsafe")
+	}
+	if o.KeylessWithoutTlogUnsafe {
+		checks, flags = append(checks, adapters.WaivedKeylessTlog), append(flags, "--keyless-without-tlog-unsafe")
+	}
+	return checks, flags
+}
+
+// removedFlag is a flag that was removed: setting it fails with a message naming its successor.
+type removedFlag string
+
+func (r removedFlag) String() string   { return "" }
+func (r removedFlag) Set(string) error { return errors.New(string(r)) }
+func (r removedFlag) Type() string     { return "bool" }
 
 // Wired is what Setup registered, for tests.
 type Wired struct {
@@ -138,6 +216,37 @@ type Wired struct {
 	Deployments *controllers.DeploymentReconciler
 	// Metrics are the registered metrics.
 	Metrics *controllers.Metrics
+	// Binder is the shared endpoint-binding construction (freeze and credential reads).
+	Binder *k8sbinding.Binder
+	// EphemeralCredentialHashKey is true when no --credential-hash-key-file was given and a
+	// random key is in use.
+	EphemeralCredentialHashKey bool
+}
+
+// CacheByObject is the manager cache's per-type configuration: the Secret informer sees only
+// Secrets labelled connectors.b10x.io/credential=true. Pass it as cache.Options.ByObject.
+func CacheByObject() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{&corev1.Secret{}: k8sbinding.CredentialCacheSelector()}
+}
+
+// LoadCredentialHashKey reads the HMAC key of status.credentialHash from path; an empty path
+// gives a fresh random key (ephemeral true).
+func LoadCredentialHashKey(path string) (key []byte, ephemeral bool, err error) {
+	if path == "" {
+		key = make([]byte, controllers.CredentialHashKeyMinBytes)
+		if _, err := rand.Read(key); err != nil {
+			return nil, false, err
+		}
+		return key, true, nil
+	}
+	key, err = os.ReadFile(path) //nolint:gosec // an operator-given path
+	if err != nil {
+		return nil, false, fmt.Errorf("--credential-hash-key-file: %w", err)
+	}
+	if len(key) < controllers.CredentialHashKeyMinBytes {
+		return nil, false, fmt.Errorf("--credential-hash-key-file: the key has %d bytes, at least %d are required", len(key), controllers.CredentialHashKeyMinBytes)
+	}
+	return key, false, nil
 }
 
 // Setup builds the adapters from o and registers both reconcilers with mgr. Metrics are
@@ -151,6 +260,10 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	if err != nil {
 		return nil, err
 	}
+	checks, flags := o.WaivedChecks()
+	for i := range checks {
+		ctrl.Log.WithName("setup").Info("Warning: a verification check is waived by an unsafe flag", "check", checks[i], "flag", flags[i])
+	}
 	m := controllers.NewMetrics()
 	if registerMetrics {
 		if err := m.Register(metrics.Registry); err != nil {
@@ -161,15 +274,26 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	if err != nil {
 		return nil, err
 	}
-	freezer := &adapters.Freezer{
-		Client:           mcpclient.NewClient(&mcpclient.Options{Name: "connector-mcp-manager"}),
-		Secrets:          mgr.GetAPIReader(),
-		IP:               ip,
-		ExchangeTimeout:  o.ExchangeTimeout,
-		MaxResponseBytes: o.MaxResponseBytes,
-		Limits:           mcpclient.Limits{ProbeTimeout: o.ProbeTimeout, CallTimeout: o.FreezeTimeout, MaxTools: o.MaxTools},
+	key, ephemeral, err := LoadCredentialHashKey(o.CredentialHashKeyFile)
+	if err != nil {
+		return nil, err
 	}
-	w := &Wired{Metrics: m}
+	serviceCIDRs, err := egress.ParseCIDRs(o.ServiceCIDRs)
+	if err != nil {
+		return nil, err
+	}
+	binder := &k8sbinding.Binder{
+		Base:     egress.Policy{IP: ip, Timeout: o.ExchangeTimeout, MaxResponseBytes: o.MaxResponseBytes},
+		Secrets:  mgr.GetClient(),
+		Ceilings: &k8sbinding.TrustPolicyCeilings{Reader: mgr.GetClient()},
+		Deny:     &k8sbinding.APIServerDeny{Reader: mgr.GetAPIReader(), Static: serviceCIDRs},
+	}
+	freezer := &adapters.Freezer{
+		Client: mcpclient.NewClient(&mcpclient.Options{Name: "connector-mcp-manager"}),
+		Binder: binder,
+		Limits: mcpclient.Limits{ProbeTimeout: o.ProbeTimeout, CallTimeout: o.FreezeTimeout, MaxTools: o.MaxTools},
+	}
+	w := &Wired{Metrics: m, Binder: binder, EphemeralCredentialHashKey: ephemeral}
 	w.Profiles = &controllers.ProfileReconciler{
 		Client: mgr.GetClient(), Events: mgr.GetEventRecorder("connector-mcp"), Resolver: resolver,
 		RetryInterval: o.RetryInterval, Metrics: m,
@@ -178,7 +302,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		return nil, err
 	}
 	w.Deployments = &controllers.DeploymentReconciler{
-		Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder("connector-mcp"),
+		Client: mgr.GetClient(), SecretReader: mgr.GetClient(), Binder: binder, CredentialHashKey: key, Events: mgr.GetEventRecorder("connector-mcp"),
 		Resolver: resolver, Freezer: freezer, ReverifyInterval: o.ReverifyInterval, ReverifyJitter: o.ReverifyJitter,
 		FreezeTimeout: o.FreezeTimeout, RetryInterval: o.RetryInterval, Metrics: m, MaxConcurrentReconciles: o.Concurrency,
 	}
@@ -207,8 +331,12 @@ func newResolver(mgr ctrl.Manager, o Options, ip egress.IPPolicy, m *controllers
 	if err != nil {
 		return nil, err
 	}
-	return &controllers.Resolver{Verifier: verifier, RequireProvenance: o.RequireProvenance, Metrics: m}, nil
+	return &controllers.Resolver{Verifier: verifier, RequireProvenance: !o.skipProvenance(), Metrics: m}, nil
 }
+
+// IPPolicy returns the dial-time address policy of o for the cluster of cfg, the one the
+// manager's live freezes use: the gateway dials upstream servers with it.
+func IPPolicy(cfg *rest.Config, o Options) (egress.IPPolicy, error) { return ipPolicy(cfg, o) }
 
 // ipPolicy is the cluster's dial-time policy: the apiserver is always denied, private ranges
 // only through the allow-list, loopback only in development.
@@ -236,36 +364,63 @@ func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy) (*adapters.Pa
 	if err != nil {
 		return nil, err
 	}
-	trusted, err := loadTrustedRoot(o.TrustedRootPath)
+	trusted, err := loadTrustedRoot(o, hc)
 	if err != nil {
 		return nil, err
 	}
 	reg := ocipack.Client{HTTPClient: hc, PlainHTTP: o.AllowLoopbackUnsafe}
+	opts := []ocipack.VerifierOption{ocipack.WithStrictKeyless()}
+	if !o.KeylessWithoutTlogUnsafe {
+		opts = append(opts, ocipack.WithKeylessTransparencyLog(1))
+	}
+	if o.KeylessRequireSignedTimestamp {
+		opts = append(opts, ocipack.WithKeylessSignedTimestamps(1))
+	}
+	waived, _ := o.WaivedChecks()
 	v := &adapters.PackVerifier{
-		Registry:          reg,
-		Secrets:           mgr.GetAPIReader(),
-		RequireProvenance: o.RequireProvenance,
+		Registry:             reg,
+		Secrets:              mgr.GetAPIReader(),
+		Trust:                mgr.GetClient(),
+		SkipProvenanceUnsafe: o.skipProvenance(),
+		Waived:               waived,
 		NewVerifier: func(c *ocipack.Client) *ocipack.Verifier {
-			return ocipack.NewVerifier(c, trusted, ocipack.WithCacheSize(0))
+			return ocipack.NewVerifier(c, trusted, append(opts, ocipack.WithCacheSize(0))...)
 		},
 	}
 	shared := reg
-	v.Verifier = ocipack.NewVerifier(&shared, trusted)
+	v.Verifier = ocipack.NewVerifier(&shared, trusted, opts...)
+	platform, err := o.platformSource()
+	if err != nil {
+		return nil, err
+	}
+	v.Platform = platform
+	return v, nil
+}
+
+// platformSource is the manager's own trust source from its --default-* flags, or nil when they
+// name no signer.
+func (o *Options) platformSource() (*adapters.TrustSource, error) {
+	src := &adapters.TrustSource{Name: adapters.TrustSourcePlatform}
 	if o.DefaultIssuer != "" {
-		v.DefaultKeyless = &v1.KeylessIdentity{Issuer: o.DefaultIssuer, Subject: o.DefaultSubject, SubjectRegExp: o.DefaultSubjectRegExp}
+		src.Signers = append(src.Signers, adapters.TrustSigner{Name: "default-keyless",
+			Keyless: &v1.KeylessIdentity{Issuer: o.DefaultIssuer, Subject: o.DefaultSubject, SubjectRegExp: o.DefaultSubjectRegExp}})
 	}
 	if o.DefaultPublicKeyPath != "" {
 		pem, err := os.ReadFile(o.DefaultPublicKeyPath)
 		if err != nil {
 			return nil, fmt.Errorf("--default-public-key: %w", err)
 		}
-		if _, err := ocipack.ParsePublicKey(pem); err != nil {
+		k, err := ocipack.ParsePublicKey(pem)
+		if err != nil {
 			return nil, fmt.Errorf("--default-public-key: %w", err)
 		}
-		v.DefaultPublicKeyPEM = pem
+		src.Signers = append(src.Signers, adapters.TrustSigner{Name: "default-key", PublicKey: k})
 	}
 	if o.DefaultSourceRepository != "" {
-		v.DefaultProvenance = &v1.ProvenancePolicy{BuilderID: o.DefaultBuilderID, SourceRepository: o.DefaultSourceRepository, SourceRef: o.DefaultSourceRef}
+		src.Provenance = []v1.ProvenancePolicy{{BuilderID: o.DefaultBuilderID, SourceRepository: o.DefaultSourceRepository, SourceRef: o.DefaultSourceRef}}
 	}
-	return v, nil
+	if len(src.Signers) == 0 {
+		return nil, nil
+	}
+	return src, nil
 }

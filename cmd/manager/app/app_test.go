@@ -1,7 +1,10 @@
 package app
 
 import (
+	"io"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,14 +21,36 @@ func TestFlagsDefaultToProduction(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if !o.RequireProvenance || o.AllowLoopbackUnsafe || o.ReverifyInterval <= 0 {
+	if o.skipProvenance() || o.KeylessWithoutTlogUnsafe || o.AllowLoopbackUnsafe || o.ReverifyInterval <= 0 {
 		t.Fatalf("defaults are not the production policy: %+v", o)
 	}
-	if err := fs.Parse([]string{"--require-provenance=false", "--allow-loopback-unsafe", "--egress-allow-cidr=10.96.0.0/12", "--egress-allow-cidr=10.244.0.0/16"}); err != nil {
+	if checks, _ := o.WaivedChecks(); len(checks) != 0 {
+		t.Fatalf("production defaults waive %v", checks)
+	}
+	if err := fs.Parse([]string{"--skip-provenance-unsafe", "--keyless-without-tlog-unsafe", "--allow-loopback-unsafe", "--egress-allow-cidr=10.96.0.0/12", "--egress-allow-cidr=10.244.0.0/16"}); err != nil {
 		t.Fatal(err)
 	}
-	if o.RequireProvenance || !o.AllowLoopbackUnsafe || len(o.EgressAllowCIDRs) != 2 {
+	if !o.skipProvenance() || !o.KeylessWithoutTlogUnsafe || !o.AllowLoopbackUnsafe || len(o.EgressAllowCIDRs) != 2 {
 		t.Fatalf("flags not applied: %+v", o)
+	}
+	checks, flags := o.WaivedChecks()
+	if strings.Join(checks, ",") != "provenance,keyless_tlog" || strings.Join(flags, ",") != "--skip-provenance-unsafe,--keyless-without-tlog-unsafe" {
+		t.Fatalf("waived %v by %v", checks, flags)
+	}
+}
+
+// TestRemovedRequireProvenanceFlag: the old flag, in any spelling, is refused with a message
+// that names its unsafe successor.
+func TestRemovedRequireProvenanceFlag(t *testing.T) {
+	for _, arg := range []string{"--require-provenance=false", "--require-provenance=true", "--require-provenance"} {
+		o := DefaultOptions()
+		fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.BindFlags(fs)
+		err := fs.Parse([]string{arg})
+		if err == nil || !strings.Contains(err.Error(), "--skip-provenance-unsafe") {
+			t.Fatalf("%s: %v", arg, err)
+		}
 	}
 }
 
@@ -43,6 +68,14 @@ func TestValidate(t *testing.T) {
 		{"repository without ref", func(o *Options) { o.DefaultSourceRepository = "git+https://x" }, "go together"},
 		{"jitter out of range", func(o *Options) { o.ReverifyJitter = 2 }, "jitter"},
 		{"bad CIDR", func(o *Options) { o.EgressAllowCIDRs = []string{"not-a-cidr"} }, "--egress-allow-cidr"},
+		{"bad Service CIDR", func(o *Options) { o.ServiceCIDRs = []string{"10.96.0.0/99"} }, "--service-cidr"},
+		{"unanchored default subject regexp", func(o *Options) {
+			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/"
+		}, "unanchored_subject_regexp"},
+		{"anchored default subject regexp", func(o *Options) {
+			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/.*$"
+		}, ""},
+		{"issuer without subject", func(o *Options) { o.DefaultIssuer = "https://i" }, "needs --default-identity-subject"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,5 +125,38 @@ func TestIPPolicy(t *testing.T) {
 	}
 	if err := p.Check(netip.MustParseAddrPort("169.254.169.254:80")); err == nil {
 		t.Fatal("the metadata address was reachable")
+	}
+}
+
+// The credential hash key: a file of at least 32 bytes gives the same key on every load (stable
+// across restarts); a short file is refused by name; no file gives a random key, flagged.
+func TestLoadCredentialHashKey(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "key")
+	if err := os.WriteFile(good, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k1, eph, err := LoadCredentialHashKey(good)
+	if err != nil || eph {
+		t.Fatalf("key file: %v ephemeral=%v", err, eph)
+	}
+	k2, _, _ := LoadCredentialHashKey(good)
+	if string(k1) != string(k2) {
+		t.Fatal("the same file gave another key")
+	}
+	short := filepath.Join(dir, "short")
+	if err := os.WriteFile(short, []byte("too-short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadCredentialHashKey(short); err == nil || !strings.Contains(err.Error(), "at least 32") {
+		t.Fatalf("short key: %v", err)
+	}
+	if _, _, err := LoadCredentialHashKey(filepath.Join(dir, "absent")); err == nil || !strings.Contains(err.Error(), "--credential-hash-key-file") {
+		t.Fatalf("absent key file: %v", err)
+	}
+	r1, eph1, err := LoadCredentialHashKey("")
+	r2, _, _ := LoadCredentialHashKey("")
+	if err != nil || !eph1 || len(r1) < 32 || string(r1) == string(r2) {
+		t.Fatalf("random key: %v ephemeral=%v", err, eph1)
 	}
 }

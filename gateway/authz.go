@@ -1,0 +1,121 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"sort"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
+
+	"github.com/b10x/connector-mcp/invocation"
+)
+
+// DefaultAuthzCacheTTL is the default CachingAuthorizer.TTL: revoking a RoleBinding takes effect
+// within it.
+const DefaultAuthzCacheTTL = 10 * time.Second
+
+// maxAuthzCacheEntries bounds the decision cache.
+const maxAuthzCacheEntries = 65536
+
+// CachingAuthorizer caches the decisions of Next (the SubjectAccessReviewer) per caller identity
+// (user, UID, groups, extra) and target for at most TTL. Both allow and deny are cached, so a
+// granted or revoked RoleBinding takes effect within TTL; errors are never cached. It is safe for
+// concurrent use.
+type CachingAuthorizer struct {
+	// Next decides on a cache miss.
+	Next invocation.Authorizer
+	// TTL bounds a decision's life (zero: DefaultAuthzCacheTTL; negative: no caching).
+	TTL time.Duration
+	// Clock is the time source (nil: the real clock).
+	Clock clock.PassiveClock
+	// OnLookup, when set, is told whether each decision was a cache hit.
+	OnLookup func(hit bool)
+
+	mu    sync.Mutex
+	cache map[[32]byte]authzEntry
+}
+
+var _ invocation.Authorizer = (*CachingAuthorizer)(nil)
+
+type authzEntry struct {
+	allowed bool
+	expires time.Time
+}
+
+// Authorize answers from the cache or asks Next.
+func (a *CachingAuthorizer) Authorize(ctx context.Context, caller invocation.Caller, target invocation.Target) (bool, error) {
+	ttl := a.TTL
+	if ttl == 0 {
+		ttl = DefaultAuthzCacheTTL
+	}
+	if ttl < 0 {
+		return a.Next.Authorize(ctx, caller, target)
+	}
+	now := a.now()
+	key := authzKey(caller, target)
+	a.mu.Lock()
+	e, ok := a.cache[key]
+	a.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		if a.OnLookup != nil {
+			a.OnLookup(true)
+		}
+		return e.allowed, nil
+	}
+	if a.OnLookup != nil {
+		a.OnLookup(false)
+	}
+	allowed, err := a.Next.Authorize(ctx, caller, target)
+	if err != nil {
+		return false, sanitizeAuthz(err)
+	}
+	a.mu.Lock()
+	if a.cache == nil || len(a.cache) >= maxAuthzCacheEntries {
+		a.cache = map[[32]byte]authzEntry{}
+	}
+	a.cache[key] = authzEntry{allowed: allowed, expires: now.Add(ttl)}
+	a.mu.Unlock()
+	return allowed, nil
+}
+
+func (a *CachingAuthorizer) now() time.Time {
+	if a.Clock == nil {
+		return time.Now()
+	}
+	return a.Clock.Now()
+}
+
+// authzKey hashes everything the SubjectAccessReview is made of.
+func authzKey(c invocation.Caller, t invocation.Target) [32]byte {
+	groups := append([]string(nil), c.Groups...)
+	sort.Strings(groups)
+	b, _ := json.Marshal(struct {
+		U, UID, NS, N string
+		G             []string
+		X             map[string][]string
+	}{c.User, c.UID, t.Namespace, t.Name, groups, c.Extra})
+	return sha256.Sum256(b)
+}
+
+// sanitizeAuthz keeps only the kind of an apiserver failure.
+func sanitizeAuthz(err error) error { return reasonError(reasonOf(err)) }
+
+// reasonError is an error whose text is only a status reason.
+type reasonError string
+
+func (e reasonError) Error() string { return string(e) }
+
+// reasonOf names an apiserver failure by its status reason only.
+func reasonOf(err error) string {
+	if r := apierrors.ReasonForError(err); r != "" {
+		return string(r)
+	}
+	if apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
+		return "Timeout"
+	}
+	return "Unavailable"
+}

@@ -1,0 +1,135 @@
+package envtest
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/invocation"
+)
+
+// gatewayRole reads config/gateway/rbac/role.yaml, the gateway's generated ClusterRole, and
+// checks it has no wildcard and reads Secrets only by name.
+func gatewayRole(t *testing.T) *rbacv1.ClusterRole {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "config", "gateway", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(raw, role); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range role.Rules {
+		for _, f := range [][]string{r.Verbs, r.APIGroups, r.Resources} {
+			if slices.Contains(f, "*") {
+				t.Fatalf("wildcard in the gateway role: %+v", r)
+			}
+		}
+		if slices.Contains(r.Resources, "secrets") && !slices.Equal(r.Verbs, []string{"get"}) {
+			t.Fatalf("secrets must be get-only: %+v", r)
+		}
+	}
+	return role
+}
+
+// asGatewayWithRole binds role to a fresh ServiceAccount "gateway" of ns and returns a config
+// impersonating it.
+func asGatewayWithRole(t *testing.T, ns string, role *rbacv1.ClusterRole) *rest.Config {
+	t.Helper()
+	role.ObjectMeta = metav1.ObjectMeta{Name: ns + "-gateway-role"}
+	mustCreate(t, role)
+	t.Cleanup(func() { _ = k8sClient.Delete(t.Context(), role) })
+	mustCreate(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gateway"}})
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-gateway"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "gateway"}}}
+	mustCreate(t, crb)
+	t.Cleanup(func() { _ = k8sClient.Delete(t.Context(), crb) })
+	as := rest.CopyConfig(cfg)
+	as.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":gateway",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+	return as
+}
+
+// gatewayWorld activates one deployment of a modern upstream with a credential and returns the
+// agent's token and the upstream server.
+func gatewayWorld(t *testing.T, ns string) (string, *mcp.Server) {
+	t.Helper()
+	startOperator(t, ns, devOptions())
+	mustCreate(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}})
+	srv, h := modernServer(mcptest.DefaultTools())
+	live := startSwitchable(t, h)
+	doc := reviewedProfile(t, live.URL)
+	makeGrant(t, ns, "agents-invoke", "svc")
+	mustCreate(t, newSecret(ns, "tok", "token", "v1"))
+	cred := &apiv1.CredentialRef{Name: "tok", Key: "token"}
+	mustCreate(t, inlineProfile(ns, "svc", doc))
+	sd := newDeployment(ns, "svc", "svc", "svc", live.URL, doc, cred, "agents-invoke")
+	mustCreate(t, sd)
+	waitObj(t, sd, storyTimeout, "deployment Ready", isReady[*apiv1.ServiceDeployment])
+	return mintToken(t, ns, "agent", "connector-mcp"), srv
+}
+
+// The gateway runs with exactly the generated ClusterRole: it authenticates, authorizes, reads
+// the credential Secret, calls, and on drift patches the re-verify annotation and records an
+// event.
+func TestStoryGatewayRBACIsSufficient(t *testing.T) {
+	ns := newNamespace(t, "story-gwrbac")
+	as := asGatewayWithRole(t, ns, gatewayRole(t))
+	token, srv := gatewayWorld(t, ns)
+	base, _, logs := startGatewayAs(t, as, ns, gatewayOptions())
+	cs, err := mcpConnect(t, base+"/mcp/"+ns+"/svc", token, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, storyTimeout, "call under the generated gateway role", func() error {
+		_, err := callTool(cs, "echo", map[string]any{"text": "rbac"})
+		return err
+	})
+	changed := mcptest.DefaultTools()[0]
+	changed.Description = "changed"
+	mcptest.SetTool(srv, changed)
+	if _, err := callTool(cs, "echo", nil); refusedName(err) != invocation.RefusalLiveDrift {
+		t.Fatalf("after drift: %v", err)
+	}
+	waitObj(t, &apiv1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "svc"}}, storyTimeout, "re-verify annotation",
+		func(sd *apiv1.ServiceDeployment) bool {
+			return sd.Annotations[apiv1.ReverifyRequestedAtAnnotation] != ""
+		})
+	waitEvent(t, ns, "svc", "Warning/LiveDrift")
+	if strings.Contains(logs.text(), "Forbidden") {
+		t.Fatalf("the gateway met a Forbidden answer:\n%s", logs.text())
+	}
+}
+
+// The must-fail twin: without "create tokenreviews" no caller is authenticated (401), and the
+// log names only the apiserver's reason.
+func TestStoryGatewayWithoutTokenReviewsRefusesEveryone(t *testing.T) {
+	ns := newNamespace(t, "story-gwrbac-no-tr")
+	role := gatewayRole(t)
+	role.Rules = slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "tokenreviews") })
+	as := asGatewayWithRole(t, ns, role)
+	token, _ := gatewayWorld(t, ns)
+	base, _, logs := startGatewayAs(t, as, ns, gatewayOptions())
+	time.Sleep(500 * time.Millisecond)
+	status, hdr, body := rawPost(t, base+"/mcp/"+ns+"/svc", token)
+	if status != 401 || hdr.Get("WWW-Authenticate") == "" || !strings.Contains(body, "refused: unauthenticated") {
+		t.Fatalf("without tokenreviews: %d %s", status, body)
+	}
+	if !strings.Contains(logs.text(), `"reason"`) || !strings.Contains(logs.text(), "Forbidden") || strings.Contains(logs.text(), token) {
+		t.Fatalf("log:\n%s", logs.text())
+	}
+}

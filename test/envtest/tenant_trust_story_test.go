@@ -1,0 +1,259 @@
+package envtest
+
+// User story of the multi-tenant trust model (issue 10, finding 1): a tenant who may edit
+// McpServiceProfiles and ServiceDeployments in its own namespace signs a pack with its own key,
+// from its own repository, and names both in the profile. That is not trust: the profile is
+// refused by name and nothing is sent to its endpoint. Trust for the team's signer is granted
+// only by a cluster admin's McpTrustPolicy, for the namespaces it selects.
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/controllers"
+	"github.com/b10x/connector-mcp/controllers/adapters"
+	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/ocipack"
+)
+
+const teamRepo = "git+https://github.com/team-a/mcp-profiles"
+
+// tenantClient is a client acting as user in namespace ns with edit rights on the two
+// namespaced kinds there, and Secret create (never read): a Role and RoleBinding made by the
+// cluster admin, the user impersonated.
+func tenantClient(t *testing.T, ns, user string) client.Client {
+	t.Helper()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-edit"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{apiv1.GroupVersion.Group}, Resources: []string{"mcpserviceprofiles", "servicedeployments"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+	}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-edit"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
+	mustCreate(t, role)
+	mustCreate(t, rb)
+	as := rest.CopyConfig(cfg)
+	as.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(as, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestStoryTenantTrust(t *testing.T) {
+	ctx := context.Background()
+	teamNS := newNamespace(t, "story-tenant-a")
+	otherNS := newNamespace(t, "story-tenant-b")
+	// The cluster admin labels the team's namespace; the selector value is unique to this test.
+	teamLabel := map[string]string{"connectors.b10x.io/team": teamNS}
+	nsObj := &corev1.Namespace{}
+	if err := k8sClient.Get(ctx, types.NamespacedName{Name: teamNS}, nsObj); err != nil {
+		t.Fatal(err)
+	}
+	mutate(t, nsObj, func(n *corev1.Namespace) { n.Labels = teamLabel })
+
+	// The platform trusts its own key for its own repository; the manager watches both namespaces.
+	w, _ := newPackWorldWithServer(t, teamNS)
+	o := devOptions()
+	w.trustPlatform(&o)
+	startOperatorIn(t, cfg, []string{teamNS, otherNS}, o)
+
+	// The team signs a reviewed pack with its own key, with provenance from its own repository.
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := ocipack.NewKeypair(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(priv.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	teamPEM := string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+	// The tenant's endpoint is a counting server; its reviewed profile is the pack's document.
+	_, h := modernServer(mcptest.DefaultTools())
+	live := startSwitchable(t, h)
+	w.doc = reviewedProfile(t, live.URL)
+	reviewHits := live.hits.Load()
+	ref := w.push(t, "team-a/demo")
+	if _, err := (&ocipack.Signer{Keypair: kp}).Sign(ctx, w.client, ref, &ocipack.Provenance{
+		SourceRepository: teamRepo, SourceRef: packRef, SourceRevision: packRevision}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The tenant names its own key and repository in the profile and binds a deployment.
+	tenant := tenantClient(t, teamNS, "tenant-a")
+	if err := tenant.Create(ctx, newSecret(teamNS, "team-key", "cosign.pub", teamPEM)); err != nil {
+		t.Fatalf("tenant creates its key Secret: %v", err)
+	}
+	if err := tenant.Get(ctx, types.NamespacedName{Namespace: teamNS, Name: "team-key"}, &corev1Secret{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the tenant can read Secrets: %v", err)
+	}
+	own := &apiv1.VerifyPolicy{PublicKey: &apiv1.SecretKeyReference{Name: "team-key", Key: "cosign.pub"},
+		Provenance: &apiv1.ProvenancePolicy{SourceRepository: teamRepo, SourceRef: packRef}}
+	prof := &apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: teamNS, Name: "demo"},
+		Spec: apiv1.McpServiceProfileSpec{Source: apiv1.ProfileSource{OCI: &apiv1.OCISource{Ref: ref.String(), Verify: own}}}}
+	if err := tenant.Create(ctx, prof); err != nil {
+		t.Fatalf("tenant creates its profile: %v", err)
+	}
+	makeGrant(t, teamNS, "all")
+	sd := newDeployment(teamNS, "demo", "demo", "demo", live.URL, w.doc, nil, "all")
+	if err := tenant.Create(ctx, sd); err != nil {
+		t.Fatalf("tenant creates its deployment: %v", err)
+	}
+
+	// Refused by name; nothing is sent to the endpoint.
+	prof = waitObj(t, prof, storyTimeout, "refused", func(p *apiv1.McpServiceProfile) bool {
+		return hasCondition(p, controllers.TypeSourceVerified, metav1.ConditionFalse, controllers.ReasonVerificationFailed)
+	})
+	if c := condOf(prof, controllers.TypeSourceVerified); !strings.Contains(c.Message, "untrusted_signature") || prof.Status.Verified != nil {
+		t.Fatalf("SourceVerified %q, verified %+v", c.Message, prof.Status.Verified)
+	}
+	waitObj(t, sd, storyTimeout, "deployment not activated", func(sd *apiv1.ServiceDeployment) bool {
+		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, "")
+	})
+	if n := live.hits.Load() - reviewHits; n != 0 {
+		t.Fatalf("the refused tenant's endpoint received %d requests", n)
+	}
+
+	// The tenant cannot grant itself trust, nor select its namespace into another grant.
+	grant := &apiv1.McpTrustPolicy{ObjectMeta: metav1.ObjectMeta{Name: teamNS},
+		Spec: apiv1.McpTrustPolicySpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: teamLabel},
+			Signers:    []apiv1.TrustedSigner{{Name: "team-a-key", PublicKeyPEM: teamPEM}},
+			Provenance: []apiv1.ProvenancePolicy{{SourceRepository: teamRepo, SourceRef: packRef}}}}
+	if err := tenant.Create(ctx, grant.DeepCopy()); !apierrors.IsForbidden(err) {
+		t.Fatalf("a tenant created an McpTrustPolicy: %v", err)
+	}
+	if err := tenant.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: otherNS}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"connectors.b10x.io/team":"`+teamNS+`"}}}`))); !apierrors.IsForbidden(err) {
+		t.Fatalf("a tenant relabelled a namespace: %v", err)
+	}
+
+	// The cluster admin grants the team's signer and repository to the team's namespace.
+	mustCreate(t, grant)
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), grant) })
+	prof = waitObj(t, prof, storyTimeout, "Ready under the grant", isReady[*apiv1.McpServiceProfile])
+	if v := prof.Status.Verified; v == nil || v.TrustSource != "McpTrustPolicy/"+teamNS || v.Signer != "team-a-key" ||
+		v.SourceRepository != teamRepo || v.SourceRevision != packRevision || len(v.WaivedChecks) != 0 {
+		t.Fatalf("verified %+v", prof.Status.Verified)
+	}
+	waitObj(t, sd, storyTimeout, "deployment Ready", isReady[*apiv1.ServiceDeployment])
+	if live.hits.Load() == reviewHits {
+		t.Fatal("the activated deployment never froze its endpoint")
+	}
+
+	// The same profile in a namespace the grant does not select is still refused.
+	other := &apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: otherNS, Name: "demo"},
+		Spec: apiv1.McpServiceProfileSpec{Source: apiv1.ProfileSource{OCI: &apiv1.OCISource{Ref: ref.String()}}}}
+	mustCreate(t, other)
+	other = waitObj(t, other, storyTimeout, "refused elsewhere", func(p *apiv1.McpServiceProfile) bool {
+		return hasCondition(p, controllers.TypeSourceVerified, metav1.ConditionFalse, controllers.ReasonVerificationFailed)
+	})
+	if c := condOf(other, controllers.TypeSourceVerified); !strings.Contains(c.Message, "untrusted_signature") {
+		t.Fatalf("other namespace: %q", c.Message)
+	}
+
+	// Revoking the grant is noticed: the profile is refused again, and its deployment with it.
+	if err := k8sClient.Delete(ctx, grant); err != nil {
+		t.Fatal(err)
+	}
+	waitObj(t, prof, storyTimeout, "refused after revocation", func(p *apiv1.McpServiceProfile) bool {
+		return hasCondition(p, controllers.TypeSourceVerified, metav1.ConditionFalse, controllers.ReasonVerificationFailed)
+	})
+	waitObj(t, sd, storyTimeout, "deployment deactivated after revocation", func(sd *apiv1.ServiceDeployment) bool {
+		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, "")
+	})
+}
+
+// TestTrustPolicySampleAndAdmission: the shipped McpTrustPolicy sample is accepted by the
+// apiserver (strict field validation) and grants what it says; its twin with an unanchored
+// subject expression is rejected at admission by name, as is one in a profile's verify block.
+func TestTrustPolicySampleAndAdmission(t *testing.T) {
+	ctx := context.Background()
+	u := loadSample(t, "connectors_v1_mcptrustpolicy.yaml")
+	u.SetName("sample-" + strings.ToLower(t.Name()))
+	if err := k8sClient.Create(ctx, u); err != nil {
+		t.Fatalf("the sample is refused: %v", err)
+	}
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), u) })
+	p := &apiv1.McpTrustPolicy{}
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(u), p); err != nil {
+		t.Fatal(err)
+	}
+	src, err := adapters.TrustSourceFromPolicy(p)
+	if err != nil || len(src.Signers) != 2 || src.Signers[0].Keyless == nil || src.Signers[1].PublicKey == nil || len(src.Provenance) != 1 {
+		t.Fatalf("the sample grants %+v (%v)", src, err)
+	}
+
+	unanchored := p.DeepCopy()
+	unanchored.ObjectMeta = metav1.ObjectMeta{Name: "unanchored-" + strings.ToLower(t.Name())}
+	unanchored.Spec.Signers[0].Keyless.SubjectRegExp = `^https://github\.com/example/`
+	err = k8sClient.Create(ctx, unanchored)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "unanchored_subject_regexp") {
+		t.Fatalf("an unanchored subject expression was not rejected by name: %v", err)
+	}
+	ns := newNamespace(t, "story-anchor")
+	prof := &apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+		Spec: apiv1.McpServiceProfileSpec{Source: apiv1.ProfileSource{OCI: &apiv1.OCISource{
+			Ref:    "registry.example.com/p@" + validDigest,
+			Verify: &apiv1.VerifyPolicy{Keyless: &apiv1.KeylessIdentity{Issuer: "https://issuer.example", SubjectRegExp: "https://github.com/example/.*$"}}}}}}
+	if err := k8sClient.Create(ctx, prof); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "unanchored_subject_regexp") {
+		t.Fatalf("a profile's unanchored subject expression was not rejected by name: %v", err)
+	}
+}
+
+// TestStoryWaivedChecksShowInStatus: a platform that trusts its key but names no provenance rule
+// activates nothing in production (UntrustedSigner, no_trust_source); the same pack under
+// --skip-provenance-unsafe is Ready, and the profile says which check was waived.
+func TestStoryWaivedChecksShowInStatus(t *testing.T) {
+	ctx := context.Background()
+	for _, unsafe := range []bool{false, true} {
+		ns := newNamespace(t, "story-waived")
+		w := newPackWorld(t, ns)
+		o := devOptions()
+		w.trustPlatform(&o)
+		o.DefaultSourceRepository, o.DefaultSourceRef = "", ""
+		o.SkipProvenanceUnsafe = unsafe
+		startOperator(t, ns, o)
+		ref := w.push(t, "team/waived")
+		if _, err := w.signer.Sign(ctx, w.client, ref, nil); err != nil {
+			t.Fatal(err)
+		}
+		prof := &apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "waived"},
+			Spec: apiv1.McpServiceProfileSpec{Source: apiv1.ProfileSource{OCI: &apiv1.OCISource{Ref: ref.String()}}}}
+		mustCreate(t, prof)
+		if !unsafe {
+			prof = refusedWith(t, prof, controllers.ReasonUntrustedSigner)
+			if c := condOf(prof, controllers.TypeSourceVerified); c.Reason != controllers.ReasonUntrustedSigner || !strings.Contains(c.Message, "no_trust_source") {
+				t.Fatalf("production flags: SourceVerified %s %q", c.Reason, c.Message)
+			}
+			continue
+		}
+		prof = waitObj(t, prof, storyTimeout, "Ready with a waiver", isReady[*apiv1.McpServiceProfile])
+		if v := prof.Status.Verified; v == nil || strings.Join(v.WaivedChecks, ",") != "provenance" || v.TrustSource != "platform" || v.SourceRef != "" {
+			t.Fatalf("verified %+v", prof.Status.Verified)
+		}
+		if c := condOf(prof, controllers.TypeReady); !strings.Contains(c.Message, "checks waived by unsafe manager flags: provenance") {
+			t.Fatalf("Ready message %q", c.Message)
+		}
+	}
+}
