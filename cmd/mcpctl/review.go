@@ -22,28 +22,9 @@ import (
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/review"
-	"github.com/b10x/connector-mcp/snapshot"
 )
 
 func init() { register(newReviewCmd) }
-
-// Refusal names of the review verbs.
-const (
-	// refusalReviewProfileMismatch: the --profile document is not the reviewed snapshot the
-	// recorded candidate was compared with.
-	refusalReviewProfileMismatch = "review_profile_mismatch"
-	// refusalReviewIncomplete: the review was recorded without descriptors (CandidateTooLarge).
-	refusalReviewIncomplete = "review_incomplete"
-	// refusalReviewCandidateMismatch: the candidate rebuilt from the review does not have the
-	// recorded candidate digest.
-	refusalReviewCandidateMismatch = "review_candidate_mismatch"
-)
-
-// reviewRefusal is a named refusal of the review verbs (exit 3).
-type reviewRefusal struct{ name, msg string }
-
-func (e *reviewRefusal) Error() string   { return e.name + ": " + e.msg }
-func (e *reviewRefusal) Refusal() string { return e.name }
 
 // kubeFlags locate the cluster: --kubeconfig (default $KUBECONFIG or ~/.kube/config),
 // --context and -n/--namespace.
@@ -356,7 +337,7 @@ func newReviewRepinCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		cand, err := candidateOf(doc, rv)
+		cand, err := review.CandidateOf(doc, rv)
 		if err != nil {
 			return err
 		}
@@ -390,45 +371,6 @@ func newReviewRepinCmd(env *cliEnv) *cobra.Command {
 		return nil
 	})
 	return cmd
-}
-
-// candidateOf rebuilds the candidate snapshot the operator froze from the reviewed document and
-// the recorded review, and checks it has the recorded candidate digest.
-func candidateOf(doc *apiv1.ProfileDocument, rv *apiv1.McpSnapshotReview) (*snapshot.ToolSnapshot, error) {
-	sp := rv.Spec
-	if doc.Snapshot.Digest != sp.ReviewedSnapshotDigest {
-		return nil, &reviewRefusal{refusalReviewProfileMismatch,
-			fmt.Sprintf("the profile records snapshot %s, the review was made against %s", doc.Snapshot.Digest, sp.ReviewedSnapshotDigest)}
-	}
-	if c := meta.FindStatusCondition(rv.Status.Conditions, apiv1.ReviewConditionRecorded); c == nil || c.Reason != apiv1.ReasonCandidateComplete {
-		return nil, &reviewRefusal{refusalReviewIncomplete, "the review holds no descriptors (candidate beyond the review bound); snapshot the server with mcpctl instead"}
-	}
-	descs := map[string]json.RawMessage{}
-	for _, t := range doc.Snapshot.Tools {
-		descs[t.Name] = t.Descriptor.Raw
-	}
-	for _, n := range sp.Removed {
-		delete(descs, n)
-	}
-	for _, t := range append(append([]apiv1.ReviewTool(nil), sp.Added...), sp.Changed...) {
-		if t.Descriptor == nil {
-			return nil, &reviewRefusal{refusalReviewIncomplete, fmt.Sprintf("tool %q has no recorded descriptor", t.Name)}
-		}
-		descs[t.Name] = t.Descriptor.Raw
-	}
-	list := make([]json.RawMessage, 0, len(descs))
-	for _, d := range descs {
-		list = append(list, d)
-	}
-	cand, err := snapshot.New(sp.ProtocolVersion, snapshot.ServerInfo{Name: sp.ServerInfo.Name, Title: sp.ServerInfo.Title, Version: sp.ServerInfo.Version}, list)
-	if err != nil {
-		return nil, err
-	}
-	if cand.Digest != sp.CandidateSnapshotDigest {
-		return nil, &reviewRefusal{refusalReviewCandidateMismatch,
-			fmt.Sprintf("the rebuilt candidate is %s, the review records %s", cand.Digest, sp.CandidateSnapshotDigest)}
-	}
-	return cand, nil
 }
 
 func newReviewRefreshCmd(env *cliEnv) *cobra.Command {

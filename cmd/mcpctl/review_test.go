@@ -20,6 +20,7 @@ import (
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/devcluster"
 	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/review"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -212,7 +213,7 @@ func TestReviewRepin(t *testing.T) {
 	}
 	// Must-fail twin: a profile that is not the reviewed snapshot of the review is refused.
 	code, _, errOut = runServerCLI(t, getenv, "review", "repin", ns+"/svc", "--profile", out, "-o", filepath.Join(t.TempDir(), "x.yaml"))
-	if code != exitRefused || !strings.Contains(errOut, "refused: "+refusalReviewProfileMismatch) {
+	if code != exitRefused || !strings.Contains(errOut, "refused: "+review.RefusalProfileMismatch) {
 		t.Fatalf("repin against the wrong profile: exit %d: %s", code, errOut)
 	}
 }

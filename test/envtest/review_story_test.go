@@ -7,6 +7,7 @@ package envtest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/review"
 )
 
@@ -112,10 +114,37 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 		t.Fatalf("review rewritten for an unchanged candidate (err %v, rv %s -> %s)", err, rvVersion, rv.ResourceVersion)
 	}
 
-	// The reviewer refuses the unnamable tool (the provider drops it) and re-reviews the rest;
-	// once the deployment matches, the review is gone.
+	// The reviewer refuses the unnamable tool (the provider drops it); the operator records the
+	// new candidate. The reviewer repins the reviewed profile against exactly that recorded
+	// candidate, sets the effects of the marked operations, and applies it; once the deployment
+	// matches, the review is gone.
 	srv.RemoveTools(longName)
-	newDoc := reviewedProfile(t, live.URL)
+	rv = waitObj(t, rv, storyTimeout, "review of the new candidate", func(rv *apiv1.McpSnapshotReview) bool {
+		return len(rv.Spec.Added) == 1 && rv.Spec.Added[0].Name == "exfiltrate"
+	})
+	cand, err := review.CandidateOf(doc, rv)
+	if err != nil {
+		t.Fatalf("candidate of the recorded review: %v", err)
+	}
+	repinned, err := review.Repin(doc, cand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newDoc := repinned.Document
+	if err := ocipack.Validate(newDoc); !errors.Is(err, ocipack.ErrUnreviewedEffect) {
+		t.Fatalf("a repinned profile must await review, Validate = %v", err)
+	}
+	if len(repinned.Marks) != 3 { // echo, add changed; exfiltrate new
+		t.Fatalf("marks = %+v", repinned.Marks)
+	}
+	for i := range newDoc.Operations {
+		if newDoc.Operations[i].Effect == apiv1.EffectUnreviewed {
+			newDoc.Operations[i].Effect = apiv1.EffectRead
+		}
+	}
+	if err := ocipack.Validate(newDoc); err != nil {
+		t.Fatalf("reviewed repinned profile: %v", err)
+	}
 	mutate(t, prof, func(p *apiv1.McpServiceProfile) { p.Spec.Source.Inline = newDoc })
 	mutate(t, sd, func(sd *apiv1.ServiceDeployment) {
 		sd.Spec.Operations = newDeployment(ns, sd.Name, "svc", "svc", live.URL, newDoc, nil, "invoke").Spec.Operations
