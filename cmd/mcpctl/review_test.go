@@ -176,6 +176,10 @@ func TestReviewList(t *testing.T) {
 	if code != exitOK || json.Unmarshal([]byte(out), &items) != nil || len(items) != 1 || items[0].Namespace != other {
 		t.Fatalf("review list -n %s -o json: exit %d\n%s", other, code, out)
 	}
+	code, out, _ = runServerCLI(t, getenv, "review", "list", "-A")
+	if code != exitOK || !strings.Contains(out, ns+"/svc") || !strings.Contains(out, other+"/svc") {
+		t.Fatalf("review list -A: exit %d\n%s", code, out)
+	}
 }
 
 func TestReviewRepin(t *testing.T) {
