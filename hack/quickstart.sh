@@ -386,7 +386,7 @@ agent_call() {
 # the TokenRequest API and calls the reviewed forecast operation.
 gateway_call() {
   log "Starting the gateway; the agent (ServiceAccount $NS/agent) calls a reviewed operation"
-  "$BIN/gateway" --kubeconfig "$KUBECONFIG_FILE" --require-provenance=true --allow-loopback-unsafe \
+  "$BIN/gateway" --kubeconfig "$KUBECONFIG_FILE" --allow-loopback-unsafe \
     --plain-http-unsafe --listen-address=127.0.0.1:0 --metrics-bind-address=0 \
     --health-probe-bind-address=127.0.0.1:0 >"$WORK/gateway.log" 2>&1 &
   PIDS+=($!)

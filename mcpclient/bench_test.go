@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -11,32 +12,50 @@ import (
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
-// benchListing lists and freezes all tools with mcpclient and, in the same iteration, lists them
-// with a bare go-sdk client over the same kind of transport (the baseline). It reports both
-// per-listing times and their ratio (mcpclient / go-sdk).
-func benchListing(b *testing.B, cfg ServerConfig, baseline mcp.Transport, want int) {
+// benchListing lists and freezes all tools with mcpclient (every page, the bounded capture below
+// the SDK, strict scan of every frame, RFC 8785 digests, the ToolSnapshot) and, in the same
+// iteration, lists them with a bare go-sdk client over the same kind of transport and era (the
+// baseline: ClientSession.Tools over all pages). The order of the two alternates between
+// iterations. It reports both per-listing wall times and their ratio, mcpclient / go-sdk, as
+// "x-baseline", and the ratio of the process CPU time (user + system) spent in each as
+// "x-baseline-cpu": on a shared, loaded machine wall time also counts waiting for a core, CPU time
+// does not. For HTTP the in-process server's work is in both figures; a stdio server is a child
+// process, in neither.
+func benchListing(b *testing.B, cfg ServerConfig, baseline mcp.Transport, era Era, want int) {
 	ctx := context.Background()
 	s, err := NewClient(nil).Connect(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
+	if s.Era() != era {
+		b.Fatalf("mcpclient negotiated %s, want %s", s.Era(), era)
+	}
 	bare := mcp.NewClient(&mcp.Implementation{Name: "bare", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
-	cs, err := bare.Connect(ctx, baseline, nil)
+	var sopts *mcp.ClientSessionOptions
+	if era == EraLegacy {
+		sopts = &mcp.ClientSessionOptions{ProtocolVersion: string(EraLegacy)}
+	}
+	cs, err := bare.Connect(ctx, baseline, sopts)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer cs.Close()
+	if got := cs.InitializeResult().ProtocolVersion; got != s.ProtocolVersion() {
+		b.Fatalf("go-sdk negotiated %s, mcpclient %s", got, s.ProtocolVersion())
+	}
 
-	var ours, sdk time.Duration
-	for b.Loop() {
-		t0 := time.Now()
+	freeze := func() (time.Duration, time.Duration) {
+		t0, c0 := time.Now(), cpuTime(b)
 		snap, err := s.ListTools(ctx)
-		ours += time.Since(t0)
+		d, c := time.Since(t0), cpuTime(b)-c0
 		if err != nil || len(snap.Tools) != want {
-			b.Fatalf("mcpclient: %v (%d tools)", err, len(snap.Tools))
+			b.Fatalf("mcpclient: %v", err)
 		}
-		t0 = time.Now()
+		return d, c
+	}
+	list := func() (time.Duration, time.Duration) {
+		t0, c0 := time.Now(), cpuTime(b)
 		n := 0
 		for _, err := range cs.Tools(ctx, nil) {
 			if err != nil {
@@ -44,30 +63,65 @@ func benchListing(b *testing.B, cfg ServerConfig, baseline mcp.Transport, want i
 			}
 			n++
 		}
-		sdk += time.Since(t0)
+		d, c := time.Since(t0), cpuTime(b)-c0
 		if n != want {
-			b.Fatalf("go-sdk listed %d tools", n)
+			b.Fatalf("go-sdk listed %d tools, want %d", n, want)
 		}
+		return d, c
 	}
-	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+	var ours, sdk, oursCPU, sdkCPU time.Duration
+	add := func(wall, cpu *time.Duration, d, c time.Duration) { *wall += d; *cpu += c }
+	i := 0
+	for b.Loop() {
+		if i%2 == 0 {
+			d, c := freeze()
+			add(&ours, &oursCPU, d, c)
+			d, c = list()
+			add(&sdk, &sdkCPU, d, c)
+		} else {
+			d, c := list()
+			add(&sdk, &sdkCPU, d, c)
+			d, c = freeze()
+			add(&ours, &oursCPU, d, c)
+		}
+		i++
+	}
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(i) }
 	b.ReportMetric(per(ours), "mcpclient-ns/list")
 	b.ReportMetric(per(sdk), "go-sdk-ns/list")
-	b.ReportMetric(float64(ours)/float64(sdk), "ratio")
+	b.ReportMetric(float64(ours)/float64(sdk), "x-baseline")
+	b.ReportMetric(float64(oursCPU)/float64(sdkCPU), "x-baseline-cpu")
 }
 
-// BenchmarkListFreeze1000 lists and freezes 1,000 tools over stdio and Streamable HTTP (modern
-// and legacy), against the bare go-sdk client as baseline in the same run.
+// cpuTime is the CPU time (user + system) this process has used so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkListFreeze1000 lists and freezes 1,000 tools over stdio and Streamable HTTP, each in
+// both eras (2026-07-28 and 2025-11-25), against the bare go-sdk listing of the same server as
+// baseline in the same run: x-baseline is mcpclient time / go-sdk time.
 func BenchmarkListFreeze1000(b *testing.B) {
 	const n = 1000
-	b.Run("stdio", func(b *testing.B) {
-		argv := mcptest.StdioArgv("--generate", "1000")
-		benchListing(b, ServerConfig{Stdio: &StdioServer{Argv: argv}}, &mcp.CommandTransport{Command: exec.CommandContext(context.Background(), argv[0], argv[1:]...)}, n)
-	})
 	for _, era := range []mcptest.Era{mcptest.Modern, mcptest.Legacy} {
+		want := EraModern
+		if era == mcptest.Legacy {
+			want = EraLegacy
+		}
+		b.Run("stdio-"+string(era), func(b *testing.B) {
+			argv := mcptest.StdioArgv("--generate", "1000", "--era", string(era))
+			bare := &mcp.CommandTransport{Command: exec.CommandContext(context.Background(), argv[0], argv[1:]...)}
+			benchListing(b, ServerConfig{Stdio: &StdioServer{Argv: argv}}, bare, want, n)
+		})
 		b.Run("http-"+string(era), func(b *testing.B) {
 			srv := mcptest.StartHTTP(mcptest.NewServer("bench", mcptest.GenerateTools(n)), era)
 			defer srv.Close()
-			benchListing(b, ServerConfig{HTTP: &HTTPServer{URL: srv.URL}}, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, n)
+			bare := &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}
+			benchListing(b, ServerConfig{HTTP: &HTTPServer{URL: srv.URL}}, bare, want, n)
 		})
 	}
 }

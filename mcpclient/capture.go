@@ -154,17 +154,6 @@ func idKey(raw any) string {
 	return string(b)
 }
 
-// wireMessage is the shape of one JSON-RPC message, with the result kept raw.
-type wireMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code int64           `json:"code"`
-		Data json.RawMessage `json:"data"`
-	} `json:"error"`
-}
-
 // deliverFrame refuses a frame that is not JSON and records the responses it carries.
 func (r *registry) deliverFrame(st *callState, raw []byte) error {
 	raw = bytes.TrimSpace(raw)
@@ -172,23 +161,32 @@ func (r *registry) deliverFrame(st *callState, raw []byte) error {
 		return nil
 	}
 	// The whole frame is checked as the snapshot scanner checks a descriptor (grammar, UTF-8,
-	// duplicate members at any depth), so deliverRaw's exact-case decode reads the members the
-	// SDK read, and a hostile frame is refused by name for the request it answers.
-	if err := snapshot.Validate(raw); err != nil {
-		name, reason := "invalid_json", snapshot.ErrInvalidJSON
-		var sr *snapshot.RefusalError
-		if errors.As(err, &sr) {
-			name, reason = sr.Name, sr.Err
+	// duplicate members at any depth), so the exact-case reading below sees the members the SDK
+	// read, and a hostile frame is refused by name for the request it answers. A single message
+	// is checked and split into its members in the same scan.
+	var err error
+	if raw[0] == '{' {
+		var ms []snapshot.Member
+		if ms, err = snapshot.Members(raw); err == nil {
+			r.deliverMembers(ms)
+			return nil
 		}
-		rerr := refuse(name, "", 0, reason)
-		r.fail(st, rerr)
-		return rerr
+	} else if err = snapshot.Validate(raw); err == nil {
+		r.deliverRaw(raw)
+		return nil
 	}
-	r.deliverRaw(raw)
-	return nil
+	name, reason := "invalid_json", snapshot.ErrInvalidJSON
+	var sr *snapshot.RefusalError
+	if errors.As(err, &sr) {
+		name, reason = sr.Name, sr.Err
+	}
+	rerr := refuse(name, "", 0, reason)
+	r.fail(st, rerr)
+	return rerr
 }
 
-// deliverRaw records the responses among raw (one message or a batch) in their callStates.
+// deliverRaw records the responses among raw (one message or a batch, already checked by
+// snapshot.Validate) in their callStates.
 func (r *registry) deliverRaw(raw []byte) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
@@ -203,23 +201,56 @@ func (r *registry) deliverRaw(raw []byte) {
 		}
 		return
 	}
-	var m wireMessage
-	if snapshot.Unmarshal(raw, &m) != nil || m.Method != "" || len(m.ID) == 0 {
+	if ms, err := snapshot.Members(raw); err == nil {
+		r.deliverMembers(ms)
+	}
+}
+
+// rpcError is the part of a JSON-RPC error object the client reads.
+type rpcError struct {
+	Code int64           `json:"code"`
+	Data json.RawMessage `json:"data"`
+}
+
+// deliverMembers records one JSON-RPC response, given as its members (exact-case names; the
+// values as received), in its callState. A request or notification (a "method" member), a
+// message without an id, or a member of the wrong type is not recorded.
+func (r *registry) deliverMembers(ms []snapshot.Member) {
+	var id, result json.RawMessage
+	var rpcErr *rpcError
+	for _, m := range ms {
+		switch m.Name {
+		case "id":
+			id = m.Value
+		case "method":
+			var method string
+			if snapshot.Unmarshal(m.Value, &method) != nil || method != "" {
+				return
+			}
+		case "result":
+			result = m.Value
+		case "error":
+			if snapshot.Unmarshal(m.Value, &rpcErr) != nil {
+				return
+			}
+		}
+	}
+	if len(id) == 0 {
 		return
 	}
-	var id any
-	if json.Unmarshal(m.ID, &id) != nil {
+	var idv any
+	if json.Unmarshal(id, &idv) != nil {
 		return
 	}
-	st := r.lookup(idKey(id))
+	st := r.lookup(idKey(idv))
 	if st == nil {
 		return
 	}
-	if m.Error != nil {
-		st.deliver(nil, true, m.Error.Code, m.Error.Data)
+	if rpcErr != nil {
+		st.deliver(nil, true, rpcErr.Code, rpcErr.Data)
 		return
 	}
-	st.deliver(m.Result, false, 0, nil)
+	st.deliver(result, false, 0, nil)
 }
 
 // captureConn wraps the stdio connection (ours; the SDK's HTTP connection is never wrapped) to
@@ -443,15 +474,25 @@ func (b *sseBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.body.Read(p)
 	probeBodyFailed(b.probe, b.st, err)
-	for _, c := range p[:n] {
-		if c != '\n' {
-			b.line = append(b.line, c)
-			if len(b.line) > b.limit {
+	for rest := p[:n]; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			if len(b.line)+len(rest) > b.limit {
 				return b.overflow()
 			}
-			continue
+			b.line = append(b.line, rest...)
+			break
 		}
-		line := bytes.TrimSuffix(b.line, []byte{'\r'})
+		if len(b.line)+i > b.limit {
+			return b.overflow()
+		}
+		line := rest[:i] // a whole line within p is read where it is, not copied
+		if len(b.line) > 0 {
+			b.line = append(b.line, line...)
+			line = b.line
+		}
+		rest = rest[i+1:]
+		line = bytes.TrimSuffix(line, []byte{'\r'})
 		b.line = b.line[:0]
 		if len(line) == 0 {
 			if len(b.data) > 0 {

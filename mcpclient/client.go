@@ -256,7 +256,7 @@ func (s *Session) outcomeErr(op string, ctx context.Context, st *callState, err 
 		}
 		perr := s.outcomeErr(op, context.Background(), nil, pf.err)
 		var te *TransportError
-		if errors.As(perr, &te) && te.Err == ErrConnectionClosed {
+		if errors.As(perr, &te) && errors.Is(te.Err, ErrConnectionClosed) {
 			return &TransportError{Op: op, Err: ErrExchangeFailed} // no HTTP response at all
 		}
 		return perr

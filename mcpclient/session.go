@@ -364,9 +364,223 @@ func taskRequired(desc []byte) bool {
 	return snapshot.Unmarshal(desc, &d) == nil && d.Execution.TaskSupport == "required"
 }
 
-// parsePage reads a tools/list result: the raw descriptors and the next cursor. Member names of the
-// result object must be unique; the descriptors themselves are validated when frozen.
+// parsePage reads a tools/list result: the raw descriptors (sub-slices of raw, not copies) and the
+// next cursor. The common page is split in one light pass (splitPage); any other page goes to
+// parsePageTokens, which names the refusal (or lets snapshot.New name it, with the tool).
 func parsePage(raw []byte) ([]json.RawMessage, *string, error) {
+	if tools, next, ok := splitPage(raw); ok {
+		return tools, next, nil
+	}
+	return parsePageTokens(raw)
+}
+
+// splitPage splits a tools/list result without decoding the descriptors: they are each checked
+// in full (grammar, UTF-8, duplicate members, numbers) when snapshot.New freezes them, so checking
+// them here too would be a second full parse. What New does not check is checked here: the result
+// is valid UTF-8, an object whose member names are plain (no escape) and unique, "tools" is an
+// array, "nextCursor" is absent, null or a string (exact-case decode), and every other member
+// passes snapshot.Validate. The transports have already refused a frame that is not JSON (stdio:
+// encoding/json's check of the line; HTTP: the strict scan of the frame), so the structure the
+// split relies on holds; ok is false for anything it does not expect, and parsePageTokens decides.
+func splitPage(raw []byte) (tools []json.RawMessage, next *string, ok bool) {
+	if !utf8.Valid(raw) {
+		return nil, nil, false
+	}
+	p := pageSplitter{b: raw}
+	p.ws()
+	if !p.eat('{') {
+		return nil, nil, false
+	}
+	var names [8]string
+	seen := names[:0]
+	for first := true; ; first = false {
+		p.ws()
+		if first && p.eat('}') {
+			break
+		}
+		name, ok := p.plainString()
+		if !ok {
+			return nil, nil, false
+		}
+		for _, n := range seen {
+			if n == name {
+				return nil, nil, false
+			}
+		}
+		seen = append(seen, name)
+		p.ws()
+		if !p.eat(':') {
+			return nil, nil, false
+		}
+		p.ws()
+		switch name {
+		case "tools":
+			if tools, ok = p.array(); !ok {
+				return nil, nil, false
+			}
+		default:
+			v, ok := p.value()
+			if !ok {
+				return nil, nil, false
+			}
+			if name == "nextCursor" {
+				if snapshot.Unmarshal(v, &next) != nil {
+					return nil, nil, false
+				}
+			} else if snapshot.Validate(v) != nil {
+				return nil, nil, false
+			}
+		}
+		p.ws()
+		if p.eat('}') {
+			break
+		}
+		if !p.eat(',') {
+			return nil, nil, false
+		}
+	}
+	p.ws()
+	if p.i != len(p.b) || tools == nil {
+		return nil, nil, false
+	}
+	return tools, next, true
+}
+
+// pageSplitter finds the extent of JSON values in text whose grammar was already checked; every
+// step is bounds-checked, so any input is safe, and a step that finds something unexpected fails.
+type pageSplitter struct {
+	b []byte
+	i int
+}
+
+func (p *pageSplitter) ws() {
+	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
+		p.i++
+	}
+}
+
+func (p *pageSplitter) eat(c byte) bool {
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// plainString reads a string with no escape and no control character.
+func (p *pageSplitter) plainString() (string, bool) {
+	if !p.eat('"') {
+		return "", false
+	}
+	start := p.i
+	for p.i < len(p.b) {
+		switch c := p.b[p.i]; {
+		case c == '"':
+			p.i++
+			return string(p.b[start : p.i-1]), true
+		case c == '\\' || c < 0x20:
+			return "", false
+		}
+		p.i++
+	}
+	return "", false
+}
+
+// skipString moves past a string (at its opening quote), escapes included.
+func (p *pageSplitter) skipString() bool {
+	p.i++
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case '"':
+			p.i++
+			return true
+		case '\\':
+			p.i++
+		}
+		p.i++
+	}
+	return false
+}
+
+// value returns the extent of the value at p.i: a string, an object or array (brackets balanced
+// outside strings), or a literal or number (up to the next delimiter).
+func (p *pageSplitter) value() ([]byte, bool) {
+	start := p.i
+	if p.i >= len(p.b) {
+		return nil, false
+	}
+	switch p.b[p.i] {
+	case '"':
+		if !p.skipString() {
+			return nil, false
+		}
+	case '{', '[':
+		depth := 0
+		for p.i < len(p.b) {
+			switch p.b[p.i] {
+			case '"':
+				if !p.skipString() {
+					return nil, false
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+			p.i++
+			if depth == 0 {
+				break
+			}
+		}
+		if depth != 0 {
+			return nil, false
+		}
+	default:
+		for p.i < len(p.b) {
+			c := p.b[p.i]
+			if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+				break
+			}
+			p.i++
+		}
+	}
+	if p.i == start {
+		return nil, false
+	}
+	return p.b[start:p.i:p.i], true
+}
+
+// array returns the elements of the array at p.i (empty, not nil, for []).
+func (p *pageSplitter) array() ([]json.RawMessage, bool) {
+	if !p.eat('[') {
+		return nil, false
+	}
+	out := make([]json.RawMessage, 0, 64)
+	p.ws()
+	if p.eat(']') {
+		return out, true
+	}
+	for {
+		p.ws()
+		v, ok := p.value()
+		if !ok {
+			return nil, false
+		}
+		out = append(out, v)
+		p.ws()
+		if p.eat(']') {
+			return out, true
+		}
+		if !p.eat(',') {
+			return nil, false
+		}
+	}
+}
+
+// parsePageTokens reads a tools/list result token by token. Member names of the result object must
+// be unique; the descriptors themselves are validated when frozen.
+func parsePageTokens(raw []byte) ([]json.RawMessage, *string, error) {
 	const op = "tools/list"
 	invalid := refuse("invalid_response", op, 0, ErrInvalidResponse)
 	if !utf8.Valid(raw) {

@@ -184,16 +184,27 @@ func (l *lineLimitReader) Read(p []byte) (int, error) {
 		return 0, l.err
 	}
 	n, err := l.r.Read(p)
-	for _, c := range p[:n] {
-		if c != '\n' {
-			l.line = append(l.line, c)
-			if len(l.line) > l.limit {
+	for rest := p[:n]; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			if len(l.line)+len(rest) > l.limit {
 				l.line = nil
 				return l.refuse(frameRefusal(l.limit))
 			}
-			continue
+			l.line = append(l.line, rest...)
+			break
 		}
-		frame := bytes.TrimSpace(l.line)
+		if len(l.line)+i > l.limit {
+			l.line = nil
+			return l.refuse(frameRefusal(l.limit))
+		}
+		frame := rest[:i] // a whole line within p is checked where it is, not copied
+		if len(l.line) > 0 {
+			l.line = append(l.line, frame...)
+			frame = l.line
+		}
+		rest = rest[i+1:]
+		frame = bytes.TrimSpace(frame)
 		l.line = l.line[:0]
 		if len(frame) > 0 && !json.Valid(frame) {
 			return l.refuse(refuse("invalid_json", "", 0, snapshot.ErrInvalidJSON))

@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"unicode/utf8"
-
-	"github.com/cyberphone/json-canonicalization/go/src/webpki.org/jsoncanonicalizer"
 )
 
 // Canonicalize returns the RFC 8785 (JSON Canonicalization Scheme) form of raw.
@@ -22,10 +20,14 @@ import (
 // it, two documents share a canonical form only if their numbers are the same numbers. The
 // returned error is a *RefusalError.
 func Canonicalize(raw []byte) ([]byte, error) {
-	if err := validate(raw, scanDigest, nil); err != nil {
+	w, err := canonicalWalk(raw, nil, nil)
+	if err != nil {
 		return nil, err
 	}
-	return transform(raw)
+	if w.out == nil {
+		w.out = []byte{}
+	}
+	return w.out, nil
 }
 
 // Validate checks that raw is one well-formed JSON value: valid UTF-8, no unpaired surrogate
@@ -33,29 +35,6 @@ func Canonicalize(raw []byte) ([]byte, error) {
 // JSON number: it is the check for documents that are passed on byte for byte (call arguments,
 // call results), not digested. The error is a *RefusalError.
 func Validate(raw []byte) error { return validate(raw, scanWellFormed, nil) }
-
-// transform runs the RFC 8785 serializer on input already checked by validate.
-func transform(raw []byte) ([]byte, error) {
-	trimmed := bytes.TrimSpace(raw)
-	scalar := len(trimmed) > 0 && trimmed[0] != '{' && trimmed[0] != '['
-	in := trimmed
-	if scalar {
-		// The serializer only accepts an object or array at the top level: wrap and unwrap.
-		in = make([]byte, 0, len(trimmed)+2)
-		in = append(in, '[')
-		in = append(in, trimmed...)
-		in = append(in, ']')
-	}
-	out, err := jsoncanonicalizer.Transform(in)
-	if err != nil {
-		// Validation refuses every number the serializer cannot represent; this is a backstop.
-		return nil, &RefusalError{Name: "unsafe_number", Err: ErrUnsafeNumber}
-	}
-	if scalar {
-		out = out[1 : len(out)-1]
-	}
-	return out, nil
-}
 
 // DescriptorDigest returns "sha256:<hex>" over the RFC 8785 canonical form of raw. It refuses the
 // same input as Canonicalize.

@@ -12,10 +12,11 @@ import (
 // plainDecodes are the encoding/json decodes allowed in the packages that read server and
 // caller data, by file and enclosing function, each with the reason it needs no exact-case
 // decoding. Every other decode there must go through Unmarshal.
-var plainDecodes = map[string]string{
-	"mcpclient/capture.go:deliverRaw": "a batch into []json.RawMessage and an id into any: no struct field to case-fold onto",
-	"mcpclient/capture.go:RoundTrip":  "the outgoing request the SDK wrote (not server data), and its id into any",
-	"mcpclient/session.go:parsePage":  "token by token with exact member names and its own duplicate check; values into []json.RawMessage and *string",
+var plainDecodes = map[string]string{ //nolint:gosec // G101: reasons, not credentials
+	"mcpclient/capture.go:deliverMembers":  "an id into any: no struct field to case-fold onto",
+	"mcpclient/capture.go:deliverRaw":      "a batch into []json.RawMessage: no struct field to case-fold onto",
+	"mcpclient/capture.go:RoundTrip":       "the outgoing request the SDK wrote (not server data), and its id into any",
+	"mcpclient/session.go:parsePageTokens": "token by token with exact member names and its own duplicate check; values into []json.RawMessage and *string",
 }
 
 // TestServerDataDecodesAreExactCase walks the consumer packages' sources and fails on any

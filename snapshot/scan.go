@@ -2,9 +2,12 @@ package snapshot
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/cyberphone/json-canonicalization/go/src/webpki.org/jsoncanonicalizer"
 )
 
 // maxDepth bounds nesting, as encoding/json does.
@@ -23,6 +26,37 @@ type scanner struct {
 
 	name    string
 	hasName bool
+
+	// simple reports that the string str last read had no escape and only printable ASCII.
+	simple bool
+
+	// canon, when set (scanDigest only), makes the scan also write the RFC 8785 canonical form
+	// of the document to out, so a digest needs no second parse.
+	canon bool
+	out   []byte
+	// members is a stack of the member names and canonical spans of the objects being scanned;
+	// each object uses the entries above its base and truncates them when it ends.
+	members []member
+	// spans, when set, makes the scan record the members of the top-level object in top.
+	spans bool
+	top   []span
+	// region and order are sortMembers' scratch space, reused.
+	region []byte
+	order  []int
+}
+
+// span is one member of the top-level object: its name and the offsets of its value in the
+// input.
+type span struct {
+	key        []byte
+	start, end int
+}
+
+// member is one object member: its decoded name and, when canonicalizing, the span of its
+// canonical "name":value text in out.
+type member struct {
+	key        []byte
+	start, end int
 }
 
 // scanMode selects what validateWalk refuses beyond the JSON grammar, UTF-8 and unique member
@@ -39,7 +73,7 @@ const (
 
 // segment is one step of the current JSON Pointer: a member name or an array index.
 type segment struct {
-	key   string
+	key   []byte
 	index int
 	isKey bool
 }
@@ -48,19 +82,39 @@ type segment struct {
 // mode, every number is safe to canonicalize). On a refusal after the scan started, the scanner
 // is returned too: its top-level "name", when already read, names the tool in the refusal.
 func validateWalk(raw []byte, mode scanMode, warn func(path, code string)) (*scanner, error) {
+	s := &scanner{}
+	return s, s.run(raw, mode, warn)
+}
+
+// canonicalWalk is validateWalk in scanDigest mode that also appends the RFC 8785 canonical form
+// of raw to out, in the same pass. The scanner returned holds the canonical bytes in s.out.
+func canonicalWalk(raw []byte, out []byte, warn func(path, code string)) (*scanner, error) {
+	s := &scanner{}
+	return s, s.canonical(raw, out, warn)
+}
+
+// canonical resets s (keeping its scratch space) and runs canonicalWalk's scan with it.
+func (s *scanner) canonical(raw []byte, out []byte, warn func(path, code string)) error {
+	*s = scanner{path: s.path[:0], members: s.members[:0], region: s.region[:0], order: s.order[:0], canon: true, out: out}
+	return s.run(raw, scanDigest, warn)
+}
+
+// run scans raw with the scanner's settings.
+func (s *scanner) run(raw []byte, mode scanMode, warn func(path, code string)) error {
 	if !utf8.Valid(raw) {
-		return nil, &RefusalError{Name: "invalid_utf8", Err: ErrInvalidUTF8, Offset: int64(invalidUTF8Offset(raw))}
+		return &RefusalError{Name: "invalid_utf8", Err: ErrInvalidUTF8, Offset: int64(invalidUTF8Offset(raw))}
 	}
-	s := &scanner{data: raw, warn: warn, mode: mode}
+	s.data, s.warn, s.mode = raw, warn, mode
+	s.canon = s.canon && mode == scanDigest
 	s.ws()
 	if err := s.value(0); err != nil {
-		return s, err
+		return err
 	}
 	s.ws()
 	if s.pos != len(s.data) {
-		return s, s.invalid()
+		return s.invalid()
 	}
-	return s, nil
+	return nil
 }
 
 func (s *scanner) invalid() error {
@@ -93,8 +147,11 @@ func (s *scanner) value(depth int) error {
 			return err
 		}
 		s.findings(str)
-		if len(s.path) == 1 && s.path[0].isKey && s.path[0].key == "name" {
+		if len(s.path) == 1 && s.path[0].isKey && string(s.path[0].key) == "name" {
 			s.name, s.hasName = string(str), true
+		}
+		if s.canon {
+			s.out = s.appendString(str)
 		}
 		return nil
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -114,17 +171,27 @@ func (s *scanner) literal(lit string) error {
 		return s.invalid()
 	}
 	s.pos += len(lit)
+	if s.canon {
+		s.out = append(s.out, lit...)
+	}
 	return nil
 }
 
 func (s *scanner) object(depth int) error {
 	s.pos++ // '{'
 	s.ws()
+	if s.canon {
+		s.out = append(s.out, '{')
+	}
 	if s.pos < len(s.data) && s.data[s.pos] == '}' {
 		s.pos++
+		if s.canon {
+			s.out = append(s.out, '}')
+		}
 		return nil
 	}
-	var small [][]byte
+	base := len(s.members)
+	defer func() { s.members = s.members[:base] }()
 	var large map[string]struct{}
 	for {
 		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
@@ -140,24 +207,33 @@ func (s *scanner) object(depth int) error {
 			_, dup = large[string(key)]
 			large[string(key)] = struct{}{}
 		} else {
-			for _, k := range small {
-				if bytes.Equal(k, key) {
+			for _, m := range s.members[base:] {
+				if bytes.Equal(m.key, key) {
 					dup = true
 					break
 				}
 			}
-			small = append(small, key)
-			if len(small) > 16 {
+			if len(s.members)-base >= 16 {
 				large = make(map[string]struct{}, 32)
-				for _, k := range small {
-					large[string(k)] = struct{}{}
+				for _, m := range s.members[base:] {
+					large[string(m.key)] = struct{}{}
 				}
+				large[string(key)] = struct{}{}
 			}
 		}
 		if dup {
 			return &RefusalError{Name: "duplicate_key", Err: ErrDuplicateKey, Offset: int64(keyAt), Path: s.pointer()}
 		}
-		s.path = append(s.path, segment{key: string(key), isKey: true})
+		start := len(s.out)
+		if s.canon {
+			if len(s.members) > base {
+				s.out = append(s.out, ',')
+				start++
+			}
+			s.out = s.appendString(key)
+			s.out = append(s.out, ':')
+		}
+		s.path = append(s.path, segment{key: key, isKey: true})
 		s.findings(key)
 		s.ws()
 		if s.pos >= len(s.data) || s.data[s.pos] != ':' {
@@ -165,10 +241,15 @@ func (s *scanner) object(depth int) error {
 		}
 		s.pos++
 		s.ws()
+		valueAt := s.pos
 		if err := s.value(depth); err != nil {
 			return err
 		}
+		if s.spans && depth == 1 {
+			s.top = append(s.top, span{key: key, start: valueAt, end: s.pos})
+		}
 		s.path = s.path[:len(s.path)-1]
+		s.members = append(s.members, member{key: key, start: start, end: len(s.out)})
 		s.ws()
 		if s.pos >= len(s.data) {
 			return s.invalid()
@@ -179,6 +260,10 @@ func (s *scanner) object(depth int) error {
 			s.ws()
 		case '}':
 			s.pos++
+			if s.canon {
+				s.sortMembers(s.members[base:])
+				s.out = append(s.out, '}')
+			}
 			return nil
 		default:
 			return s.invalid()
@@ -186,14 +271,93 @@ func (s *scanner) object(depth int) error {
 	}
 }
 
+// sortMembers rewrites the canonical members of one object (contiguous in out, in wire order,
+// separated by commas) in RFC 8785 order: by member name as UTF-16 code units.
+func (s *scanner) sortMembers(ms []member) {
+	sorted := true
+	for i := 1; i < len(ms); i++ {
+		if !lessUTF16(ms[i-1].key, ms[i].key) {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return
+	}
+	from, to := ms[0].start, ms[len(ms)-1].end
+	s.region = append(s.region[:0], s.out[from:to]...)
+	region := s.region
+	// Indices, not members, are sorted: moving an int needs no GC write barrier.
+	order := s.order[:0]
+	for i := range ms {
+		order = append(order, i)
+	}
+	s.order = order
+	slices.SortFunc(order, func(a, b int) int {
+		if lessUTF16(ms[a].key, ms[b].key) {
+			return -1
+		}
+		return 1 // names are unique: duplicates were refused
+	})
+	out := s.out[:from]
+	for i, k := range order {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, region[ms[k].start-from:ms[k].end-from]...)
+	}
+	s.out = out
+}
+
+// lessUTF16 reports whether member name a sorts before b by UTF-16 code units (RFC 8785
+// section 3.2.3). Both are valid UTF-8. UTF-8 byte order is code point order, which differs from
+// UTF-16 order only between a supplementary character (a surrogate pair, 0xD800-0xDBFF first)
+// and a BMP character at or above U+E000.
+func lessUTF16(a, b []byte) bool {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	if i == len(a) || i == len(b) {
+		return len(a) < len(b)
+	}
+	for i > 0 && a[i]&0xC0 == 0x80 { // back to the start of the differing character
+		i--
+	}
+	ra, _ := utf8.DecodeRune(a[i:])
+	rb, _ := utf8.DecodeRune(b[i:])
+	return utf16Key(ra) < utf16Key(rb)
+}
+
+// utf16Key orders a code point as its first UTF-16 code unit would, keeping code point order
+// among characters that share that unit's class.
+func utf16Key(r rune) rune {
+	if r >= 0x10000 {
+		return 0xD800 + (r - 0x10000) // below every BMP character at or above U+E000
+	}
+	if r >= 0xE000 {
+		return r + 0x100000 // above every supplementary character
+	}
+	return r
+}
+
 func (s *scanner) array(depth int) error {
 	s.pos++ // '['
 	s.ws()
+	if s.canon {
+		s.out = append(s.out, '[')
+	}
 	if s.pos < len(s.data) && s.data[s.pos] == ']' {
 		s.pos++
+		if s.canon {
+			s.out = append(s.out, ']')
+		}
 		return nil
 	}
 	for i := 0; ; i++ {
+		if s.canon && i > 0 {
+			s.out = append(s.out, ',')
+		}
 		s.path = append(s.path, segment{index: i})
 		if err := s.value(depth); err != nil {
 			return err
@@ -209,6 +373,9 @@ func (s *scanner) array(depth int) error {
 			s.ws()
 		case ']':
 			s.pos++
+			if s.canon {
+				s.out = append(s.out, ']')
+			}
 			return nil
 		default:
 			return s.invalid()
@@ -218,21 +385,32 @@ func (s *scanner) array(depth int) error {
 
 // str reads a string starting at '"' and returns its decoded bytes (a sub-slice of the input
 // when it has no escapes).
+//
+// It sets s.simple when the string had no escape and only printable ASCII (0x20-0x7e): such a
+// string has no Unicode finding and is its own RFC 8785 form.
 func (s *scanner) str() ([]byte, error) {
 	s.pos++ // '"'
 	start := s.pos
+	s.simple = false
+	ascii := true
 	for s.pos < len(s.data) {
 		c := s.data[s.pos]
+		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
+			s.pos++
+			continue
+		}
 		switch {
 		case c == '"':
 			out := s.data[start:s.pos]
 			s.pos++
+			s.simple = ascii
 			return out, nil
 		case c == '\\':
 			return s.escaped(start)
 		case c < 0x20:
 			return nil, s.invalid()
 		}
+		ascii = false // DEL or a byte of a multi-byte character
 		s.pos++
 	}
 	return nil, s.invalid()
@@ -344,12 +522,89 @@ func (s *scanner) number() error {
 	if s.mode == scanDigest && !checkNumber(s.data[start:s.pos]) {
 		return &RefusalError{Name: "unsafe_number", Err: ErrUnsafeNumber, Offset: int64(start), Path: s.pointer()}
 	}
+	if s.canon {
+		out, err := appendCanonicalNumber(s.out, s.data[start:s.pos])
+		if err != nil {
+			return &RefusalError{Name: "unsafe_number", Err: ErrUnsafeNumber, Offset: int64(start), Path: s.pointer()}
+		}
+		s.out = out
+	}
 	return nil
+}
+
+// appendCanonicalNumber appends the RFC 8785 form of a number literal that checkNumber accepted:
+// an integer literal within ±(2^53-1) (no leading zeros, not negative zero) is already its own
+// shortest ECMAScript form; any other literal is read as a double and written by the reference
+// ECMAScript number serializer.
+func appendCanonicalNumber(out, lit []byte) ([]byte, error) {
+	plain := true
+	for _, c := range lit {
+		if c == '.' || c == 'e' || c == 'E' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return append(out, lit...), nil
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil {
+		return nil, err
+	}
+	str, err := jsoncanonicalizer.NumberToJSON(f)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, str...), nil
+}
+
+// appendString appends the RFC 8785 form of the string str just read to s.out.
+func (s *scanner) appendString(str []byte) []byte {
+	if s.simple {
+		out := append(s.out, '"')
+		out = append(out, str...)
+		return append(out, '"')
+	}
+	return appendCanonicalString(s.out, str)
+}
+
+// appendCanonicalString appends s (decoded, valid UTF-8) as an RFC 8785 string: '"' and '\\'
+// escaped, the short escapes for \b \t \n \f \r, \u00xx (lowercase hex) for other control
+// characters, everything else literal.
+func appendCanonicalString(out, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	out = append(out, '"')
+	start := 0
+	for i, c := range s {
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		out = append(out, s[start:i]...)
+		start = i + 1
+		switch c {
+		case '"', '\\':
+			out = append(out, '\\', c)
+		case '\b':
+			out = append(out, '\\', 'b')
+		case '\t':
+			out = append(out, '\\', 't')
+		case '\n':
+			out = append(out, '\\', 'n')
+		case '\f':
+			out = append(out, '\\', 'f')
+		case '\r':
+			out = append(out, '\\', 'r')
+		default:
+			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+	}
+	out = append(out, s[start:]...)
+	return append(out, '"')
 }
 
 // findings reports the Unicode findings of one decoded string at the current path.
 func (s *scanner) findings(str []byte) {
-	if s.warn == nil {
+	if s.warn == nil || s.simple {
 		return
 	}
 	plain := true
@@ -372,7 +627,7 @@ func (s *scanner) pointer() string {
 	parts := make([]string, len(s.path))
 	for i, seg := range s.path {
 		if seg.isKey {
-			parts[i] = seg.key
+			parts[i] = string(seg.key)
 		} else {
 			parts[i] = strconv.Itoa(seg.index)
 		}

@@ -94,66 +94,44 @@ func SortWarnings(ws []Warning) {
 // of {"protocolVersion", "tools": [{"name", "digest"}]} with tools sorted by name. Only names and
 // digests are used; descriptors are not read.
 func Digest(protocolVersion string, tools []Tool) (string, error) {
-	refs := make([]Tool, len(tools))
-	copy(refs, tools)
-	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	refs := make([]*Tool, len(tools))
+	for i := range tools {
+		refs[i] = &tools[i]
+	}
+	sorted := true
+	for i := 1; i < len(refs); i++ {
+		if refs[i-1].Name > refs[i].Name {
+			sorted = false
+			break
+		}
+	}
+	if !sorted {
+		sort.SliceStable(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	}
 	if !utf8.ValidString(protocolVersion) {
 		return "", &RefusalError{Name: "invalid_utf8", Err: ErrInvalidUTF8}
 	}
 	// The document's canonical form is written directly: members in RFC 8785 order ("digest" <
 	// "name", "protocolVersion" < "tools"), strings in RFC 8785 form.
-	var b bytes.Buffer
-	b.Grow(64 + len(refs)*112)
-	b.WriteString(`{"protocolVersion":`)
-	canonicalString(&b, protocolVersion)
-	b.WriteString(`,"tools":[`)
+	b := make([]byte, 0, 64+len(refs)*112)
+	b = append(b, `{"protocolVersion":`...)
+	b = appendCanonicalString(b, []byte(protocolVersion))
+	b = append(b, `,"tools":[`...)
 	for i, t := range refs {
 		if !utf8.ValidString(t.Name) || !utf8.ValidString(t.Digest) {
 			return "", &RefusalError{Name: "invalid_utf8", Tool: t.Name, Err: ErrInvalidUTF8}
 		}
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(`{"digest":`)
-		canonicalString(&b, t.Digest)
-		b.WriteString(`,"name":`)
-		canonicalString(&b, t.Name)
-		b.WriteByte('}')
+		b = append(b, `{"digest":`...)
+		b = appendCanonicalString(b, []byte(t.Digest))
+		b = append(b, `,"name":`...)
+		b = appendCanonicalString(b, []byte(t.Name))
+		b = append(b, '}')
 	}
-	b.WriteString("]}")
-	return sha256Digest(b.Bytes()), nil
-}
-
-// canonicalString writes s as an RFC 8785 string: '"' and '\\' escaped, the short escapes for
-// \b \t \n \f \r, \u00xx (lowercase hex) for other control characters, everything else literal.
-func canonicalString(b *bytes.Buffer, s string) {
-	const hex = "0123456789abcdef"
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c == '\b':
-			b.WriteString(`\b`)
-		case c == '\t':
-			b.WriteString(`\t`)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '\f':
-			b.WriteString(`\f`)
-		case c == '\r':
-			b.WriteString(`\r`)
-		case c < 0x20:
-			b.WriteString(`\u00`)
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&0xf])
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
+	b = append(b, "]}"...)
+	return sha256Digest(b), nil
 }
 
 // New builds a snapshot from raw tool descriptors as received. Each descriptor must be a JSON object
@@ -162,8 +140,15 @@ func canonicalString(b *bytes.Buffer, s string) {
 func New(protocolVersion string, server ServerInfo, descriptors []json.RawMessage) (*ToolSnapshot, error) {
 	s := &ToolSnapshot{ProtocolVersion: protocolVersion, ServerInfo: server, Tools: make([]Tool, 0, len(descriptors))}
 	seen := make(map[string]struct{}, len(descriptors))
+	// One copy of every descriptor, in one allocation; one canonical-form buffer, reused.
+	total := 0
 	for _, raw := range descriptors {
-		t, warns, err := freeze(raw)
+		total += len(raw)
+	}
+	arena := make([]byte, 0, total)
+	var w scanner
+	for _, raw := range descriptors {
+		t, warns, err := freeze(&w, raw)
 		if err != nil {
 			return nil, err
 		}
@@ -171,6 +156,9 @@ func New(protocolVersion string, server ServerInfo, descriptors []json.RawMessag
 			return nil, &RefusalError{Name: "duplicate_tool_name", Tool: t.Name, Err: ErrDuplicateToolName}
 		}
 		seen[t.Name] = struct{}{}
+		at := len(arena)
+		arena = append(arena, raw...)
+		t.Descriptor = arena[at:len(arena):len(arena)]
 		s.Tools = append(s.Tools, t)
 		s.Warnings = append(s.Warnings, warns...)
 	}
@@ -184,15 +172,17 @@ func New(protocolVersion string, server ServerInfo, descriptors []json.RawMessag
 	return s, nil
 }
 
-// freeze validates one descriptor and returns its Tool (with a private copy of raw) and warnings.
-func freeze(raw json.RawMessage) (Tool, []Warning, error) {
+// freeze validates and canonicalizes one descriptor in a single pass with w (reused across
+// descriptors, with its canonical-form buffer) and returns its Tool (without Descriptor: the
+// caller stores its own copy of raw) and warnings.
+func freeze(w *scanner, raw json.RawMessage) (Tool, []Warning, error) {
 	var findings []Warning
-	w, err := validateWalk(raw, scanDigest, func(path, code string) {
+	err := w.canonical(raw, w.out[:0], func(path, code string) {
 		findings = append(findings, Warning{Path: path, Code: code})
 	})
 	if err != nil {
 		var r *RefusalError
-		if errors.As(err, &r) && w != nil && w.hasName {
+		if errors.As(err, &r) && w.hasName {
 			r.Tool = w.name
 		}
 		return Tool{}, nil, err
@@ -201,18 +191,10 @@ func freeze(raw json.RawMessage) (Tool, []Warning, error) {
 	if err != nil {
 		return Tool{}, nil, err
 	}
-	c, err := transform(raw)
-	if err != nil {
-		var r *RefusalError
-		if errors.As(err, &r) {
-			r.Tool = name
-		}
-		return Tool{}, nil, err
-	}
 	for i := range findings {
 		findings[i].Tool = name
 	}
-	return Tool{Name: name, Digest: sha256Digest(c), Descriptor: bytes.Clone(raw)}, findings, nil
+	return Tool{Name: name, Digest: sha256Digest(w.out)}, findings, nil
 }
 
 // descriptorName returns the exact top-level "name" member of a descriptor validated by w.
@@ -230,8 +212,9 @@ func descriptorName(raw []byte, w *scanner) (string, error) {
 // itself refused, names a different tool than recorded, or two tools share a name.
 func (s *ToolSnapshot) Verify() error {
 	seen := make(map[string]struct{}, len(s.Tools))
+	w := &scanner{}
 	for _, t := range s.Tools {
-		w, err := validateWalk(t.Descriptor, scanDigest, nil)
+		err := w.canonical(t.Descriptor, w.out[:0], nil)
 		if err != nil {
 			var r *RefusalError
 			if errors.As(err, &r) {
@@ -247,11 +230,7 @@ func (s *ToolSnapshot) Verify() error {
 			return &RefusalError{Name: "duplicate_tool_name", Tool: name, Err: ErrDuplicateToolName}
 		}
 		seen[name] = struct{}{}
-		c, err := transform(t.Descriptor)
-		if err != nil {
-			return err
-		}
-		if d := sha256Digest(c); d != t.Digest {
+		if d := sha256Digest(w.out); d != t.Digest {
 			return &MismatchError{Tool: t.Name, Recorded: t.Digest, Computed: d}
 		}
 	}

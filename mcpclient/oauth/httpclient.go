@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/snapshot"
 )
 
 // maxOAuthResponse bounds every metadata, registration and token response.
@@ -105,7 +105,7 @@ func (r *registrationCapture) RoundTrip(req *http.Request) (*http.Response, erro
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	var reg oauthex.ClientRegistrationResponse
-	if rerr == nil && json.Unmarshal(body, &reg) == nil && reg.ClientID != "" {
+	if rerr == nil && snapshot.Unmarshal(body, &reg) == nil && reg.ClientID != "" {
 		r.mu.Lock()
 		r.got = &reg
 		r.mu.Unlock()

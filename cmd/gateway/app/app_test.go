@@ -18,7 +18,7 @@ func TestFlagsAreTheDecidedInterface(t *testing.T) {
 		"max-inflight-per-caller": "8", "call-timeout": "1m0s", "max-request-bytes": "1048576",
 		"metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "allowed-hosts": "[]",
 		// The manager's trust and egress flags, shared.
-		"require-provenance": "true", "trusted-root": "", "default-identity-issuer": "", "default-public-key": "",
+		"skip-provenance-unsafe": "false", "keyless-without-tlog-unsafe": "false", "trusted-root": "", "default-identity-issuer": "", "default-public-key": "",
 		"default-source-repository": "", "default-source-ref": "", "egress-allow-cidr": "[]", "service-cidr": "[]", "allow-loopback-unsafe": "false",
 	}
 	for name, def := range want {
