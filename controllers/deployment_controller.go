@@ -596,7 +596,7 @@ func ReverifyRequested(sd *v1.ServiceDeployment, now time.Time) (due bool, wait 
 
 // match compares the live snapshot (or, when no freeze was due, the recorded outcome of the last
 // freeze) with the reviewed snapshot.
-func (r *DeploymentReconciler) match(_ context.Context, p *pass) *StageError {
+func (r *DeploymentReconciler) match(ctx context.Context, p *pass) *StageError {
 	st := &p.sd.Status
 	if !p.froze {
 		if st.CandidateSnapshotDigest != "" && st.Drift != nil {
@@ -610,11 +610,13 @@ func (r *DeploymentReconciler) match(_ context.Context, p *pass) *StageError {
 	}
 	d := DecideMatch(p.resolved.Snapshot, p.live)
 	if d.Matched {
+		r.dropReview(ctx, p.sd)
 		return nil
 	}
 	p.drift = &d.Diff
 	st.CandidateSnapshotDigest = p.live.Digest
 	st.Drift = DriftStatus(d.Diff)
+	r.recordReview(ctx, p)
 	return refuse(TypeSnapshotMatched, ReasonSnapshotDrift, "%s; candidate %s kept for review", DriftSummary(d.Diff), p.live.Digest)
 }
 

@@ -29,6 +29,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&McpServiceProfile{}, &McpServiceProfileList{},
 		&ServiceDeployment{}, &ServiceDeploymentList{},
 		&McpTrustPolicy{}, &McpTrustPolicyList{},
+		&McpSnapshotReview{}, &McpSnapshotReviewList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

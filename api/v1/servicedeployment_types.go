@@ -190,6 +190,12 @@ type SnapshotDrift struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=512
 	Changed []ChangedTool `json:"changed,omitempty"`
+
+	// Classes counts tools per drift class (text_only, schema_widened, schema_narrowed,
+	// annotation_changed, new_tool, removed_tool, protocol_change, other_field; see package
+	// review). Informational only: any drift refuses activation whatever its class.
+	// +optional
+	Classes map[string]int32 `json:"classes,omitempty"`
 }
 
 // ToolRef names a tool and its descriptor digest.

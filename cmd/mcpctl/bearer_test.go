@@ -86,7 +86,7 @@ func TestBearerFileEveryServerVerb(t *testing.T) {
 	tok := writeFile(t, dir, "token", testBearer)
 	_, snapOut, _ := runServerCLI(t, nil, "snapshot", "--url", srv.URL, "--bearer-file", tok)
 	_, prof, _ := runServerCLI(t, nil, "profile", "init", "--snapshot", writeFile(t, dir, "snap.json", snapOut))
-	profPath := writeFile(t, dir, "profile.yaml", prof)
+	profPath := writeFile(t, dir, "profile.yaml", strings.ReplaceAll(prof, "effect: unreviewed", "effect: read"))
 	if code, out, errOut := runServerCLI(t, nil, "profile", "check", "--profile", profPath, "--url", srv.URL, "--bearer-file", tok); code != exitOK || !strings.Contains(out, `"drift": false`) {
 		t.Fatalf("profile check with --bearer-file: exit %d, %q: %s", code, out, errOut)
 	}

@@ -114,7 +114,11 @@ func TestExitCodes(t *testing.T) {
 		t.Fatalf("profile init: %s", errOut)
 	}
 	profPath := filepath.Join(dir, "profile.yaml")
-	if err := os.WriteFile(profPath, []byte(prof), 0o600); err != nil {
+	if err := os.WriteFile(profPath, []byte(strings.ReplaceAll(prof, "effect: unreviewed", "effect: read")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	draftPath := filepath.Join(dir, "draft.yaml")
+	if err := os.WriteFile(draftPath, []byte(prof), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
@@ -127,6 +131,8 @@ func TestExitCodes(t *testing.T) {
 		{"ok: version", []string{"version"}, exitOK, ""},
 		{"ok: snapshot", []string{"snapshot", "--url", srv.URL}, exitOK, ""},
 		{"ok: no drift", append([]string{"profile", "check", "--profile", profPath}, stdioArgs("--raw", "--tools", toolsA)...), exitOK, ""},
+		{"refused: draft checked without drift", append([]string{"profile", "check", "--profile", draftPath}, stdioArgs("--raw", "--tools", toolsA)...), exitRefused, "refused: unreviewed_effect"},
+		{"refused: draft checked with drift", append([]string{"profile", "check", "--profile", draftPath}, stdioArgs("--raw", "--tools", toolsB)...), exitRefused, "refused: unreviewed_effect"},
 		{"failure: missing snapshot file", []string{"profile", "init", "--snapshot", filepath.Join(dir, "nope.json")}, exitFailure, "mcpctl: "},
 		{"failure: isError result", []string{"call", "--url", srv.URL, "--tool", "fail"}, exitFailure, "mcpctl: tool returned isError"},
 		{"usage: no command", nil, exitUsage, "Usage:"},

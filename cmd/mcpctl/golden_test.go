@@ -55,6 +55,11 @@ func TestGoldenOutput(t *testing.T) {
 	}
 	_, draft, _ := runServerCLI(t, nil, "profile", "init", "--snapshot", snapPath)
 	draftPath := filepath.Join(dir, "draft.yaml")
+	// The same draft with every effect reviewed: what "profile check" passes.
+	reviewedPath := filepath.Join(dir, "reviewed.yaml")
+	if err := os.WriteFile(reviewedPath, []byte(strings.ReplaceAll(draft, "effect: unreviewed", "effect: read")), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(draftPath, []byte(draft), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +78,10 @@ func TestGoldenOutput(t *testing.T) {
 		{"call-is-error", append([]string{"call", "--tool", "fail"}, stdioArgs()...), true},
 		{"call-unknown-content", append([]string{"call", "--tool", "echo"}, stdioArgs("--hostile", mcptest.HostileUnknownContent)...), false},
 		{"profile-init", []string{"profile", "init", "--snapshot", snapPath, "--service-ref", "acme"}, false},
-		{"profile-check-same", append([]string{"profile", "check", "--profile", draftPath}, stdioArgs("--raw", "--tools", toolsA)...), false},
-		{"profile-check-drift", append([]string{"profile", "check", "--profile", draftPath}, stdioArgs("--raw", "--tools", toolsB)...), true},
+		{"profile-check-same", append([]string{"profile", "check", "--profile", reviewedPath}, stdioArgs("--raw", "--tools", toolsA)...), false},
+		{"profile-check-drift", append([]string{"profile", "check", "--profile", reviewedPath}, stdioArgs("--raw", "--tools", toolsB)...), true},
+		{"profile-check-draft-same", append([]string{"profile", "check", "--profile", draftPath}, stdioArgs("--raw", "--tools", toolsA)...), true},
+		{"profile-check-draft-drift", append([]string{"profile", "check", "--profile", draftPath}, stdioArgs("--raw", "--tools", toolsB)...), true},
 		{"pack-push", []string{"pack", "push", profile, "--to", reg.Host + "/team/acme", "--plain-http"}, false},
 		{"pack-pull", []string{"pack", "pull", ref, "--plain-http"}, false},
 		{"refused-frame", append([]string{"snapshot", "--max-frame-bytes", "1024"}, stdioArgs("--hostile", mcptest.HostileOversizeFrame, "--size", "4096")...), true},

@@ -126,7 +126,7 @@ type checkReport struct {
 func newProfileCheckCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check --profile FILE (--url URL | -- CMD ARGS...)",
-		Short: "Compare a profile's recorded snapshot with the live server (exit 4 on drift)",
+		Short: "Compare a profile's recorded snapshot with the live server (exit 4 on drift, 3 while an effect is unreviewed)",
 		Args:  cobra.ArbitraryArgs,
 	}
 	profilePath := cmd.Flags().String("profile", "", "profile document (YAML or JSON)")
@@ -163,15 +163,27 @@ func profileCheck(ctx context.Context, env *cliEnv, sf *serverFlags, profilePath
 	}
 	diff := snapshot.Compare(recorded, live)
 	rep := checkReport{Service: doc.Service.Ref, Recorded: recorded.Digest, Live: live.Digest, Drift: !diff.Empty(), Diff: diff}
-	if err := writeJSON(env.stdout, rep); err != nil {
-		return err
+	// A check that passes means the file is ready to pack: a document that still carries an
+	// "unreviewed" effect (a draft, or one from "review repin") is refused after the readable
+	// drift report on stderr. Like every refusal it leaves stdout empty.
+	unreviewed := ocipack.ValidateEffects(doc)
+	if unreviewed == nil {
+		if err := writeJSON(env.stdout, rep); err != nil {
+			return err
+		}
 	}
 	if !rep.Drift {
 		fmt.Fprintln(env.stderr, "no drift: live snapshot", live.Digest, "matches the profile")
-		return nil
+	} else {
+		fmt.Fprint(env.stderr, formatDiff(diff))
 	}
-	fmt.Fprint(env.stderr, formatDiff(diff))
-	return &driftError{msg: summarizeDiff(diff)}
+	if unreviewed != nil {
+		return unreviewed
+	}
+	if rep.Drift {
+		return &driftError{msg: summarizeDiff(diff)}
+	}
+	return nil
 }
 
 // formatDiff renders a diff for people, one line per change, names and digests only.

@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 		os.Exit(defaultClientGet(u))
 	}
 	code := m.Run()
+	stopReviewCluster() // started on demand by the review tests
 	if buildDir != "" {
 		_ = os.RemoveAll(buildDir) // the binary built by builtBinary
 	}
