@@ -192,6 +192,7 @@ type trustWorld struct {
 	platform testKey
 	team     testKey
 	packs    int
+	secrets  []client.Object // more Secrets for the fake apiserver
 }
 
 func newTrustWorld(t *testing.T) *trustWorld {
@@ -245,8 +246,10 @@ func (w *trustWorld) verifier(t *testing.T, withPlatform bool, policies ...v1.Mc
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{"team": "a"}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{"team": "b"}}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team-key"}, Data: map[string][]byte{"cosign.pub": []byte(w.team.pem)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team-key", Labels: map[string]string{v1.CredentialLabel: "true"}},
+			Data: map[string][]byte{"cosign.pub": []byte(w.team.pem)}},
 	}
+	objs = append(objs, w.secrets...)
 	for i := range policies {
 		p := policies[i]
 		p.ResourceVersion = ""

@@ -375,7 +375,7 @@ func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy) (*adapters.Pa
 	waived, _ := o.WaivedChecks()
 	v := &adapters.PackVerifier{
 		Registry:             reg,
-		Secrets:              mgr.GetAPIReader(),
+		Secrets:              mgr.GetClient(),
 		Trust:                mgr.GetClient(),
 		SkipProvenanceUnsafe: o.skipProvenance(),
 		Waived:               waived,
