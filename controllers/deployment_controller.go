@@ -18,11 +18,13 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -117,7 +119,8 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&rbacv1.Role{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
 		Watches(&v1.ServiceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.colliders)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byCredential)).
-		Watches(&v1.McpTrustPolicy{}, handler.EnqueueRequestsFromMapFunc(r.withAllowCIDRs)).
+		Watches(&v1.McpTrustPolicy{}, handler.EnqueueRequestsFromMapFunc(r.withAllowCIDRs),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})). // not on its own status writes
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.withAllowCIDRs)).
 		WatchesRawSource(source.Channel(r.refresh, &handler.TypedEnqueueRequestForObject[*v1.ServiceDeployment]{})).
 		Complete(r)

@@ -205,6 +205,8 @@ type Wired struct {
 	// Profiles and Deployments are the reconcilers.
 	Profiles    *controllers.ProfileReconciler
 	Deployments *controllers.DeploymentReconciler
+	// TrustPolicies writes McpTrustPolicy status (Ready, Stalled, observedGeneration).
+	TrustPolicies *controllers.TrustPolicyReconciler
 	// Metrics are the registered metrics.
 	Metrics *controllers.Metrics
 	// Binder is the shared endpoint-binding construction (freeze and credential reads).
@@ -298,6 +300,10 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		FreezeTimeout: o.FreezeTimeout, RetryInterval: o.RetryInterval, Metrics: m, MaxConcurrentReconciles: o.Concurrency,
 	}
 	if err := w.Deployments.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	w.TrustPolicies = &controllers.TrustPolicyReconciler{Client: mgr.GetClient(), Validate: adapters.ValidateTrustPolicy}
+	if err := w.TrustPolicies.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	return w, nil
