@@ -214,6 +214,21 @@ func TestStoryTenantTrust(t *testing.T) {
 	if c := condOf(other, controllers.TypeSourceVerified); !strings.Contains(c.Message, "untrusted_signature") {
 		t.Fatalf("other namespace: %q", c.Message)
 	}
+	// The refusal in the other namespace names nothing of the team's namespace: not the grant
+	// (McpTrustPolicy/<teamNS>), its signer, nor the namespace itself.
+	if js := mustJSON(t, other.Status); strings.Contains(js, teamNS) || strings.Contains(js, "team-a-key") {
+		t.Fatalf("the other namespace's refusal names the team's grant: %s", js)
+	}
+	// Nor do the team's own refusals name the other namespace.
+	for _, name := range []string{"unlabelled-key", "pull-elsewhere"} {
+		p := &apiv1.McpServiceProfile{}
+		if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: teamNS, Name: name}, p); err != nil {
+			t.Fatal(err)
+		}
+		if js := mustJSON(t, p.Status); strings.Contains(js, otherNS) {
+			t.Fatalf("%s: the team's refusal names the other namespace: %s", name, js)
+		}
+	}
 
 	// Revoking the grant is noticed: the profile is refused again, and its deployment with it.
 	if err := k8sClient.Delete(ctx, grant); err != nil {
