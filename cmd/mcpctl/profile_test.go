@@ -211,7 +211,7 @@ func TestProfileInitReadsSnapshotExactCase(t *testing.T) {
 	variant := `{"protocolVersion":` + string(doc["protocolVersion"]) + `,"serverInfo":` + string(doc["serverInfo"]) +
 		`,"tools":` + string(doc["tools"]) + `,"digest":` + string(doc["digest"]) +
 		`,"Tools":` + string(evilDoc["tools"]) + `,"Digest":` + string(evilDoc["digest"]) + `}`
-	if err := os.WriteFile(p, []byte(variant), 0o600); err != nil { //nolint:gosec // G703: a test temp dir
+	if err := os.WriteFile(p, []byte(variant), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := runCLI(t, nil, "profile", "init", "--snapshot", p)

@@ -33,7 +33,7 @@ func TestStoryTrustPolicyStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
-	const secretish = "U0VDUkVULUxJS0UtQllURVM" // the body of a PEM block that is no key
+	const secretish = "U0VDUkVULUxJS0UtQllURVM" //nolint:gosec // the body of a PEM block that is no key, not a credential
 	policy := func(name string, mutate func(*apiv1.McpTrustPolicy)) *apiv1.McpTrustPolicy {
 		p := &apiv1.McpTrustPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: apiv1.McpTrustPolicySpec{
