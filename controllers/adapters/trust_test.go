@@ -370,7 +370,18 @@ func TestTrustFingerprint(t *testing.T) {
 	if err := v.Trust.(client.Client).Get(ctx, client.ObjectKey{Name: "team-a"}, p); err != nil {
 		t.Fatal(err)
 	}
+	// A status write (the manager's own Ready condition) changes the resourceVersion, not the
+	// generation: the fingerprint, and so the verification memo, stays.
+	p.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Valid", Message: "the grant is valid", LastTransitionTime: metav1.Now()}}
+	if err := v.Trust.(client.Client).Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := v.TrustFingerprint(ctx, "team-a"); status != granted {
+		t.Fatal("a status-only write changed the fingerprint")
+	}
+	// A spec change bumps the generation (the fake client does not, the apiserver does).
 	p.Spec.Provenance[0].SourceRef = "refs/heads/release"
+	p.Generation++
 	if err := v.Trust.(client.Client).Update(ctx, p); err != nil {
 		t.Fatal(err)
 	}
