@@ -51,7 +51,8 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.McpServiceProfile{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named("mcpserviceprofile").
-		Watches(&v1.McpTrustPolicy{}, handler.EnqueueRequestsFromMapFunc(r.packProfiles)).
+		Watches(&v1.McpTrustPolicy{}, handler.EnqueueRequestsFromMapFunc(r.packProfiles),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})). // not on its own status writes
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.packProfilesIn),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +22,7 @@ import (
 	k8sjson "sigs.k8s.io/json"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/snapshot"
 )
 
 // CreatedEpoch is the org.opencontainers.image.created annotation of packs built by Push: a fixed
@@ -493,7 +493,9 @@ func CredentialsFromDockerConfig(data []byte) (auth.CredentialFunc, error) {
 			RegistryToken string `json:"registrytoken"`
 		} `json:"auths"`
 	}
-	if err := json.Unmarshal(data, &cfg); err != nil {
+	// Exact-case members and no duplicate keys: "Auths" or a second "auths" is not another way
+	// to name the credentials.
+	if err := snapshot.Unmarshal(data, &cfg); err != nil {
 		return nil, refuse("invalid_docker_config", "", ErrInvalidDockerConfig)
 	}
 	creds := map[string]auth.Credential{}

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/snapshot"
 )
 
 // Predicate types recognised in pack bundles.
@@ -662,7 +663,9 @@ func primarySource(p *slsaProvenance) (*sourceFacts, reason) {
 // against the policy.
 func (v *Verifier) checkSource(b verifiedBundle, pol *apiv1.ProvenancePolicy) (*sourceFacts, reason) {
 	var p slsaProvenance
-	if err := json.Unmarshal(b.predicate, &p); err != nil {
+	// Exact-case members: encoding/json would merge "BuildDefinition" into buildDefinition,
+	// so that this check and other readers of the same signed predicate saw different sources.
+	if err := snapshot.Unmarshal(b.predicate, &p); err != nil {
 		return nil, reasonWrongPredicate
 	}
 	if pol.BuilderID != "" && p.RunDetails.Builder.ID != pol.BuilderID {

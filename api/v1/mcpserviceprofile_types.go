@@ -33,7 +33,9 @@ type OCISource struct {
 	Ref string `json:"ref"`
 
 	// PullSecretRef names a kubernetes.io/dockerconfigjson Secret in this namespace holding
-	// registry credentials.
+	// registry credentials. The Secret must opt in like a deployment's credential: label
+	// connectors.b10x.io/credential=true, not a ServiceAccount token, and its
+	// connectors.b10x.io/allowed-hosts annotation must name the registry host of ref.
 	// +optional
 	PullSecretRef *LocalObjectReference `json:"pullSecretRef,omitempty"`
 
@@ -62,7 +64,8 @@ type VerifyPolicy struct {
 	Keyless *KeylessIdentity `json:"keyless,omitempty"`
 
 	// PublicKey additionally requires a signature by the PEM public key in this Secret of the
-	// profile's namespace.
+	// profile's namespace. The Secret must carry the label connectors.b10x.io/credential=true
+	// and must not be a ServiceAccount token.
 	// +optional
 	PublicKey *SecretKeyReference `json:"publicKey,omitempty"`
 

@@ -83,7 +83,10 @@ type TrustEgressCeiling struct {
 // namespaces, written by cluster administrators.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=mcptp,categories={connectors,mcp}
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type McpTrustPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -91,6 +94,28 @@ type McpTrustPolicy struct {
 
 	// Spec is the grant.
 	Spec McpTrustPolicySpec `json:"spec"`
+
+	// Status says whether the manager accepts the grant.
+	// +optional
+	Status McpTrustPolicyStatus `json:"status,omitempty"`
+}
+
+// McpTrustPolicyStatus is written by the manager. An invalid namespaceSelector or signer makes
+// the policy grant no signer trust, and an invalid egress range is ignored by the ceiling; the
+// Ready condition names the first invalid field (never its value).
+type McpTrustPolicyStatus struct {
+	// ObservedGeneration is the metadata.generation the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions are kstatus-compatible: Ready (True, reason Valid; or False, reason
+	// InvalidGrant naming the invalid field) and Stalled (True, reason InvalidGrant, while the
+	// grant is invalid).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // McpTrustPolicyList is a list of McpTrustPolicy.

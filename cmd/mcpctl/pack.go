@@ -317,7 +317,7 @@ type policyFile struct {
 // verifyFlags are the flags of "pack verify" besides the registry and provenance flags.
 type verifyFlags struct {
 	key, identity, identityRE, issuer, trustedRoot, policyPath string
-	skipProv                                                   bool
+	skipProv, keylessWithoutTlog                               bool
 	tlog                                                       int
 }
 
@@ -341,6 +341,8 @@ func newPackVerifyCmd(env *cliEnv) *cobra.Command {
 	fs.StringVar(&vf.policyPath, "policy", "", "policy file (JSON or YAML): keyless, publicKeyFile, trustedRoot, provenance")
 	fs.BoolVar(&vf.skipProv, "skip-provenance-unsafe", false, "accept a signature without a provenance attestation (drops the merge verification)")
 	fs.IntVar(&vf.tlog, "tlog-threshold", 0, "require this many verified transparency-log entries per bundle")
+	fs.BoolVar(&vf.keylessWithoutTlog, "keyless-without-tlog-unsafe", false,
+		"accept keyless bundles with no transparency-log entry (a signed timestamp then suffices); by default a keyless bundle needs one")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		if err := usageArgs(cmd, args, 1, 1); err != nil {
 			return err
@@ -416,7 +418,14 @@ func packVerify(ctx context.Context, env *cliEnv, rf *registryFlags, pf *provena
 	if err != nil {
 		return err
 	}
-	var opts []ocipack.VerifierOption
+	// Keyless verification is strict, as in the manager: an anchored subject expression, the
+	// source the certificate certified, and a transparency-log entry unless waived.
+	opts := []ocipack.VerifierOption{ocipack.WithStrictKeyless()}
+	if vf.keylessWithoutTlog {
+		fmt.Fprintln(env.stderr, "warning: --keyless-without-tlog-unsafe: keyless bundles without a transparency-log entry are accepted")
+	} else {
+		opts = append(opts, ocipack.WithKeylessTransparencyLog(1))
+	}
 	if *tlog > 0 {
 		opts = append(opts, ocipack.WithTransparencyLog(*tlog))
 	}

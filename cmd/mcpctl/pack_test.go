@@ -3,14 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto"
+	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/json"
+	"math/big"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
@@ -265,69 +273,140 @@ func TestPackCLIRefusals(t *testing.T) {
 	}
 }
 
-func TestPackVerifyKeylessWithTrustedRootFile(t *testing.T) {
-	reg := ocitest.New(ocitest.Options{Referrers: false})
-	defer reg.Close()
-	dir := t.TempDir()
-	ref := pushCLI(t, reg.Host, writeProfile(t, dir, "acme", true))
+// cliKeylessCA is a self-hosted Fulcio CA whose certificates carry GitHub-style source
+// extensions, with the VirtualSigstore's TSA; trustedRoot is their trusted_root.json.
+type cliKeylessCA struct {
+	vs          *ca.VirtualSigstore
+	inter       *x509.Certificate
+	interKey    *ecdsa.PrivateKey
+	trustedRoot string
+}
+
+func newCLIKeylessCA(t *testing.T, dir, name string) *cliKeylessCA {
+	t.Helper()
 	vs, err := ca.NewVirtualSigstore()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, priv, err := vs.GenerateLeafCert(cliSubject, cliIssuer)
+	rootCert, rootKey, err := ca.GenerateRootCa()
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp, err := ocipack.NewKeypair(priv.(crypto.Signer))
+	inter, interKey, err := ca.GenerateFulcioIntermediate(rootCert, rootKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer := &ocipack.Signer{Keypair: kp, CertificateProvider: certProvider(cert.Raw),
-		Timestamp: func(_ context.Context, sig []byte) ([]byte, error) { return vs.TimestampResponse(sig) }}
-	parsed, _ := ocipack.ParseDigestReference(ref)
-	if _, err := signer.Sign(context.Background(), &ocipack.Client{PlainHTTP: true}, parsed,
-		&ocipack.Provenance{SourceRepository: cliRepo, SourceRef: cliRef, SourceRevision: cliRev, BuilderID: cliBuilder}); err != nil {
-		t.Fatal(err)
-	}
-	// A self-hosted trusted_root.json: the virtual Fulcio CA and TSA.
-	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, vs.FulcioCertificateAuthorities(), nil, vs.TimestampingAuthorities(), nil)
+	fulcio := &root.FulcioCertificateAuthority{Root: rootCert, Intermediates: []*x509.Certificate{inter},
+		ValidityPeriodStart: time.Now().Add(-time.Hour), URI: "https://fulcio.example"}
+	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, []root.CertificateAuthority{fulcio}, nil, vs.TimestampingAuthorities(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	trJSON, err := tr.MarshalJSON()
+	raw, err := tr.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
-	trPath := filepath.Join(dir, "trusted_root.json")
-	if err := os.WriteFile(trPath, trJSON, 0o600); err != nil {
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return &cliKeylessCA{vs: vs, inter: inter, interKey: interKey, trustedRoot: path}
+}
+
+// signer is a keyless signer for cliSubject whose certificate certifies the build of
+// certifiedRef in the acme/profiles repository, timestamped by the TSA and never logged.
+func (k *cliKeylessCA) signer(t *testing.T, certifiedRef string) *ocipack.Signer {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der := func(s string) []byte {
+		b, err := asn1.MarshalWithParams(s, "utf8")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	san, _ := url.Parse(cliSubject)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), URIs: []*url.URL{san},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(10 * time.Minute),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
+		ExtraExtensions: []pkix.Extension{
+			{Id: certificate.OIDIssuerV2, Value: der(cliIssuer)},
+			{Id: certificate.OIDSourceRepositoryURI, Value: der(strings.TrimPrefix(cliRepo, "git+"))},
+			{Id: certificate.OIDSourceRepositoryRef, Value: der(certifiedRef)},
+			{Id: certificate.OIDSourceRepositoryDigest, Value: der(cliRev)},
+		}}
+	raw, err := x509.CreateCertificate(rand.Reader, tmpl, k.inter, &priv.PublicKey, k.interKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := ocipack.NewKeypair(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ocipack.Signer{Keypair: kp, CertificateProvider: certProvider(raw),
+		Timestamp: func(_ context.Context, sig []byte) ([]byte, error) { return k.vs.TimestampResponse(sig) }}
+}
+
+// TestPackVerifyKeylessWithTrustedRootFile: pack verify applies the manager's strict keyless
+// rules. A keyless bundle needs a transparency-log entry (refused missing_tlog_entry, exit 3)
+// unless --keyless-without-tlog-unsafe waives it, with a warning; the source the certificate
+// certified must match (a feature-branch certificate claiming main is refused); and a subject
+// regular expression must be anchored (refused unanchored_subject_regexp).
+func TestPackVerifyKeylessWithTrustedRootFile(t *testing.T) {
+	reg := ocitest.New(ocitest.Options{Referrers: false})
+	defer reg.Close()
+	dir := t.TempDir()
+	kca := newCLIKeylessCA(t, dir, "trusted_root.json")
+	sign := func(name, certifiedRef string) string {
+		ref := pushCLI(t, reg.Host, writeProfile(t, dir, name, true))
+		parsed, _ := ocipack.ParseDigestReference(ref)
+		if _, err := kca.signer(t, certifiedRef).Sign(context.Background(), &ocipack.Client{PlainHTTP: true}, parsed,
+			&ocipack.Provenance{SourceRepository: cliRepo, SourceRef: cliRef, SourceRevision: cliRev, BuilderID: cliBuilder}); err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	ref := sign("acme", cliRef)
+	trPath := kca.trustedRoot
 	args := []string{"pack", "verify", ref, "--plain-http", "--trusted-root", trPath,
 		"--certificate-identity", cliSubject, "--certificate-oidc-issuer", cliIssuer,
 		"--provenance-source-repo", cliRepo, "--provenance-ref", cliRef}
+	// The production default: no transparency-log entry, refused.
+	runCLI(t, nil, args...).wantRefusal(t, "missing_tlog_entry")
+	// Waived by name, with a warning.
+	args = append(args, "--keyless-without-tlog-unsafe")
 	r := runCLI(t, nil, args...)
-	if r.code != 0 || !strings.Contains(r.stdout, `"subject": "`+cliSubject+`"`) || !strings.Contains(r.stdout, cliRev) {
+	if r.code != 0 || !strings.Contains(r.stdout, `"subject": "`+cliSubject+`"`) || !strings.Contains(r.stdout, cliRev) ||
+		!strings.Contains(r.stderr, "warning: --keyless-without-tlog-unsafe") {
 		t.Fatalf("verify: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	runCLI(t, nil, replaceArg(args, cliSubject, "https://github.com/mallory/x")...).wantRefusal(t, "wrong_identity")
 	runCLI(t, nil, replaceArg(args, cliIssuer, "https://accounts.example.org")...).wantRefusal(t, "wrong_issuer")
+	// A feature branch's certificate whose predicate claims main.
+	runCLI(t, nil, replaceArg(args, ref, sign("acme-feature", "refs/heads/feature"))...).wantRefusal(t, "wrong_certificate_source_ref")
 
-	// The same policy from a file.
-	policy := "keyless:\n  issuer: " + cliIssuer + "\n  subjectRegExp: '^https://github\\.com/acme/'\ntrustedRoot: trusted_root.json\nprovenance:\n  sourceRepository: " + cliRepo + "\n  sourceRef: " + cliRef + "\n"
-	pp := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(pp, []byte(policy), 0o600); err != nil {
-		t.Fatal(err)
+	// The same policy from a file, with an anchored subject expression.
+	writePolicy := func(subjectRE string) string {
+		policy := "keyless:\n  issuer: " + cliIssuer + "\n  subjectRegExp: '" + subjectRE + "'\ntrustedRoot: trusted_root.json\nprovenance:\n  sourceRepository: " + cliRepo + "\n  sourceRef: " + cliRef + "\n"
+		pp := filepath.Join(dir, "policy.yaml")
+		if err := os.WriteFile(pp, []byte(policy), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return pp
 	}
-	if r := runCLI(t, nil, "pack", "verify", ref, "--plain-http", "--policy", pp); r.code != 0 {
+	pp := writePolicy(`^https://github\.com/acme/.*$`)
+	if r := runCLI(t, nil, "pack", "verify", ref, "--plain-http", "--policy", pp, "--keyless-without-tlog-unsafe"); r.code != 0 {
 		t.Fatalf("verify --policy: exit %d: %s", r.code, r.stderr)
 	}
+	// Its twin: an unanchored expression (a prefix match) is refused by name.
+	pp = writePolicy(`^https://github\.com/acme/`)
+	runCLI(t, nil, "pack", "verify", ref, "--plain-http", "--policy", pp, "--keyless-without-tlog-unsafe").wantRefusal(t, "unanchored_subject_regexp")
 	// Another root does not trust the signer.
-	other, _ := ca.NewVirtualSigstore()
-	otr, _ := root.NewTrustedRoot(root.TrustedRootMediaType01, other.FulcioCertificateAuthorities(), nil, other.TimestampingAuthorities(), nil)
-	otrJSON, _ := otr.MarshalJSON()
-	otrPath := filepath.Join(dir, "other_root.json")
-	_ = os.WriteFile(otrPath, otrJSON, 0o600)
-	runCLI(t, nil, replaceArg(args, trPath, otrPath)...).wantRefusal(t, "untrusted_signature")
+	other := newCLIKeylessCA(t, dir, "other_root.json")
+	runCLI(t, nil, replaceArg(args, trPath, other.trustedRoot)...).wantRefusal(t, "untrusted_signature")
 }
 
 type certProvider []byte

@@ -43,8 +43,10 @@ func readSnapshot(env *cliEnv, path string) (*snapshot.ToolSnapshot, error) {
 	if _, err := snapshot.Canonicalize(b); err != nil {
 		return nil, err
 	}
+	// Exact-case members: encoding/json would let "Tools" and "Digest" case variants replace
+	// the tools and digest that every case-sensitive reader of the file sees.
 	var s snapshot.ToolSnapshot
-	if err := json.Unmarshal(b, &s); err != nil {
+	if err := snapshot.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("%s: not a tool snapshot: %w", path, err)
 	}
 	if len(s.Tools) == 0 {

@@ -177,3 +177,48 @@ func TestProfileInitWarnsAboutHiddenUnicode(t *testing.T) {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestProfileInitReadsSnapshotExactCase: a snapshot file whose "Tools" and "Digest" case
+// variants carry another, self-consistent tool set drafts from "tools" and "digest", what jq, a
+// reviewer and every case-sensitive reader see; encoding/json would have drafted the variants.
+func TestProfileInitReadsSnapshotExactCase(t *testing.T) {
+	srv := mcptest.StartHTTP(mcptest.NewServer("acme", mcptest.DefaultTools()), mcptest.Modern)
+	defer srv.Close()
+	dir := t.TempDir()
+	p := snapshotFile(t, dir, srv.URL)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	evil, err := snapshot.New(string(doc["protocolVersion"][1:len(doc["protocolVersion"])-1]), snapshot.ServerInfo{Name: "acme"},
+		[]json.RawMessage{json.RawMessage(`{"name":"exfiltrate","inputSchema":{"type":"object"}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, err := json.Marshal(evil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evilDoc map[string]json.RawMessage
+	if err := json.Unmarshal(eb, &evilDoc); err != nil {
+		t.Fatal(err)
+	}
+	// The exact names first, the case variants last (encoding/json lets the last one win).
+	variant := `{"protocolVersion":` + string(doc["protocolVersion"]) + `,"serverInfo":` + string(doc["serverInfo"]) +
+		`,"tools":` + string(doc["tools"]) + `,"digest":` + string(doc["digest"]) +
+		`,"Tools":` + string(evilDoc["tools"]) + `,"Digest":` + string(evilDoc["digest"]) + `}`
+	if err := os.WriteFile(p, []byte(variant), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, nil, "profile", "init", "--snapshot", p)
+	if r.code != 0 {
+		t.Fatalf("init: exit %d: %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout, "exfiltrate") || !strings.Contains(r.stdout, "echo") {
+		t.Fatalf("the draft was made from the case variants:\n%s", r.stdout)
+	}
+}

@@ -219,8 +219,9 @@ func (v *PackVerifier) trustSources(ctx context.Context, ns string) ([]TrustSour
 }
 
 // TrustFingerprint identifies the trust that applies to namespace ns: the McpTrustPolicies that
-// select it, each at its resourceVersion. The resolver keys its memo on it, so a granted,
-// changed or revoked policy, or a relabelled namespace, is noticed at the next reconcile.
+// select it, each at its metadata.generation (which changes with the spec, not with the status
+// the manager writes). The resolver keys its memo on it, so a granted, changed or revoked
+// policy, or a relabelled namespace, is noticed at the next reconcile.
 func (v *PackVerifier) TrustFingerprint(ctx context.Context, ns string) (string, error) {
 	_, applied, err := v.trustSources(ctx, ns)
 	if err != nil {
@@ -228,7 +229,7 @@ func (v *PackVerifier) TrustFingerprint(ctx context.Context, ns string) (string,
 	}
 	h := sha256.New()
 	for _, p := range applied {
-		fmt.Fprintf(h, "%s@%s/%s\n", p.Name, p.UID, p.ResourceVersion)
+		fmt.Fprintf(h, "%s@%s/%d\n", p.Name, p.UID, p.Generation)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -192,6 +192,7 @@ type trustWorld struct {
 	platform testKey
 	team     testKey
 	packs    int
+	secrets  []client.Object // more Secrets for the fake apiserver
 }
 
 func newTrustWorld(t *testing.T) *trustWorld {
@@ -245,8 +246,10 @@ func (w *trustWorld) verifier(t *testing.T, withPlatform bool, policies ...v1.Mc
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{"team": "a"}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{"team": "b"}}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team-key"}, Data: map[string][]byte{"cosign.pub": []byte(w.team.pem)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team-key", Labels: map[string]string{v1.CredentialLabel: "true"}},
+			Data: map[string][]byte{"cosign.pub": []byte(w.team.pem)}},
 	}
+	objs = append(objs, w.secrets...)
 	for i := range policies {
 		p := policies[i]
 		p.ResourceVersion = ""
@@ -367,7 +370,18 @@ func TestTrustFingerprint(t *testing.T) {
 	if err := v.Trust.(client.Client).Get(ctx, client.ObjectKey{Name: "team-a"}, p); err != nil {
 		t.Fatal(err)
 	}
+	// A status write (the manager's own Ready condition) changes the resourceVersion, not the
+	// generation: the fingerprint, and so the verification memo, stays.
+	p.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Valid", Message: "the grant is valid", LastTransitionTime: metav1.Now()}}
+	if err := v.Trust.(client.Client).Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := v.TrustFingerprint(ctx, "team-a"); status != granted {
+		t.Fatal("a status-only write changed the fingerprint")
+	}
+	// A spec change bumps the generation (the fake client does not, the apiserver does).
 	p.Spec.Provenance[0].SourceRef = "refs/heads/release"
+	p.Generation++
 	if err := v.Trust.(client.Client).Update(ctx, p); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/controllers"
+	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/ocipack"
 )
 
@@ -30,7 +33,10 @@ type PackVerifier struct {
 	// Registry is the template registry client (egress HTTP client, limits, plain HTTP for
 	// loopback development registries).
 	Registry ocipack.Client
-	// Secrets reads pull secrets and public-key Secrets by name (uncached reader).
+	// Secrets reads pull secrets and public-key Secrets by name. The manager gives it its
+	// cached client, whose Secret informer sees only Secrets labelled
+	// connectors.b10x.io/credential=true (app.CacheByObject), so an un-opted Secret is never
+	// read; every Secret read is also checked with k8sbinding.CheckOptIn or CheckSecret.
 	Secrets client.Reader
 	// Trust lists McpTrustPolicies and reads Namespaces (for namespaceSelector). Nil means no
 	// McpTrustPolicy is consulted: only Platform applies.
@@ -70,7 +76,7 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 	// so that a missing Secret is reported as such.
 	var ownKey crypto.PublicKey
 	if req.Policy != nil && req.Policy.PublicKey != nil {
-		pem, err := v.secretKey(ctx, req.Namespace, req.Policy.PublicKey.Name, req.Policy.PublicKey.Key)
+		pem, err := v.secretKey(ctx, req.Namespace, "public-key", req.Policy.PublicKey.Name, req.Policy.PublicKey.Key, "")
 		if err != nil {
 			return nil, err
 		}
@@ -88,7 +94,9 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 		if v.NewVerifier == nil {
 			return nil, stage(controllers.ReasonVerificationFailed, nil, "pull secrets are not enabled on this manager")
 		}
-		cfg, err := v.secretKey(ctx, req.Namespace, req.PullSecret.Name, corev1.DockerConfigJsonKey)
+		// The pull secret is sent to the registry the profile names: it must opt in and name
+		// that registry host, like a deployment's credential names its endpoint host.
+		cfg, err := v.secretKey(ctx, req.Namespace, "pull", req.PullSecret.Name, corev1.DockerConfigJsonKey, "https://"+ref.Registry)
 		if err != nil {
 			return nil, err
 		}
@@ -133,20 +141,48 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 	return &controllers.VerifiedSource{Document: doc, PackDigest: ref.Digest, ProfileDigest: pd, Provenance: prov}, nil
 }
 
-func (v *PackVerifier) secretKey(ctx context.Context, ns, name, key string) ([]byte, error) {
+// secretKey reads key of Secret name in ns under the credential opt-in rule: the Secret must be
+// labelled connectors.b10x.io/credential=true and must not be a ServiceAccount token
+// (k8sbinding.CheckOptIn); when endpoint is set the value is sent there, so the Secret's
+// allowed-hosts annotation must name its host too (k8sbinding.CheckSecret). A missing Secret
+// and an unlabelled one are the same refusal: the manager's cache never sees the latter. kind
+// ("pull", "public-key") names the use in refusal messages.
+func (v *PackVerifier) secretKey(ctx context.Context, ns, kind, name, key, endpoint string) ([]byte, error) {
+	ref := egress.CredentialRef{Name: name, Key: key}
 	sec := &corev1.Secret{}
 	if err := v.Secrets.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, sec); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, stage(controllers.ReasonVerificationFailed, nil, "Secret %q does not exist in this namespace", name)
+			return nil, secretRefused(kind, name, &k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialNotOptedIn})
 		}
 		return nil, &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: controllers.ReasonRegistryUnavailable, Transient: true, Err: err,
-			Message: fmt.Sprintf("Secret %q could not be read", name)}
+			Message: fmt.Sprintf("%s Secret %q could not be read", kind, name)}
 	}
-	val, ok := sec.Data[key]
-	if !ok || len(val) == 0 {
-		return nil, stage(controllers.ReasonVerificationFailed, nil, "Secret %q has no key %q", name, key)
+	var (
+		val []byte
+		err error
+	)
+	if endpoint == "" {
+		if err = k8sbinding.CheckOptIn(sec, ref); err == nil {
+			val = sec.Data[key]
+		}
+	} else {
+		val, err = k8sbinding.CheckSecret(sec, ref, endpoint)
+	}
+	var refused *k8sbinding.CredentialRefusal
+	if errors.As(err, &refused) {
+		return nil, secretRefused(kind, name, refused)
+	}
+	if err != nil || len(val) == 0 {
+		return nil, stage(controllers.ReasonVerificationFailed, nil, "%s Secret %q has no key %q", kind, name, key)
 	}
 	return val, nil
+}
+
+// secretRefused is the SourceVerified refusal of a Secret that did not opt in; it names the
+// Secret and the k8sbinding refusal, never the Secret's data or annotations.
+func secretRefused(kind, name string, r *k8sbinding.CredentialRefusal) *controllers.StageError {
+	return stage(controllers.ReasonCredentialRefused, r, "%s Secret %q is refused (%s): it must be labelled %s=true, not be a ServiceAccount token, and (a pull secret) name the registry host in %s",
+		kind, name, r.Name, v1.CredentialLabel, v1.CredentialAllowedHostsAnnotation)
 }
 
 // classifyPack maps ocipack errors onto SourceVerified reasons.

@@ -69,11 +69,8 @@ func (e *CredentialRefusal) Transient() bool { return e.Name == RefusalCredentia
 //
 // A missing or empty key is an [*egress.CredentialError].
 func CheckSecret(sec *corev1.Secret, ref egress.CredentialRef, endpoint string) ([]byte, error) {
-	if sec.Type == corev1.SecretTypeServiceAccountToken {
-		return nil, &CredentialRefusal{Ref: ref, Name: RefusalCredentialServiceAccountToken}
-	}
-	if sec.Labels[apiv1.CredentialLabel] != "true" {
-		return nil, &CredentialRefusal{Ref: ref, Name: RefusalCredentialNotOptedIn}
+	if err := CheckOptIn(sec, ref); err != nil {
+		return nil, err
 	}
 	host, port, err := endpointHostPort(endpoint)
 	if err != nil || !HostAllowed(sec.Annotations[apiv1.CredentialAllowedHostsAnnotation], host, port) {
@@ -87,6 +84,20 @@ func CheckSecret(sec *corev1.Secret, ref egress.CredentialRef, endpoint string) 
 		return nil, &egress.CredentialError{Ref: ref, Reason: "empty"}
 	}
 	return append([]byte(nil), v...), nil
+}
+
+// CheckOptIn applies the part of [CheckSecret] that does not depend on where a value goes: a
+// kubernetes.io/service-account-token Secret is refused, and the Secret must carry
+// apiv1.CredentialLabel="true". Readers of Secrets that are never sent anywhere (a public key)
+// apply it alone; everything that sends a value applies [CheckSecret].
+func CheckOptIn(sec *corev1.Secret, ref egress.CredentialRef) error {
+	if sec.Type == corev1.SecretTypeServiceAccountToken {
+		return &CredentialRefusal{Ref: ref, Name: RefusalCredentialServiceAccountToken}
+	}
+	if sec.Labels[apiv1.CredentialLabel] != "true" {
+		return &CredentialRefusal{Ref: ref, Name: RefusalCredentialNotOptedIn}
+	}
+	return nil
 }
 
 // HostAllowed reports whether the comma-separated allowed-hosts list names host (lower case,

@@ -171,7 +171,7 @@ func TestStoryOperatorActivatesGatewayInvokes(t *testing.T) {
 func startOperator(t *testing.T, ns string) *app.Wired {
 	t.Helper()
 	o := app.DefaultOptions()
-	o.RequireProvenance = false
+	o.SkipProvenanceUnsafe = true
 	o.AllowLoopbackUnsafe = true
 	o.RetryInterval = 300 * time.Millisecond
 	o.FreezeTimeout, o.ProbeTimeout, o.ExchangeTimeout = 10*time.Second, 3*time.Second, 5*time.Second

@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	k8sjson "sigs.k8s.io/json"
 )
 
 // maxRecordSize bounds a credential or registration file.
@@ -136,9 +137,12 @@ func (s *XDGStore) readRecord(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if len(data) > maxRecordSize || dec.Decode(v) != nil || dec.More() {
+	// Exact-case member names, no duplicate or unknown members, no trailing data: a "Resource"
+	// or a second "issuer" is not another way to bind the credential.
+	if len(data) > maxRecordSize {
+		return &StoreError{Path: path, Name: RefusalStoreCorrupt}
+	}
+	if strict, err := k8sjson.UnmarshalStrict(data, v); err != nil || len(strict) > 0 {
 		return &StoreError{Path: path, Name: RefusalStoreCorrupt}
 	}
 	return nil

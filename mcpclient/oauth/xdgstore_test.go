@@ -156,6 +156,12 @@ func TestXDGStoreRefusesUnsafeFiles(t *testing.T) {
 		{"unknown field", func(_ *XDGStore, p string) error {
 			return os.WriteFile(p, []byte(`{"resource":"https://mcp.example/mcp","issuer":"https://as.example","evil":1}`), 0o600)
 		}, RefusalStoreCorrupt},
+		{"case variant of a field", func(_ *XDGStore, p string) error {
+			return os.WriteFile(p, []byte(`{"resource":"https://mcp.example/mcp","issuer":"https://as.example","Issuer":"https://as.example"}`), 0o600)
+		}, RefusalStoreCorrupt},
+		{"duplicate field", func(_ *XDGStore, p string) error {
+			return os.WriteFile(p, []byte(`{"resource":"https://mcp.example/mcp","issuer":"https://as.example","issuer":"https://as.example"}`), 0o600)
+		}, RefusalStoreCorrupt},
 		{"record of another key", func(s *XDGStore, p string) error {
 			other := testCred("https://elsewhere.example/mcp", "https://as.example", "x")
 			if err := s.Save(ctx, other); err != nil {

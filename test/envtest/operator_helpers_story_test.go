@@ -275,6 +275,8 @@ func conditionsOf(o client.Object) []metav1.Condition {
 		return x.Status.Conditions
 	case *apiv1.McpServiceProfile:
 		return x.Status.Conditions
+	case *apiv1.McpTrustPolicy:
+		return x.Status.Conditions
 	}
 	return nil
 }
@@ -302,6 +304,8 @@ func observedGen(o client.Object) int64 {
 	case *apiv1.ServiceDeployment:
 		return x.Status.ObservedGeneration
 	case *apiv1.McpServiceProfile:
+		return x.Status.ObservedGeneration
+	case *apiv1.McpTrustPolicy:
 		return x.Status.ObservedGeneration
 	}
 	return -1

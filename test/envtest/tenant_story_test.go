@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -358,7 +359,10 @@ func TestStoryHostileTenant(t *testing.T) {
 			t.Errorf("%s: Stalled=%v, want %v (%+v)", name, stalled, a.stalled, sd.Status.Conditions)
 		}
 		js := mustJSON(t, sd.Status)
-		for _, hidden := range append(a.mustHide, "tenant-stolen") {
+		// No refusal in the tenant's namespace names anything of the victim's namespace (its
+		// name, its objects, the other team's McpTrustPolicy) nor the tenant's Secret values.
+		hide := append(slices.Clone(a.mustHide), "tenant-stolen", victimNS, "payroll", other.Name)
+		for _, hidden := range hide {
 			if strings.Contains(js, hidden) {
 				t.Errorf("%s: status carries %q: %s", name, hidden, msg)
 			}

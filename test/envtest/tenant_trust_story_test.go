@@ -27,6 +27,7 @@ import (
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/controllers/adapters"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/ocipack"
 )
@@ -161,6 +162,48 @@ func TestStoryTenantTrust(t *testing.T) {
 		t.Fatal("the activated deployment never froze its endpoint")
 	}
 
+	// Under the grant, the tenant's pull and public-key Secrets must still opt in: an unlabelled
+	// key Secret and a labelled pull secret for another registry host are refused by name, and
+	// the registry receives nothing with them (finding 3 applied to packs).
+	unlabelled := newSecret(teamNS, "team-key-unlabelled", "cosign.pub", teamPEM)
+	unlabelled.Labels = nil
+	pull := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: teamNS, Name: "pull-elsewhere",
+		Labels:      map[string]string{apiv1.CredentialLabel: "true"},
+		Annotations: map[string]string{apiv1.CredentialAllowedHostsAnnotation: "registry.example.com"}},
+		Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"` + w.reg.Host + `":{"username":"robot","password":"pull-password"}}}`)}}
+	for _, s := range []*corev1.Secret{unlabelled, pull} {
+		if err := tenant.Create(ctx, s); err != nil {
+			t.Fatalf("tenant creates Secret %s: %v", s.Name, err)
+		}
+	}
+	regHits := w.reg.Requests()
+	for _, tc := range []struct {
+		name, refusal string
+		src           apiv1.OCISource
+	}{
+		{"unlabelled-key", k8sbinding.RefusalCredentialNotOptedIn, apiv1.OCISource{Ref: ref.String(),
+			Verify: &apiv1.VerifyPolicy{PublicKey: &apiv1.SecretKeyReference{Name: unlabelled.Name, Key: "cosign.pub"}}}},
+		{"pull-elsewhere", k8sbinding.RefusalCredentialHostNotAllowed, apiv1.OCISource{Ref: ref.String(),
+			PullSecretRef: &apiv1.LocalObjectReference{Name: pull.Name}}},
+	} {
+		p := &apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: teamNS, Name: tc.name},
+			Spec: apiv1.McpServiceProfileSpec{Source: apiv1.ProfileSource{OCI: &tc.src}}}
+		if err := tenant.Create(ctx, p); err != nil {
+			t.Fatalf("tenant creates profile %s: %v", tc.name, err)
+		}
+		p = waitObj(t, p, storyTimeout, tc.name+" refused", func(p *apiv1.McpServiceProfile) bool {
+			return hasCondition(p, controllers.TypeSourceVerified, metav1.ConditionFalse, controllers.ReasonCredentialRefused)
+		})
+		if c := condOf(p, controllers.TypeSourceVerified); !strings.Contains(c.Message, "("+tc.refusal+")") ||
+			strings.Contains(c.Message, "pull-password") || strings.Contains(c.Message, "PUBLIC KEY") {
+			t.Fatalf("%s: SourceVerified %q", tc.name, c.Message)
+		}
+	}
+	if n := w.reg.Requests() - regHits; n != 0 {
+		t.Fatalf("the registry received %d requests with refused Secrets", n)
+	}
+
 	// The same profile in a namespace the grant does not select is still refused.
 	other := &apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: otherNS, Name: "demo"},
 		Spec: apiv1.McpServiceProfileSpec{Source: apiv1.ProfileSource{OCI: &apiv1.OCISource{Ref: ref.String()}}}}
@@ -170,6 +213,21 @@ func TestStoryTenantTrust(t *testing.T) {
 	})
 	if c := condOf(other, controllers.TypeSourceVerified); !strings.Contains(c.Message, "untrusted_signature") {
 		t.Fatalf("other namespace: %q", c.Message)
+	}
+	// The refusal in the other namespace names nothing of the team's namespace: not the grant
+	// (McpTrustPolicy/<teamNS>), its signer, nor the namespace itself.
+	if js := mustJSON(t, other.Status); strings.Contains(js, teamNS) || strings.Contains(js, "team-a-key") {
+		t.Fatalf("the other namespace's refusal names the team's grant: %s", js)
+	}
+	// Nor do the team's own refusals name the other namespace.
+	for _, name := range []string{"unlabelled-key", "pull-elsewhere"} {
+		p := &apiv1.McpServiceProfile{}
+		if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: teamNS, Name: name}, p); err != nil {
+			t.Fatal(err)
+		}
+		if js := mustJSON(t, p.Status); strings.Contains(js, otherNS) {
+			t.Fatalf("%s: the team's refusal names the other namespace: %s", name, js)
+		}
 	}
 
 	// Revoking the grant is noticed: the profile is refused again, and its deployment with it.

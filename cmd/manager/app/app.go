@@ -36,10 +36,6 @@ type Options struct {
 	// trusted signer whose trust source lists no provenance rule on their signature alone: it
 	// waives the merge verification. Development clusters only.
 	SkipProvenanceUnsafe bool
-	// RequireProvenance is the Go spelling of the removed --require-provenance flag, kept only
-	// until its last caller (invocation/envtest) sets SkipProvenanceUnsafe: false is read as
-	// SkipProvenanceUnsafe (and listed as a waived check). New code must not use it.
-	RequireProvenance bool
 	// KeylessWithoutTlogUnsafe (--keyless-without-tlog-unsafe) accepts keyless packs that carry
 	// no transparency-log entry (a signed timestamp from the trusted root's TSA then suffices).
 	KeylessWithoutTlogUnsafe bool
@@ -91,16 +87,15 @@ type Options struct {
 // DefaultOptions returns the production defaults.
 func DefaultOptions() Options {
 	return Options{
-		RequireProvenance: true,
-		ReverifyInterval:  10 * time.Minute,
-		ReverifyJitter:    0.1,
-		RetryInterval:     30 * time.Second,
-		FreezeTimeout:     60 * time.Second,
-		ProbeTimeout:      mcpclient.DefaultProbeTimeout,
-		ExchangeTimeout:   egress.DefaultTimeout,
-		Concurrency:       4,
-		MaxTools:          mcpclient.DefaultMaxTools,
-		MaxResponseBytes:  egress.DefaultMaxResponseBytes,
+		ReverifyInterval: 10 * time.Minute,
+		ReverifyJitter:   0.1,
+		RetryInterval:    30 * time.Second,
+		FreezeTimeout:    60 * time.Second,
+		ProbeTimeout:     mcpclient.DefaultProbeTimeout,
+		ExchangeTimeout:  egress.DefaultTimeout,
+		Concurrency:      4,
+		MaxTools:         mcpclient.DefaultMaxTools,
+		MaxResponseBytes: egress.DefaultMaxResponseBytes,
 	}
 }
 
@@ -186,14 +181,10 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// skipProvenance is the effective provenance waiver (the deprecated RequireProvenance=false
-// included).
-func (o *Options) skipProvenance() bool { return o.SkipProvenanceUnsafe || !o.RequireProvenance }
-
 // WaivedChecks lists the checks o waives by an unsafe option, as shown in every verified
 // profile's status.verified.waivedChecks, with the flag that waives each.
 func (o *Options) WaivedChecks() (checks, flags []string) {
-	if o.skipProvenance() {
+	if o.SkipProvenanceUnsafe {
 		checks, flags = append(checks, adapters.WaivedProvenance), append(flags, "--skip-provenance-unsafe")
 	}
 	if o.KeylessWithoutTlogUnsafe {
@@ -214,6 +205,8 @@ type Wired struct {
 	// Profiles and Deployments are the reconcilers.
 	Profiles    *controllers.ProfileReconciler
 	Deployments *controllers.DeploymentReconciler
+	// TrustPolicies writes McpTrustPolicy status (Ready, Stalled, observedGeneration).
+	TrustPolicies *controllers.TrustPolicyReconciler
 	// Metrics are the registered metrics.
 	Metrics *controllers.Metrics
 	// Binder is the shared endpoint-binding construction (freeze and credential reads).
@@ -309,6 +302,10 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	if err := w.Deployments.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	w.TrustPolicies = &controllers.TrustPolicyReconciler{Client: mgr.GetClient(), Validate: adapters.ValidateTrustPolicy}
+	if err := w.TrustPolicies.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -331,7 +328,7 @@ func newResolver(mgr ctrl.Manager, o Options, ip egress.IPPolicy, m *controllers
 	if err != nil {
 		return nil, err
 	}
-	return &controllers.Resolver{Verifier: verifier, RequireProvenance: !o.skipProvenance(), Metrics: m}, nil
+	return &controllers.Resolver{Verifier: verifier, RequireProvenance: !o.SkipProvenanceUnsafe, Metrics: m}, nil
 }
 
 // IPPolicy returns the dial-time address policy of o for the cluster of cfg, the one the
@@ -379,9 +376,9 @@ func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy) (*adapters.Pa
 	waived, _ := o.WaivedChecks()
 	v := &adapters.PackVerifier{
 		Registry:             reg,
-		Secrets:              mgr.GetAPIReader(),
+		Secrets:              mgr.GetClient(),
 		Trust:                mgr.GetClient(),
-		SkipProvenanceUnsafe: o.skipProvenance(),
+		SkipProvenanceUnsafe: o.SkipProvenanceUnsafe,
 		Waived:               waived,
 		NewVerifier: func(c *ocipack.Client) *ocipack.Verifier {
 			return ocipack.NewVerifier(c, trusted, append(opts, ocipack.WithCacheSize(0))...)

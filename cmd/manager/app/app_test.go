@@ -21,7 +21,7 @@ func TestFlagsDefaultToProduction(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if o.skipProvenance() || o.KeylessWithoutTlogUnsafe || o.AllowLoopbackUnsafe || o.ReverifyInterval <= 0 {
+	if o.SkipProvenanceUnsafe || o.KeylessWithoutTlogUnsafe || o.AllowLoopbackUnsafe || o.ReverifyInterval <= 0 {
 		t.Fatalf("defaults are not the production policy: %+v", o)
 	}
 	if checks, _ := o.WaivedChecks(); len(checks) != 0 {
@@ -30,7 +30,7 @@ func TestFlagsDefaultToProduction(t *testing.T) {
 	if err := fs.Parse([]string{"--skip-provenance-unsafe", "--keyless-without-tlog-unsafe", "--allow-loopback-unsafe", "--egress-allow-cidr=10.96.0.0/12", "--egress-allow-cidr=10.244.0.0/16"}); err != nil {
 		t.Fatal(err)
 	}
-	if !o.skipProvenance() || !o.KeylessWithoutTlogUnsafe || !o.AllowLoopbackUnsafe || len(o.EgressAllowCIDRs) != 2 {
+	if !o.SkipProvenanceUnsafe || !o.KeylessWithoutTlogUnsafe || !o.AllowLoopbackUnsafe || len(o.EgressAllowCIDRs) != 2 {
 		t.Fatalf("flags not applied: %+v", o)
 	}
 	checks, flags := o.WaivedChecks()

@@ -1,0 +1,106 @@
+package controllers
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
+)
+
+// Reasons of the McpTrustPolicy Ready condition.
+const (
+	// ReasonValidGrant: every field of the policy is valid; it grants what it says.
+	ReasonValidGrant = "Valid"
+	// ReasonInvalidGrant: a field (named in the message) is invalid; Stalled is True too.
+	ReasonInvalidGrant = "InvalidGrant"
+)
+
+// TrustPolicyReconciler writes the status of McpTrustPolicies: Ready True (Valid), or Ready
+// False and Stalled True (InvalidGrant) naming the invalid field, with observedGeneration. A
+// pass over an unchanged policy writes nothing.
+type TrustPolicyReconciler struct {
+	// Client reads policies and patches their status.
+	Client client.Client
+	// Validate returns nil for a valid grant, or an error whose message names the invalid field
+	// and a refusal name and never a value (adapters.ValidateTrustPolicy).
+	Validate func(*v1.McpTrustPolicy) error
+}
+
+// +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcptrustpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcptrustpolicies/status,verbs=get;update;patch
+
+// Reconcile validates one policy and writes its conditions when they change.
+func (r *TrustPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	p := &v1.McpTrustPolicy{}
+	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	want := TrustPolicyConditions(r.Validate(p))
+	if p.Status.ObservedGeneration == p.Generation && conditionsEqual(p.Status.Conditions, want) {
+		return ctrl.Result{}, nil
+	}
+	before := p.DeepCopy()
+	for _, c := range want {
+		c.ObservedGeneration = p.Generation
+		meta.SetStatusCondition(&p.Status.Conditions, c)
+	}
+	if len(want) == 1 {
+		meta.RemoveStatusCondition(&p.Status.Conditions, TypeStalled)
+	}
+	p.Status.ObservedGeneration = p.Generation
+	if err := r.Client.Status().Patch(ctx, p, client.MergeFrom(before)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if len(want) > 1 {
+		log.FromContext(ctx).Info("An McpTrustPolicy is invalid and grants nothing", "mcpTrustPolicy", p.Name, "reason", ReasonInvalidGrant)
+	}
+	return ctrl.Result{}, nil
+}
+
+// TrustPolicyConditions is the pure decision: Ready True (Valid) when invalid is nil, else
+// Ready False and Stalled True (InvalidGrant) with invalid's message.
+func TrustPolicyConditions(invalid error) []metav1.Condition {
+	if invalid == nil {
+		return []metav1.Condition{{Type: TypeReady, Status: metav1.ConditionTrue, Reason: ReasonValidGrant,
+			Message: "the grant is valid"}}
+	}
+	msg := "the grant is refused and grants nothing: " + invalid.Error()
+	return []metav1.Condition{
+		{Type: TypeReady, Status: metav1.ConditionFalse, Reason: ReasonInvalidGrant, Message: msg},
+		{Type: TypeStalled, Status: metav1.ConditionTrue, Reason: ReasonInvalidGrant, Message: msg},
+	}
+}
+
+// conditionsEqual reports whether have holds exactly the conditions of want (type, status,
+// reason, message), and no other.
+func conditionsEqual(have, want []metav1.Condition) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for _, w := range want {
+		h := meta.FindStatusCondition(have, w.Type)
+		if h == nil || h.Status != w.Status || h.Reason != w.Reason || h.Message != w.Message {
+			return false
+		}
+	}
+	return true
+}
+
+// SetupWithManager watches McpTrustPolicies (spec changes only: not its own status writes).
+func (r *TrustPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1.McpTrustPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Named("mcptrustpolicy").
+		Complete(r)
+}
