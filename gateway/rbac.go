@@ -8,8 +8,10 @@ package gateway
 //   - mcptrustpolicies, namespaces get/list/watch: the shared trust policy (a team's signers
 //     and egress ceiling apply to the namespaces a cluster admin selected);
 //   - servicedeployments patch: the re-verify annotation on live drift;
-//   - secrets get: the upstream bearer credential, read per exchange by name (never listed or
-//     watched);
+//   - secrets get, list, watch: the upstream bearer credential, read per exchange by name, and
+//     the pack pull and public-key Secrets the shared resolver reads through the label-filtered
+//     informer (only Secrets labelled connectors.b10x.io/credential=true are ever listed or
+//     cached; app.CacheByObject);
 //   - events create: the LiveDrift warning on the deployment;
 //   - services get (default/kubernetes), endpointslices list, servicecidrs list: the apiserver's
 //     addresses and the Service ranges, always denied as upstream destinations (the manager's
@@ -20,7 +22,7 @@ package gateway
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments;mcpserviceprofiles;mcptrustpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments,verbs=patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -27,6 +28,7 @@ import (
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/cmd/gateway/app"
+	managerapp "github.com/b10x/connector-mcp/cmd/manager/app"
 )
 
 func main() {
@@ -83,9 +85,11 @@ func run() int {
 		return 1
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
-		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress: opts.HealthProbeBindAddress,
+		// The resolver reads pull and public-key Secrets through the cache: only opted-in ones.
+		Cache:                   cache.Options{ByObject: managerapp.CacheByObject()},
 		GracefulShutdownTimeout: func() *time.Duration { d := opts.DrainTimeout + 5*time.Second; return &d }(),
 	})
 	if err != nil {
@@ -110,7 +114,7 @@ func run() int {
 		return 1
 	}
 	log.Info("Starting the gateway", "listenAddress", opts.ListenAddress, "audience", opts.Audience, "plainHTTPUnsafe", opts.PlainHTTPUnsafe,
-		"requireProvenance", opts.Verify.RequireProvenance)
+		"skipProvenanceUnsafe", opts.Verify.SkipProvenanceUnsafe)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "The gateway stopped with an error")
 		return 1

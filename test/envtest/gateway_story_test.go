@@ -34,6 +34,7 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	gwapp "github.com/b10x/connector-mcp/cmd/gateway/app"
+	"github.com/b10x/connector-mcp/cmd/manager/app"
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/invocation"
@@ -74,7 +75,7 @@ func startGatewayAs(t testing.TB, restCfg *rest.Config, ns string, o gwapp.Optio
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
-		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}, ByObject: app.CacheByObject()},
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		GracefulShutdownTimeout: &shutdown,
 	})
