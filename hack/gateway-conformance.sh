@@ -67,7 +67,7 @@ for rev in "${REVISIONS[@]}"; do
   (cd "$WORK" && "$SUITE" server --url "$URL" --requirements "$rev" -o "$WORK/$rev" >"$WORK/$rev.txt" 2>&1) || true
   [[ -d "$WORK/$rev" ]] || { cat "$WORK/$rev.txt" >&2; log "suite produced no results for $rev"; exit 1; }
   for s in "${SCORED[@]}"; do
-    dir=$(ls -d "$WORK/$rev/server-$s-"* "$WORK/$rev/$s-"* 2>/dev/null | head -n 1 || true)
+    dir=$(find "$WORK/$rev" -mindepth 1 -maxdepth 1 -type d \( -name "server-$s-*" -o -name "$s-*" \) -print | sort | head -n 1)
     [[ -n "$dir" ]] || continue # not part of this revision's requirements
     status=$(node -e 'const c=require(process.argv[1]);process.stdout.write(c.some(x=>x.status==="FAILURE")?"FAIL":"PASS")' "$dir/checks.json")
     key="$rev/$s"
