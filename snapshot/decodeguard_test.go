@@ -9,23 +9,30 @@ import (
 	"testing"
 )
 
-// plainDecodes are the encoding/json decodes allowed in the packages that read server and
-// caller data, by file and enclosing function, each with the reason it needs no exact-case
-// decoding. Every other decode there must go through Unmarshal.
+// plainDecodes are the encoding/json (and YAML) decodes allowed in the packages that read
+// server, registry, signer and caller data, by file and enclosing function, each with the reason
+// it needs no exact-case decoding. Every other decode there must go through Unmarshal (or
+// k8sjson.UnmarshalCaseSensitivePreserveInts). The signed SLSA predicate and Docker configs were
+// once decoded case-insensitively (ocipack's TestProvenancePredicateIsDecodedExactCase,
+// TestDockerConfigIsDecodedExactCase).
 var plainDecodes = map[string]string{ //nolint:gosec // G101: reasons, not credentials
 	"mcpclient/capture.go:deliverMembers":  "an id into any: no struct field to case-fold onto",
 	"mcpclient/capture.go:deliverRaw":      "a batch into []json.RawMessage: no struct field to case-fold onto",
 	"mcpclient/capture.go:RoundTrip":       "the outgoing request the SDK wrote (not server data), and its id into any",
 	"mcpclient/session.go:parsePageTokens": "token by token with exact member names and its own duplicate check; values into []json.RawMessage and *string",
+	"ocipack/pack.go:checkJSON":            "a probe into map[string]json.RawMessage (no struct field to case-fold onto), then snapshot.Canonicalize refuses duplicates",
+	"ocipack/profile.go:yamlToJSON":        "yaml.v3 nodes only, to count documents; the document is then converted with YAMLToJSONStrict and decoded with UnmarshalStrict",
+	"ocipack/profile.go:canonicalToYAML":   "canonical JSON this package produced, into any (no struct field)",
 }
 
-// TestServerDataDecodesAreExactCase walks the consumer packages' sources and fails on any
+// TestServerDataDecodesAreExactCase walks the consumer packages' sources (invocation, mcpclient,
+// ocipack, snapshot) and fails on any
 // encoding/json decode (json.Unmarshal, Decoder.Decode) not allowed above, and on an allowance
 // that no longer matches a decode.
 func TestServerDataDecodesAreExactCase(t *testing.T) {
 	fset := token.NewFileSet()
 	used := map[string]bool{}
-	for _, dir := range []string{"../invocation", "../mcpclient", "."} {
+	for _, dir := range []string{"../invocation", "../mcpclient", "../ocipack", "."} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("%s: %v", dir, err)
@@ -47,9 +54,6 @@ func TestServerDataDecodesAreExactCase(t *testing.T) {
 					}
 				}
 			}
-			if jsonName == "" {
-				continue
-			}
 			rel := filepath.ToSlash(filepath.Join(filepath.Base(filepath.Clean(filepath.Join(dir))), filepath.Base(path)))
 			if dir == "." {
 				rel = "snapshot/" + filepath.Base(path)
@@ -69,7 +73,7 @@ func TestServerDataDecodesAreExactCase(t *testing.T) {
 						return true
 					}
 					pkg, _ := sel.X.(*ast.Ident)
-					plain := (pkg != nil && pkg.Name == jsonName && sel.Sel.Name == "Unmarshal") || sel.Sel.Name == "Decode"
+					plain := (jsonName != "" && pkg != nil && pkg.Name == jsonName && sel.Sel.Name == "Unmarshal") || sel.Sel.Name == "Decode"
 					if !plain {
 						return true
 					}
