@@ -6,22 +6,13 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/asn1"
 	"encoding/json"
-	"math/big"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
-	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/sign"
-	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
@@ -273,44 +264,24 @@ func TestPackCLIRefusals(t *testing.T) {
 	}
 }
 
-// cliKeylessCA is a self-hosted Fulcio CA whose certificates carry GitHub-style source
-// extensions, with the VirtualSigstore's TSA; trustedRoot is their trusted_root.json.
+// cliKeylessCA is the self-hosted Fulcio CA and TSA (ocitest.KeylessCA); trustedRoot is their
+// trusted_root.json on disk.
 type cliKeylessCA struct {
-	vs          *ca.VirtualSigstore
-	inter       *x509.Certificate
-	interKey    *ecdsa.PrivateKey
+	*ocitest.KeylessCA
 	trustedRoot string
 }
 
 func newCLIKeylessCA(t *testing.T, dir, name string) *cliKeylessCA {
 	t.Helper()
-	vs, err := ca.NewVirtualSigstore()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rootCert, rootKey, err := ca.GenerateRootCa()
-	if err != nil {
-		t.Fatal(err)
-	}
-	inter, interKey, err := ca.GenerateFulcioIntermediate(rootCert, rootKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fulcio := &root.FulcioCertificateAuthority{Root: rootCert, Intermediates: []*x509.Certificate{inter},
-		ValidityPeriodStart: time.Now().Add(-time.Hour), URI: "https://fulcio.example"}
-	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, []root.CertificateAuthority{fulcio}, nil, vs.TimestampingAuthorities(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := tr.MarshalJSON()
+	k, err := ocitest.NewKeylessCA()
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
+	if err := os.WriteFile(path, k.TrustedRootJSON, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &cliKeylessCA{vs: vs, inter: inter, interKey: interKey, trustedRoot: path}
+	return &cliKeylessCA{KeylessCA: k, trustedRoot: path}
 }
 
 // signer is a keyless signer for cliSubject whose certificate certifies the build of
@@ -321,24 +292,8 @@ func (k *cliKeylessCA) signer(t *testing.T, certifiedRef string) *ocipack.Signer
 	if err != nil {
 		t.Fatal(err)
 	}
-	der := func(s string) []byte {
-		b, err := asn1.MarshalWithParams(s, "utf8")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	san, _ := url.Parse(cliSubject)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), URIs: []*url.URL{san},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(10 * time.Minute),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
-		ExtraExtensions: []pkix.Extension{
-			{Id: certificate.OIDIssuerV2, Value: der(cliIssuer)},
-			{Id: certificate.OIDSourceRepositoryURI, Value: der(strings.TrimPrefix(cliRepo, "git+"))},
-			{Id: certificate.OIDSourceRepositoryRef, Value: der(certifiedRef)},
-			{Id: certificate.OIDSourceRepositoryDigest, Value: der(cliRev)},
-		}}
-	raw, err := x509.CreateCertificate(rand.Reader, tmpl, k.inter, &priv.PublicKey, k.interKey)
+	raw, err := k.Certificate(&priv.PublicKey, ocitest.CertifiedIdentity{Subject: cliSubject, Issuer: cliIssuer,
+		RepositoryURI: strings.TrimPrefix(cliRepo, "git+"), Ref: certifiedRef, RevisionDigest: cliRev})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +302,7 @@ func (k *cliKeylessCA) signer(t *testing.T, certifiedRef string) *ocipack.Signer
 		t.Fatal(err)
 	}
 	return &ocipack.Signer{Keypair: kp, CertificateProvider: certProvider(raw),
-		Timestamp: func(_ context.Context, sig []byte) ([]byte, error) { return k.vs.TimestampResponse(sig) }}
+		Timestamp: func(_ context.Context, sig []byte) ([]byte, error) { return k.Timestamp(sig) }}
 }
 
 // TestPackVerifyKeylessWithTrustedRootFile: pack verify applies the manager's strict keyless

@@ -11,26 +11,18 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/asn1"
-	"math/big"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
-	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/sign"
-	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/ocipack/ocitest"
 )
 
 const (
@@ -39,44 +31,24 @@ const (
 	ciRepoURI  = "https://github.com/acme/mcp-profiles" // Fulcio's spelling of packRepo
 )
 
-// keylessCA is a self-hosted Fulcio CA issuing certificates with GitHub-style source extensions,
-// and the VirtualSigstore's TSA; trustedRoot is their trusted_root.json.
+// keylessCA is the self-hosted Fulcio CA and TSA (ocitest.KeylessCA) with its trusted_root.json
+// on disk for the manager's --trusted-root.
 type keylessCA struct {
-	vs          *ca.VirtualSigstore
-	inter       *x509.Certificate
-	interKey    *ecdsa.PrivateKey
+	*ocitest.KeylessCA
 	trustedRoot string
 }
 
 func newKeylessCA(t *testing.T) *keylessCA {
 	t.Helper()
-	vs, err := ca.NewVirtualSigstore()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rootCert, rootKey, err := ca.GenerateRootCa()
-	if err != nil {
-		t.Fatal(err)
-	}
-	inter, interKey, err := ca.GenerateFulcioIntermediate(rootCert, rootKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fulcio := &root.FulcioCertificateAuthority{Root: rootCert, Intermediates: []*x509.Certificate{inter},
-		ValidityPeriodStart: time.Now().Add(-time.Hour), URI: "https://fulcio.example"}
-	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, []root.CertificateAuthority{fulcio}, nil, vs.TimestampingAuthorities(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := tr.MarshalJSON()
+	k, err := ocitest.NewKeylessCA()
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "trusted_root.json")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
+	if err := os.WriteFile(path, k.TrustedRootJSON, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &keylessCA{vs: vs, inter: inter, interKey: interKey, trustedRoot: path}
+	return &keylessCA{KeylessCA: k, trustedRoot: path}
 }
 
 type staticCertificate []byte
@@ -93,24 +65,8 @@ func (k *keylessCA) signer(t *testing.T, ref string) *ocipack.Signer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	der := func(s string) []byte {
-		b, err := asn1.MarshalWithParams(s, "utf8")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	san, _ := url.Parse(ciIdentity)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), URIs: []*url.URL{san},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(10 * time.Minute),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
-		ExtraExtensions: []pkix.Extension{
-			{Id: certificate.OIDIssuerV2, Value: der(ciIssuer)},
-			{Id: certificate.OIDSourceRepositoryURI, Value: der(ciRepoURI)},
-			{Id: certificate.OIDSourceRepositoryRef, Value: der(ref)},
-			{Id: certificate.OIDSourceRepositoryDigest, Value: der(packRevision)},
-		}}
-	raw, err := x509.CreateCertificate(rand.Reader, tmpl, k.inter, &priv.PublicKey, k.interKey)
+	raw, err := k.Certificate(&priv.PublicKey, ocitest.CertifiedIdentity{Subject: ciIdentity, Issuer: ciIssuer,
+		RepositoryURI: ciRepoURI, Ref: ref, RevisionDigest: packRevision})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +75,7 @@ func (k *keylessCA) signer(t *testing.T, ref string) *ocipack.Signer {
 		t.Fatal(err)
 	}
 	return &ocipack.Signer{Keypair: kp, CertificateProvider: staticCertificate(raw),
-		Timestamp: func(_ context.Context, sig []byte) ([]byte, error) { return k.vs.TimestampResponse(sig) }}
+		Timestamp: func(_ context.Context, sig []byte) ([]byte, error) { return k.Timestamp(sig) }}
 }
 
 func TestStoryKeylessTrust(t *testing.T) {
