@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -116,6 +117,7 @@ func startChartManager(t *testing.T, ns, sa string) *forbiddenLog {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:                         cache.Options{ByObject: app.CacheByObject()}, // as cmd/manager
 	})
 	if err != nil {
 		t.Fatalf("manager: %v", err)
@@ -123,20 +125,7 @@ func startChartManager(t *testing.T, ns, sa string) *forbiddenLog {
 	if _, err := app.Setup(mgr, devOptions(), false); err != nil {
 		t.Fatalf("setup: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager stopped with %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("manager did not stop within 30s of cancellation")
-		}
-	})
+	runManager(t, mgr)
 	return log
 }
 

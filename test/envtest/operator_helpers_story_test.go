@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
@@ -126,21 +127,33 @@ func startOperatorIn(t testing.TB, restCfg *rest.Config, namespaces []string, o 
 	if op.wired, err = app.Setup(mgr, o, false); err != nil {
 		t.Fatalf("setup: %v", err)
 	}
+	runManager(t, mgr)
+	return op
+}
+
+// runManager starts mgr and returns a stop function that cancels it and waits (at most 30 s) for
+// it to stop cleanly; stop is idempotent and also runs at the end of the test.
+func runManager(t testing.TB, mgr manager.Manager) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager stopped with %v", err)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("manager stopped with %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("manager did not stop within 30s of cancellation")
 			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("manager did not stop within 30s of cancellation")
-		}
-	})
-	return op
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // switchable is a loopback MCP endpoint whose handler can be swapped at run time (tool changes,

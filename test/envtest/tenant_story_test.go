@@ -131,25 +131,7 @@ func tenantStartManager(t *testing.T, restCfg *rest.Config, o app.Options, names
 	if _, err := app.Setup(mgr, o, false); err != nil {
 		t.Fatalf("setup: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("manager stopped with %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("manager did not stop within 30s of cancellation")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return runManager(t, mgr)
 }
 
 // tenantIdentity is a user with edit rights on McpServiceProfiles and ServiceDeployments in ns
