@@ -443,3 +443,48 @@ func TestKustomizeDigestPin(t *testing.T) {
 		t.Error("a tag reference remains beside the digest pin")
 	}
 }
+
+// TestFluxHelmReleaseValuesAreValid: the values of the shipped Flux HelmRelease example pass the
+// chart's schema, and the manager flags they render parse and validate (e.g. an anchored subject
+// regexp, no removed flag). Twin: a removed value is refused by the schema.
+func TestFluxHelmReleaseValuesAreValid(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "config", "flux", "helmrelease.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	for _, doc := range strings.Split(string(raw), "\n---") {
+		var hr struct {
+			Kind string `json:"kind"`
+			Spec struct {
+				Values map[string]any `json:"values"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &hr); err != nil {
+			t.Fatal(err)
+		}
+		if hr.Kind == "HelmRelease" {
+			values = hr.Spec.Values
+		}
+	}
+	if values == nil {
+		t.Fatal("config/flux/helmrelease.yaml has no HelmRelease with spec.values")
+	}
+	args := managerArgs(t, values)
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	o := app.DefaultOptions()
+	o.BindFlags(fs)
+	for _, n := range []string{"leader-elect", "leader-election-namespace", "metrics-bind-address", "health-probe-bind-address", "graceful-shutdown-timeout"} {
+		fs.String(n, "", "cmd/manager/main.go flag")
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("the example's manager args do not parse: %v", err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("the example's manager flags are refused: %v", err)
+	}
+	stale := map[string]any{"policy": map[string]any{"requireProvenance": true}}
+	if out, err := helmRun(t, stale, "template", "stale", chartDir(), "--namespace", "stale-ns"); err == nil || !strings.Contains(out, "requireProvenance") {
+		t.Fatalf("twin: the removed value policy.requireProvenance was not refused by the schema: %v\n%s", err, out)
+	}
+}
