@@ -209,6 +209,8 @@ type Wired struct {
 	TrustPolicies *controllers.TrustPolicyReconciler
 	// Metrics are the registered metrics.
 	Metrics *controllers.Metrics
+	// Refused is the connector_mcp_refused_deployments collector over the manager's cache.
+	Refused *controllers.RefusedCollector
 	// Binder is the shared endpoint-binding construction (freeze and credential reads).
 	Binder *k8sbinding.Binder
 	// EphemeralCredentialHashKey is true when no --credential-hash-key-file was given and a
@@ -263,6 +265,13 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 			return nil, err
 		}
 	}
+	// review: the refused gauge is derived from the informer cache at each scrape.
+	refused := controllers.NewRefusedCollector(mgr.GetCache())
+	if registerMetrics {
+		if err := metrics.Registry.Register(refused); err != nil {
+			return nil, err
+		}
+	}
 	resolver, err := newResolver(mgr, o, ip, m)
 	if err != nil {
 		return nil, err
@@ -286,7 +295,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		Binder: binder,
 		Limits: mcpclient.Limits{ProbeTimeout: o.ProbeTimeout, CallTimeout: o.FreezeTimeout, MaxTools: o.MaxTools},
 	}
-	w := &Wired{Metrics: m, Binder: binder, EphemeralCredentialHashKey: ephemeral}
+	w := &Wired{Metrics: m, Refused: refused, Binder: binder, EphemeralCredentialHashKey: ephemeral}
 	w.Profiles = &controllers.ProfileReconciler{
 		Client: mgr.GetClient(), Events: mgr.GetEventRecorder("connector-mcp"), Resolver: resolver,
 		RetryInterval: o.RetryInterval, Metrics: m,
