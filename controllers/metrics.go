@@ -63,7 +63,9 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 }
 
 // RefusedDeploymentsMetric is the name of the refused gauge: ServiceDeployments whose Stalled
-// condition is True (a refusal that needs a human), per namespace and Stalled reason.
+// condition is True (a refusal that needs a human), per namespace and Stalled reason. The
+// namespace label is "deployment_namespace": a "namespace" label would collide with the target
+// label Prometheus adds when it scrapes the manager (and be renamed "exported_namespace").
 const RefusedDeploymentsMetric = "connector_mcp_refused_deployments"
 
 // RefusedReasonOther is the reason label of a Stalled reason this operator does not write (the
@@ -108,8 +110,8 @@ func CountRefused(items []v1.ServiceDeployment) map[RefusedKey]int {
 	return out
 }
 
-// RefusedCollector is the Prometheus collector of connector_mcp_refused_deployments{namespace,
-// reason}. Each scrape lists ServiceDeployments from Reader (the manager's informer cache) and
+// RefusedCollector is the Prometheus collector of
+// connector_mcp_refused_deployments{deployment_namespace, reason}. Each scrape lists ServiceDeployments from Reader (the manager's informer cache) and
 // counts the refused ones, so the gauge is right after deletes and after a manager restart:
 // nothing is incremented or decremented. A namespace without a refused deployment has no series
 // (absent means zero). When the cache cannot be read within Timeout the scrape carries no
@@ -126,7 +128,7 @@ type RefusedCollector struct {
 func NewRefusedCollector(r client.Reader) *RefusedCollector {
 	return &RefusedCollector{Reader: r, Timeout: 5 * time.Second, desc: prometheus.NewDesc(RefusedDeploymentsMetric,
 		"ServiceDeployments refused (Stalled=True) by namespace and reason, derived from the informer cache at each scrape.",
-		[]string{"namespace", "reason"}, nil)}
+		[]string{"deployment_namespace", "reason"}, nil)}
 }
 
 // Describe sends the gauge's descriptor.

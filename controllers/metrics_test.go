@@ -72,7 +72,7 @@ func TestRefusedCollectorFollowsTheReader(t *testing.T) {
 	col := NewRefusedCollector(c)
 	want := `# HELP connector_mcp_refused_deployments ServiceDeployments refused (Stalled=True) by namespace and reason, derived from the informer cache at each scrape.
 # TYPE connector_mcp_refused_deployments gauge
-connector_mcp_refused_deployments{namespace="team-a",reason="SnapshotDrift"} 1
+connector_mcp_refused_deployments{deployment_namespace="team-a",reason="SnapshotDrift"} 1
 `
 	if err := testutil.CollectAndCompare(col, strings.NewReader(want), RefusedDeploymentsMetric); err != nil {
 		t.Fatal(err)
