@@ -28,6 +28,7 @@ import (
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/review"
 )
 
 // Options is the cluster policy and tuning of the manager.
@@ -82,6 +83,14 @@ type Options struct {
 	// MaxTools and MaxResponseBytes bound a freeze.
 	MaxTools         int
 	MaxResponseBytes int64
+
+	// review: the optional drift webhook sink.
+	// DriftWebhookURL (--drift-webhook-url) is an https receiver of drift notices (CloudEvents
+	// JSON, structured mode), sent through egress under the freezes' IP policy; empty: none.
+	DriftWebhookURL string
+	// DriftWebhookBearerFile (--drift-webhook-bearer-file) holds a bearer token sent with every
+	// notice, read for each delivery (a mounted Secret).
+	DriftWebhookBearerFile string
 }
 
 // DefaultOptions returns the production defaults.
@@ -110,6 +119,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline of protocol era negotiation.")
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "Number of ServiceDeployments reconciled (and frozen) in parallel.")
 	fs.IntVar(&o.MaxTools, "max-tools", o.MaxTools, "Maximum number of tools in one live listing.")
+	// review: drift webhook sink.
+	fs.StringVar(&o.DriftWebhookURL, "drift-webhook-url", o.DriftWebhookURL, "HTTPS receiver of drift notices (CloudEvents JSON naming the deployment, classes and candidate digest), sent through egress; empty disables it.")
+	fs.StringVar(&o.DriftWebhookBearerFile, "drift-webhook-bearer-file", o.DriftWebhookBearerFile, "File holding a bearer token for the drift webhook, read for each delivery.")
 	fs.StringVar(&o.CredentialHashKeyFile, "credential-hash-key-file", o.CredentialHashKeyFile, "File holding the HMAC key (at least 32 bytes) of status.credentialHash; keep it stable across restarts (default: a random key per process).")
 }
 
@@ -178,6 +190,19 @@ func (o *Options) Validate() error {
 	if _, err := egress.ParseCIDRs(o.ServiceCIDRs); err != nil {
 		errs = append(errs, fmt.Errorf("--service-cidr: %w", err))
 	}
+	// review: drift webhook sink.
+	if o.DriftWebhookBearerFile != "" && o.DriftWebhookURL == "" {
+		errs = append(errs, errors.New("--drift-webhook-bearer-file needs --drift-webhook-url"))
+	}
+	if o.DriftWebhookURL != "" {
+		ip := egress.IPPolicy{}
+		if o.AllowLoopbackUnsafe {
+			ip.Loopback = egress.LoopbackAllowedUnsafe
+		}
+		if _, err := review.NewWebhookSink(review.WebhookOptions{URL: o.DriftWebhookURL, Egress: egress.Policy{IP: ip}}); err != nil {
+			errs = append(errs, fmt.Errorf("--drift-webhook-url: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -211,6 +236,8 @@ type Wired struct {
 	Metrics *controllers.Metrics
 	// Refused is the connector_mcp_refused_deployments collector over the manager's cache.
 	Refused *controllers.RefusedCollector
+	// DriftWebhook is the drift webhook sink, nil without --drift-webhook-url.
+	DriftWebhook *review.WebhookSink
 	// Binder is the shared endpoint-binding construction (freeze and credential reads).
 	Binder *k8sbinding.Binder
 	// EphemeralCredentialHashKey is true when no --credential-hash-key-file was given and a
@@ -308,6 +335,9 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		Resolver: resolver, Freezer: freezer, ReverifyInterval: o.ReverifyInterval, ReverifyJitter: o.ReverifyJitter,
 		FreezeTimeout: o.FreezeTimeout, RetryInterval: o.RetryInterval, Metrics: m, MaxConcurrentReconciles: o.Concurrency,
 	}
+	if err := setupDriftWebhook(mgr, o, ip, w, registerMetrics); err != nil {
+		return nil, err
+	}
 	if err := w.Deployments.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
@@ -316,6 +346,34 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// setupDriftWebhook builds the drift webhook sink of o (none when no URL is set), runs it with
+// mgr and hands it to the deployment reconciler.
+func setupDriftWebhook(mgr ctrl.Manager, o Options, ip egress.IPPolicy, w *Wired, registerMetrics bool) error {
+	if o.DriftWebhookURL == "" {
+		return nil
+	}
+	log := ctrl.Log.WithName("drift-webhook")
+	sink, err := review.NewWebhookSink(review.WebhookOptions{
+		URL: o.DriftWebhookURL, BearerFile: o.DriftWebhookBearerFile,
+		Egress: egress.Policy{IP: ip, Timeout: o.ExchangeTimeout, MaxResponseBytes: 64 << 10},
+		Log:    func(msg string, kv ...any) { log.Info(msg, kv...) },
+	})
+	if err != nil {
+		return fmt.Errorf("--drift-webhook-url: %w", err)
+	}
+	if registerMetrics {
+		if err := sink.Metrics().Register(metrics.Registry); err != nil {
+			return err
+		}
+	}
+	if err := mgr.Add(sink); err != nil {
+		return err
+	}
+	w.DriftWebhook = sink
+	w.Deployments.DriftNotifier = sink
+	return nil
 }
 
 // NewResolver builds the profile resolver the manager uses: the pack verifier over the
