@@ -184,7 +184,7 @@ func TestStoryOversizedCandidateIsNamedNotCut(t *testing.T) {
 	o := devOptions()
 	o.ReverifyInterval = time.Second
 	o.ReverifyJitter = 0
-	startOperator(t, ns, o)
+	op := startOperator(t, ns, o)
 	srv, h := modernServer(mcptest.DefaultTools())
 	live := startSwitchable(t, h)
 	doc := reviewedProfile(t, live.URL)
@@ -220,4 +220,20 @@ func TestStoryOversizedCandidateIsNamedNotCut(t *testing.T) {
 		}
 	}
 	waitEvent(t, ns, "svc", "Warning/"+apiv1.ReasonCandidateTooLarge)
+
+	// The refused gauge follows the informer: the deleted deployment leaves it at once (no
+	// decrement to miss).
+	if got := refusedSeries(t, op.wired.Refused, ns); got[controllers.ReasonSnapshotDrift] != 1 {
+		t.Fatalf("refused gauge = %v, want SnapshotDrift 1", got)
+	}
+	if err := k8sClient.Delete(context.Background(), sd); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(storyTimeout)
+	for got := refusedSeries(t, op.wired.Refused, ns); len(got) != 0; got = refusedSeries(t, op.wired.Refused, ns) {
+		if time.Now().After(deadline) {
+			t.Fatalf("refused gauge after the deployment was deleted = %v, want no series", got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
