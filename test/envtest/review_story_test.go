@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -122,25 +124,45 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 	rv = waitObj(t, rv, storyTimeout, "review of the new candidate", func(rv *apiv1.McpSnapshotReview) bool {
 		return len(rv.Spec.Added) == 1 && rv.Spec.Added[0].Name == "exfiltrate"
 	})
-	cand, err := review.CandidateOf(doc, rv)
-	if err != nil {
-		t.Fatalf("candidate of the recorded review: %v", err)
-	}
-	repinned, err := review.Repin(doc, cand)
+	// The reviewer's real command, against exactly the recorded candidate.
+	c := newCLI(t)
+	dir := t.TempDir()
+	reviewedPath, newPath := filepath.Join(dir, "svc.yaml"), filepath.Join(dir, "svc-new.yaml")
+	enc, err := ocipack.EncodeProfile(doc, ocipack.FormatYAML)
 	if err != nil {
 		t.Fatal(err)
 	}
-	newDoc := repinned.Document
+	writeFile(t, reviewedPath, enc)
+	_, repinErr, code := c.run(t, "review", "repin", ns+"/svc", "--profile", reviewedPath, "-o", newPath)
+	if code != 0 {
+		t.Fatalf("review repin: exit %d: %s", code, repinErr)
+	}
+	for _, want := range []string{`re-review "echo" (operation echo, was read) [text_only]`, `re-review "add" (operation add, was read) [schema_widened]`,
+		`review new "exfiltrate" (operation exfiltrate) [new_tool]`, "dropped operation fail (tool removed)"} {
+		if !strings.Contains(repinErr, want+"\n") {
+			t.Errorf("review repin stderr lacks %q:\n%s", want, repinErr)
+		}
+	}
+	b, err := os.ReadFile(newPath) //nolint:gosec // the test's own file
+	if err != nil {
+		t.Fatal(err)
+	}
+	newDoc, err := ocipack.DecodeProfile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := ocipack.Validate(newDoc); !errors.Is(err, ocipack.ErrUnreviewedEffect) {
 		t.Fatalf("a repinned profile must await review, Validate = %v", err)
 	}
-	if len(repinned.Marks) != 3 { // echo, add changed; exfiltrate new
-		t.Fatalf("marks = %+v", repinned.Marks)
-	}
+	marked := 0
 	for i := range newDoc.Operations {
 		if newDoc.Operations[i].Effect == apiv1.EffectUnreviewed {
 			newDoc.Operations[i].Effect = apiv1.EffectRead
+			marked++
 		}
+	}
+	if marked != 3 { // echo, add changed; exfiltrate new
+		t.Fatalf("%d operations marked for review, want 3", marked)
 	}
 	if err := ocipack.Validate(newDoc); err != nil {
 		t.Fatalf("reviewed repinned profile: %v", err)
