@@ -9,9 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +38,12 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 	o := devOptions()
 	o.ReverifyInterval = time.Second
 	o.ReverifyJitter = 0
+	// The drift webhook, as the manager wires it (plain HTTP to loopback in a development
+	// cluster; HTTPS is exercised by the review package's tests).
+	hook := newHookReceiver(t)
+	o.DriftWebhookURL = hook.srv.URL + "/drift"
+	o.DriftWebhookBearerFile = filepath.Join(t.TempDir(), "hook-token")
+	writeFile(t, o.DriftWebhookBearerFile, []byte(hookToken+"\n"))
 	op := startOperator(t, ns, o)
 	srv, h := modernServer(mcptest.DefaultTools())
 	live := startSwitchable(t, h)
@@ -99,6 +109,19 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(rv.Status.Conditions, apiv1.ReviewConditionRecorded); c == nil || c.Status != metav1.ConditionTrue || c.Reason != apiv1.ReasonCandidateComplete {
 		t.Fatalf("Recorded = %+v", c)
+	}
+	// The webhook received the candidate as a CloudEvent, with the bearer, without prose.
+	ev := hook.waitFor(t, sp.CandidateSnapshotDigest)
+	if ev.SpecVersion != "1.0" || ev.Type != review.DriftEventType || ev.Subject != ns+"/svc" || !equalCounts(ev.Data.Classes, wantClasses) ||
+		ev.Authorization != "Bearer "+hookToken {
+		t.Fatalf("webhook event = %+v", ev)
+	}
+	for _, body := range hook.all() {
+		for _, bad := range []string{"attacker.example", longName[:50], "exfiltrate", hookToken, "Echo the arguments"} {
+			if strings.Contains(body, bad) {
+				t.Fatalf("webhook payload carries %q:\n%s", bad, body)
+			}
+		}
 	}
 	// connector_mcp_drift_total{class}: one per class of the recorded candidate.
 	for _, c := range []string{review.ClassTextOnly, review.ClassSchemaWidened, review.ClassNewTool, review.ClassRemovedTool} {
@@ -255,6 +278,68 @@ func TestStoryOversizedCandidateIsNamedNotCut(t *testing.T) {
 	for got := refusedSeries(t, op.wired.Refused, ns); len(got) != 0; got = refusedSeries(t, op.wired.Refused, ns) {
 		if time.Now().After(deadline) {
 			t.Fatalf("refused gauge after the deployment was deleted = %v, want no series", got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+const hookToken = "hook-bearer-5c1d"
+
+// hookReceiver is a loopback webhook receiver that keeps every request.
+type hookReceiver struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	bodies []string
+	auths  []string
+}
+
+// hookEvent is the part of a received drift CloudEvent the stories check.
+type hookEvent struct {
+	SpecVersion   string             `json:"specversion"`
+	Type          string             `json:"type"`
+	Subject       string             `json:"subject"`
+	Data          review.DriftNotice `json:"data"`
+	Authorization string             `json:"-"`
+}
+
+func newHookReceiver(t *testing.T) *hookReceiver {
+	t.Helper()
+	h := &hookReceiver{}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		h.mu.Lock()
+		h.bodies = append(h.bodies, string(b))
+		h.auths = append(h.auths, r.Header.Get("Authorization"))
+		h.mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *hookReceiver) all() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.bodies...)
+}
+
+// waitFor returns the first event received for candidate.
+func (h *hookReceiver) waitFor(t *testing.T, candidate string) hookEvent {
+	t.Helper()
+	deadline := time.Now().Add(storyTimeout)
+	for {
+		h.mu.Lock()
+		for i, b := range h.bodies {
+			var ev hookEvent
+			if json.Unmarshal([]byte(b), &ev) == nil && ev.Data.CandidateSnapshotDigest == candidate {
+				ev.Authorization = h.auths[i]
+				h.mu.Unlock()
+				return ev
+			}
+		}
+		h.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("no webhook event for candidate %s (received %d)", candidate, len(h.all()))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
