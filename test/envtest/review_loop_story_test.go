@@ -247,7 +247,7 @@ func checkGolden(t *testing.T, name, got string) {
 		writeFile(t, path, []byte(got))
 		return
 	}
-	want, err := os.ReadFile(path) //nolint:gosec // a test data path
+	want, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("golden %s: %v (run with -update to create it)", path, err)
 	}
@@ -352,7 +352,7 @@ func reviewLoop(t *testing.T, tc loopCase, restart bool) {
 	if code != 0 {
 		t.Fatalf("review repin: exit %d: %s", code, repinErr)
 	}
-	b, err := os.ReadFile(newPath) //nolint:gosec // the test's own file
+	b, err := os.ReadFile(newPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +449,7 @@ func reviewLoop(t *testing.T, tc loopCase, restart bool) {
 
 func writeFile(t *testing.T, path string, b []byte) {
 	t.Helper()
-	if err := os.WriteFile(path, b, 0o600); err != nil {
+	if err := os.WriteFile(path, b, 0o600); err != nil { //nolint:gosec // G703: a test temp or testdata path
 		t.Fatal(err)
 	}
 }

@@ -166,7 +166,7 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 			t.Errorf("review repin stderr lacks %q:\n%s", want, repinErr)
 		}
 	}
-	b, err := os.ReadFile(newPath) //nolint:gosec // the test's own file
+	b, err := os.ReadFile(newPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestStoryOversizedCandidateIsNamedNotCut(t *testing.T) {
 	}
 }
 
-const hookToken = "hook-bearer-5c1d"
+const hookToken = "hook-bearer-5c1d" //nolint:gosec // G101: a test token
 
 // hookReceiver is a loopback webhook receiver that keeps every request.
 type hookReceiver struct {
