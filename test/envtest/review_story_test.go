@@ -224,7 +224,7 @@ func equalCounts(got, want map[string]int32) bool {
 
 // The size-bound twin: a candidate whose descriptors exceed the review bound is recorded with
 // every name, digest and class, without descriptors, under a named condition and event.
-func TestStoryOversizedCandidateIsNamedNotCut(t *testing.T) {
+func TestStoryReviewOversizedCandidateIsNamedNotCut(t *testing.T) {
 	ns := newNamespace(t, "story-review-big")
 	o := devOptions()
 	o.ReverifyInterval = time.Second
