@@ -207,7 +207,7 @@ func (l *lineLimitReader) Read(p []byte) (int, error) {
 		frame = bytes.TrimSpace(frame)
 		l.line = l.line[:0]
 		if len(frame) > 0 && !json.Valid(frame) {
-			return l.refuse(refuse("invalid_json", "", 0, snapshot.ErrInvalidJSON))
+			return l.refuse(refuse(snapshot.RefusalInvalidJSON, "", 0, snapshot.ErrInvalidJSON))
 		}
 	}
 	return n, err
