@@ -71,7 +71,7 @@ func compareGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", name+".golden")
 	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
+		if err := os.WriteFile(path, got, 0o644); err != nil { //nolint:gosec // testdata/<case name>.golden, names from this file
 			t.Fatal(err)
 		}
 		return
@@ -93,7 +93,7 @@ const transcriptServerFlag = "-transcript-server"
 // second is set in the parent too and must never reach the child.
 const (
 	transcriptInheritedEnv = "MCPCLIENT_TRANSCRIPT_INHERITED"
-	transcriptSecretEnv    = "MCPCLIENT_TRANSCRIPT_SECRET"
+	transcriptSecretEnv    = "MCPCLIENT_TRANSCRIPT_SECRET" //nolint:gosec // a variable name, not a credential
 )
 
 // runIfTranscriptServer serves the raw engine over stdio when the test binary was started with
@@ -104,7 +104,7 @@ func runIfTranscriptServer() {
 	if len(os.Args) != 5 || os.Args[1] != transcriptServerFlag {
 		return
 	}
-	f, err := os.OpenFile(os.Args[2], os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(os.Args[2], os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600) //nolint:gosec // the test's own temp file, passed in argv
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		syscall.Exit(1)

@@ -207,7 +207,8 @@ func (q *quickstart) start(logName, name string, args ...string) (*proc, error) 
 		return nil, err
 	}
 	w := newWatchedLog(f)
-	cmd := exec.Command(name, args...) //nolint:gosec // binaries this command built, fixed arguments
+	// Not bound to the run's context: cleanup stops it with SIGTERM (and waits), after the steps.
+	cmd := exec.CommandContext(context.Background(), name, args...)
 	cmd.Dir = q.root
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
@@ -258,7 +259,7 @@ func (q *quickstart) waitFor(ctx context.Context, p *proc, re *regexp.Regexp) (s
 			}
 			q.log(fmt.Sprintf("%s exited before printing '%s'", p.name, re))
 			_, _ = io.WriteString(q.stderr, p.out.String())
-			return "", fmt.Errorf("%s exited: %v", p.name, p.err)
+			return "", fmt.Errorf("%s exited: %w", p.name, p.err)
 		case <-timeout.C:
 			q.log(fmt.Sprintf("Timed out waiting for '%s' in %s", re, p.name))
 			_, _ = io.WriteString(q.stderr, p.out.String())
