@@ -55,7 +55,8 @@ func (s *Session) ServerInfo() snapshot.ServerInfo { return s.server }
 func (s *Session) ToolListChanged() <-chan struct{} { return s.listChanged }
 
 // Stderr returns the captured beginning of a stdio server's stderr (at most Limits.MaxStderrBytes)
-// and the number of bytes dropped. It is server output: never put it in errors or status.
+// and the number of bytes dropped. After Close it is final: Close waits until the exited server's
+// stderr has been read to its end. It is server output: never put it in errors or status.
 func (s *Session) Stderr() ([]byte, int64) {
 	if s.proc == nil {
 		return nil, 0
