@@ -175,7 +175,7 @@ func (r *registry) deliverFrame(st *callState, raw []byte) error {
 		r.deliverRaw(raw)
 		return nil
 	}
-	name, reason := "invalid_json", snapshot.ErrInvalidJSON
+	name, reason := snapshot.RefusalInvalidJSON, snapshot.ErrInvalidJSON
 	var sr *snapshot.RefusalError
 	if errors.As(err, &sr) {
 		name, reason = sr.Name, sr.Err
@@ -416,7 +416,7 @@ func (b *errorBody) Read(p []byte) (int, error) {
 func (b *errorBody) Close() error { return b.body.Close() }
 
 func frameRefusal(limit int) *RefusalError {
-	return refuse("frame_too_large", "", int64(limit), ErrFrameTooLarge)
+	return refuse(RefusalFrameTooLarge, "", int64(limit), ErrFrameTooLarge)
 }
 
 // jsonBody bounds a JSON response body and records the response it carries at EOF.

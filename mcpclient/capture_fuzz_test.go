@@ -7,6 +7,8 @@ import (
 	"io"
 	"testing"
 	"testing/iotest"
+
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 // FuzzSSEBody: the SSE tee is transparent (the SDK reads exactly the server's bytes) until an
@@ -41,7 +43,7 @@ func FuzzSSEBody(f *testing.F) {
 				return
 			}
 			if err != nil {
-				switch refusalName(err) {
+				switch refusal.Name(err) {
 				case "frame_too_large", "invalid_json", "duplicate_key", "invalid_utf8": // bound, or the strict frame check
 				default:
 					t.Fatalf("unexpected error %v", err)
@@ -76,7 +78,7 @@ func FuzzLineLimitReader(f *testing.F) {
 			}
 			return
 		}
-		if n := refusalName(err); n != "frame_too_large" && n != "invalid_json" {
+		if n := refusal.Name(err); n != "frame_too_large" && n != "invalid_json" {
 			t.Fatalf("unexpected error %v", err)
 		}
 		if !bytes.HasPrefix(stream, got) {

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/b10x/connector-mcp/internal/lru"
+	"github.com/b10x/connector-mcp/refusal"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -102,7 +103,7 @@ func (c *Client) Connect(ctx context.Context, cfg ServerConfig) (*Session, error
 	s, lerr := c.open(ctx, cfg, EraLegacy, false)
 	if lerr != nil {
 		var r *RefusalError
-		if errors.As(err, &r) && r.Name == "probe_timeout" && !errors.As(lerr, new(*RefusalError)) {
+		if errors.As(err, &r) && r.Name == RefusalProbeTimeout && !errors.As(lerr, new(*RefusalError)) {
 			return nil, err
 		}
 		return nil, lerr
@@ -123,7 +124,7 @@ func fallbackWorthy(cfg ServerConfig, err error) bool {
 	}
 	var r *RefusalError
 	if errors.As(err, &r) {
-		return r.Name == "probe_timeout"
+		return r.Name == RefusalProbeTimeout
 	}
 	return errors.Is(err, ErrConnectionClosed)
 }
@@ -157,9 +158,9 @@ func (c *Client) open(ctx context.Context, cfg ServerConfig, era Era, probe bool
 		}
 	}
 
-	timeout, cause := s.lim.CallTimeout, refuse("call_timeout", "connect", s.lim.CallTimeout.Milliseconds(), ErrCallTimeout)
+	timeout, cause := s.lim.CallTimeout, refuse(RefusalCallTimeout, "connect", s.lim.CallTimeout.Milliseconds(), ErrCallTimeout)
 	if probe {
-		timeout, cause = s.lim.ProbeTimeout, refuse("probe_timeout", "connect", s.lim.ProbeTimeout.Milliseconds(), ErrProbeTimeout)
+		timeout, cause = s.lim.ProbeTimeout, refuse(RefusalProbeTimeout, "connect", s.lim.ProbeTimeout.Milliseconds(), ErrProbeTimeout)
 	}
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -183,7 +184,7 @@ func (c *Client) open(ctx context.Context, cfg ServerConfig, era Era, probe bool
 			s.proc.kill()
 		}
 		if unsupportedOnly(state) {
-			return nil, refuse("unsupported_protocol_version", "connect", 0, ErrUnsupportedProtocol)
+			return nil, refuse(RefusalUnsupportedProtocol, "connect", 0, ErrUnsupportedProtocol)
 		}
 		return nil, s.outcomeErr("connect", tctx, state, err)
 	}
@@ -191,7 +192,7 @@ func (c *Client) open(ctx context.Context, cfg ServerConfig, era Era, probe bool
 	res := cs.InitializeResult()
 	if res == nil {
 		_ = s.Close()
-		return nil, refuse("invalid_response", "connect", 0, ErrInvalidResponse)
+		return nil, refuse(RefusalInvalidResponse, "connect", 0, ErrInvalidResponse)
 	}
 	s.proto = res.ProtocolVersion
 	switch {
@@ -201,7 +202,7 @@ func (c *Client) open(ctx context.Context, cfg ServerConfig, era Era, probe bool
 		s.era = EraLegacy
 	default:
 		_ = s.Close()
-		return nil, refuse("unsupported_protocol_version", "connect", 0, ErrUnsupportedProtocol)
+		return nil, refuse(RefusalUnsupportedProtocol, "connect", 0, ErrUnsupportedProtocol)
 	}
 	if res.ServerInfo != nil {
 		s.server = snapshot.ServerInfo{Name: res.ServerInfo.Name, Title: res.ServerInfo.Title, Version: res.ServerInfo.Version}
@@ -233,7 +234,7 @@ func boundClient(hc *http.Client, reg *registry, frame int) *http.Client {
 		// The default client re-checks every redirect as a configured URL would be checked.
 		c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 			if len(via) >= maxRedirects {
-				return refuse("too_many_redirects", "redirect", maxRedirects, ErrInsecureTransport)
+				return refuse(RefusalTooManyRedirects, "redirect", maxRedirects, ErrInsecureTransport)
 			}
 			return checkURL(req.URL.String())
 		}
@@ -289,11 +290,7 @@ func (s *Session) outcomeErr(op string, ctx context.Context, st *callState, err 
 	}
 	// A named refusal from a collaborator below the SDK (the egress transport, the OAuth handler)
 	// surfaces as itself, without the SDK's wrapping text.
-	var named interface {
-		error
-		Refusal() string
-	}
-	if errors.As(err, &named) {
+	if named, ok := refusal.As(err); ok {
 		return named
 	}
 	if st != nil {

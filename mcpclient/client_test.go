@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 func connect(t *testing.T, cfg ServerConfig) *Session {
@@ -135,11 +136,11 @@ func TestArgumentBounds(t *testing.T) {
 	cfg.Limits.MaxArgumentBytes = 64
 	s := connect(t, cfg)
 	ctx := context.Background()
-	if _, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"`+strings.Repeat("x", 100)+`"}`)); refusalName(err) != "argument_too_large" {
+	if _, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"`+strings.Repeat("x", 100)+`"}`)); refusal.Name(err) != "argument_too_large" {
 		t.Fatalf("oversize arguments: %v", err)
 	}
 	for _, bad := range []string{`[1]`, `{"a":1,"a":2}`, `{"a":`, `"x"`} {
-		if _, err := s.CallTool(ctx, "echo", json.RawMessage(bad)); refusalName(err) != "invalid_arguments" {
+		if _, err := s.CallTool(ctx, "echo", json.RawMessage(bad)); refusal.Name(err) != "invalid_arguments" {
 			t.Fatalf("arguments %s: %v", bad, err)
 		}
 	}
@@ -195,16 +196,9 @@ func TestStderrBounded(t *testing.T) {
 	if _, err := s.ListTools(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got, dropped := s.Stderr()
-		if len(got) == 1000 && dropped == 99000 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stderr kept %d, dropped %d", len(got), dropped)
-		}
-		time.Sleep(10 * time.Millisecond)
+	s.Close() // Stderr is final after Close: no polling
+	if got, dropped := s.Stderr(); len(got) != 1000 || dropped != 99000 {
+		t.Fatalf("stderr kept %d, dropped %d; want 1000 kept, 99000 dropped", len(got), dropped)
 	}
 }
 
@@ -216,7 +210,7 @@ func TestConfigRefusals(t *testing.T) {
 	}
 	for u, want := range cases {
 		_, err := NewClient(nil).Connect(context.Background(), ServerConfig{HTTP: &HTTPServer{URL: u}})
-		if refusalName(err) != want {
+		if refusal.Name(err) != want {
 			t.Errorf("%s: %v, want %s", u, err, want)
 		}
 		if strings.Contains(err.Error(), "pw") {
@@ -287,7 +281,7 @@ func TestProbeTimeoutNamed(t *testing.T) {
 	t.Cleanup(srv.Close)
 	cfg := ServerConfig{HTTP: &HTTPServer{URL: srv.URL}, Limits: Limits{ProbeTimeout: 200 * time.Millisecond, CallTimeout: 300 * time.Millisecond}}
 	_, err := NewClient(nil).Connect(context.Background(), cfg)
-	if n := refusalName(err); n != "probe_timeout" && n != "call_timeout" {
+	if n := refusal.Name(err); n != "probe_timeout" && n != "call_timeout" {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -304,7 +298,7 @@ func (denyingTransport) RoundTrip(*http.Request) (*http.Response, error) { retur
 
 func TestCollaboratorRefusalSurfaces(t *testing.T) {
 	_, err := NewClient(nil).Connect(context.Background(), ServerConfig{HTTP: &HTTPServer{URL: "https://mcp.example.com/mcp", HTTPClient: &http.Client{Transport: denyingTransport{}}}})
-	if refusalName(err) != "destination_denied" || !errors.As(err, new(deniedError)) {
+	if refusal.Name(err) != "destination_denied" || !errors.As(err, new(deniedError)) {
 		t.Fatalf("err = %v", err)
 	}
 	if strings.Contains(err.Error(), "sending") {
@@ -336,7 +330,7 @@ func TestInvalidToolHeadersRefused(t *testing.T) {
 	if !found {
 		t.Fatalf("no warning for the invalid tool: %+v", snap.Warnings)
 	}
-	if _, err := s.CallTool(context.Background(), "bad", nil); refusalName(err) != "invalid_tool_headers" {
+	if _, err := s.CallTool(context.Background(), "bad", nil); refusal.Name(err) != "invalid_tool_headers" {
 		t.Fatalf("calling the invalid tool: %v", err)
 	}
 	if _, err := s.CallTool(context.Background(), "ok", json.RawMessage(`{"region":"eu"}`)); err != nil {
@@ -360,7 +354,7 @@ func TestDefaultClientRechecksRedirects(t *testing.T) {
 	bad := httptest.NewServer(http.RedirectHandler("http://mcp.example.com/mcp", http.StatusTemporaryRedirect))
 	t.Cleanup(bad.Close)
 	_, err := NewClient(nil).Connect(context.Background(), ServerConfig{HTTP: &HTTPServer{URL: bad.URL}})
-	if refusalName(err) != "insecure_transport" {
+	if refusal.Name(err) != "insecure_transport" {
 		t.Fatalf("redirect to plain http: %v", err)
 	}
 	// Must-pass twin: a redirect to a loopback server is followed.

@@ -161,7 +161,7 @@ func checkURL(raw string) error {
 		return &TransportError{Op: "config", Err: ErrInvalidConfig}
 	}
 	if u.User != nil {
-		return refuse("credentials_in_url", "config", 0, ErrCredentialsInURL)
+		return refuse(RefusalCredentialsInURL, "config", 0, ErrCredentialsInURL)
 	}
 	switch u.Scheme {
 	case "https":
@@ -171,7 +171,7 @@ func checkURL(raw string) error {
 			return nil
 		}
 	}
-	return refuse("insecure_transport", "config", 0, ErrInsecureTransport)
+	return refuse(RefusalInsecureTransport, "config", 0, ErrInsecureTransport)
 }
 
 func isLoopback(host string) bool {

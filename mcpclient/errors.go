@@ -3,7 +3,67 @@ package mcpclient
 import (
 	"errors"
 	"fmt"
+
+	"github.com/b10x/connector-mcp/refusal"
 )
+
+// Stable refusal names returned by the Refusal methods of this package's errors (read them with
+// [refusal.Name]). A refusal decoded by the snapshot package keeps that package's name
+// (snapshot.RefusalInvalidJSON, snapshot.RefusalInvalidUTF8, snapshot.RefusalDuplicateKey).
+const (
+	// RefusalFrameTooLarge: a stdio line, HTTP body or SSE event exceeded Limits.MaxFrameBytes.
+	RefusalFrameTooLarge = "frame_too_large"
+	// RefusalDescriptorTooLarge: a tool descriptor exceeded Limits.MaxDescriptorBytes.
+	RefusalDescriptorTooLarge = "descriptor_too_large"
+	// RefusalTooManyPages: tools/list pagination exceeded Limits.MaxPages.
+	RefusalTooManyPages = "too_many_pages"
+	// RefusalRepeatedCursor: the server repeated a pagination cursor.
+	RefusalRepeatedCursor = "repeated_cursor"
+	// RefusalTooManyTools: the listing exceeded Limits.MaxTools.
+	RefusalTooManyTools = "too_many_tools"
+	// RefusalArgumentTooLarge: call arguments exceeded Limits.MaxArgumentBytes.
+	RefusalArgumentTooLarge = "argument_too_large"
+	// RefusalResultTooLarge: a tools/call result exceeded Limits.MaxResultBytes.
+	RefusalResultTooLarge = "result_too_large"
+	// RefusalProbeTimeout: negotiation did not finish within Limits.ProbeTimeout.
+	RefusalProbeTimeout = "probe_timeout"
+	// RefusalCallTimeout: a request did not finish within Limits.CallTimeout.
+	RefusalCallTimeout = "call_timeout"
+	// RefusalInvalidArguments: call arguments are not one JSON object.
+	RefusalInvalidArguments = "invalid_arguments"
+	// RefusalInvalidResponse: a response is not the JSON shape the protocol requires.
+	RefusalInvalidResponse = "invalid_response"
+	// RefusalInsecureTransport: an HTTP server URL is neither https nor loopback.
+	RefusalInsecureTransport = "insecure_transport"
+	// RefusalCredentialsInURL: a server URL carries userinfo.
+	RefusalCredentialsInURL = "credentials_in_url"
+	// RefusalUnsupportedProtocol: the server speaks no protocol revision this client supports.
+	RefusalUnsupportedProtocol = "unsupported_protocol_version"
+	// RefusalInvalidToolHeaders: the tool's x-mcp-header annotations are invalid.
+	RefusalInvalidToolHeaders = "invalid_tool_headers"
+	// RefusalTooManyRedirects: the HTTP server redirected more often than the client follows
+	// (reason ErrInsecureTransport).
+	RefusalTooManyRedirects = "too_many_redirects"
+
+	// RefusalSampling: the server sent a sampling/* request (a *FeatureRefusedError).
+	RefusalSampling = "sampling"
+	// RefusalElicitation: the server sent an elicitation/* request.
+	RefusalElicitation = "elicitation"
+	// RefusalRoots: the server sent a roots/* request.
+	RefusalRoots = "roots"
+	// RefusalTasks: task-augmented execution (a tool requiring it, a task result, a tasks/*
+	// request).
+	RefusalTasks = "tasks"
+	// RefusalInputRequired: a tools/call result of resultType "input_required".
+	RefusalInputRequired = "input_required"
+	// RefusalMultiRound: a multi-round tools/call result of another non-complete resultType.
+	RefusalMultiRound = "multi_round"
+	// RefusalServerRequest: any other server-to-client request (except ping).
+	RefusalServerRequest = "server_request"
+)
+
+// maxIdentInError bounds a server-chosen identifier (a tool name) in an error message.
+const maxIdentInError = 64
 
 // Sentinel reasons, matched with errors.Is. Every refusal of this package is a *RefusalError or a
 // *FeatureRefusedError whose Unwrap returns one of these.
@@ -148,7 +208,7 @@ func (e *ToolError) Unwrap() error { return ErrToolError }
 
 // Error describes the failure without server text.
 func (e *ToolError) Error() string {
-	return fmt.Sprintf("mcpclient: tools/call %q: tool returned isError", clip(e.Tool))
+	return fmt.Sprintf("mcpclient: tools/call %q: tool returned isError", refusal.Clip(e.Tool, maxIdentInError))
 }
 
 // ServerError is a JSON-RPC error response. Only the numeric code is kept: the message and data are
@@ -190,11 +250,8 @@ func (e *TransportError) Error() string {
 	return fmt.Sprintf("mcpclient: %s: %v", e.Op, e.Err)
 }
 
-// clip bounds a server-chosen identifier before it goes into an error message.
-func clip(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
-}
+// Every refusal of this package has the shared shape.
+var (
+	_ refusal.Named = (*RefusalError)(nil)
+	_ refusal.Named = (*FeatureRefusedError)(nil)
+)

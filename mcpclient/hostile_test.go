@@ -13,20 +13,8 @@ import (
 	"time"
 
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/refusal"
 )
-
-type refusal interface {
-	error
-	Refusal() string
-}
-
-func refusalName(err error) string {
-	var r refusal
-	if errors.As(err, &r) {
-		return r.Refusal()
-	}
-	return ""
-}
 
 // hostileCase is one misbehaving server and the named refusal it must end in.
 type hostileCase struct {
@@ -91,7 +79,7 @@ func (c hostileCase) run(t *testing.T, cfg ServerConfig) error {
 func TestHostileServers(t *testing.T) {
 	for _, c := range hostileCases {
 		check := func(t *testing.T, err error) {
-			if got := refusalName(err); got != c.want {
+			if got := refusal.Name(err); got != c.want {
 				t.Fatalf("error %v: refusal %q, want %q", err, got, c.want)
 			}
 			if c.reason != nil && !errors.Is(err, c.reason) {
@@ -180,7 +168,7 @@ func TestOversizeFrameMemory(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	_, err = s.ListTools(ctx)
 	runtime.ReadMemStats(&after)
-	if refusalName(err) != "frame_too_large" {
+	if refusal.Name(err) != "frame_too_large" {
 		t.Fatalf("err = %v", err)
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
@@ -226,7 +214,7 @@ func TestOversizeBodyMemory(t *testing.T) {
 			runtime.ReadMemStats(&before)
 			_, err := s.ListTools(context.Background())
 			runtime.ReadMemStats(&after)
-			if refusalName(err) != "frame_too_large" {
+			if refusal.Name(err) != "frame_too_large" {
 				t.Fatalf("err = %v", err)
 			}
 			if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
@@ -244,7 +232,7 @@ func TestRefusedRequestLeavesSessionUsable(t *testing.T) {
 	if _, err := s.ListTools(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CallTool(ctx, "echo", nil); refusalName(err) != "sampling" {
+	if _, err := s.CallTool(ctx, "echo", nil); refusal.Name(err) != "sampling" {
 		t.Fatalf("call: %v", err)
 	}
 	if _, err := s.ListTools(ctx); err != nil {

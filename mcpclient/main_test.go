@@ -9,5 +9,6 @@ import (
 
 func TestMain(m *testing.M) {
 	mcptest.RunIfServer()
+	runIfTranscriptServer()
 	os.Exit(m.Run())
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 func stdio(flags ...string) ServerConfig {
@@ -86,7 +87,7 @@ func TestUnsupportedProtocolRefused(t *testing.T) {
 		"stdio": stdio("--hostile", mcptest.HostileFutureOnly),
 	} {
 		_, err := NewClient(nil).Connect(context.Background(), cfg)
-		if refusalName(err) != "unsupported_protocol_version" || !errors.Is(err, ErrUnsupportedProtocol) {
+		if refusal.Name(err) != "unsupported_protocol_version" || !errors.Is(err, ErrUnsupportedProtocol) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 // methodLog records the JSON-RPC methods an HTTP server received, and lets a test answer
@@ -169,7 +170,7 @@ func TestHTTPProbeTransportFailureIsNoVerdict(t *testing.T) {
 				t.Fatalf("err = %v, want %v", err, c.reason)
 			}
 			if c.refusal != "" {
-				if refusalName(err) != c.refusal {
+				if refusal.Name(err) != c.refusal {
 					t.Fatalf("err = %v, want refusal %s", err, c.refusal)
 				}
 			} else {

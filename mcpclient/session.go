@@ -17,7 +17,7 @@ import (
 
 // WarnInvalidToolHeaders is the snapshot warning code for a tool whose x-mcp-header annotations
 // are invalid (SEP-2243): it is recorded as evidence but CallTool refuses it.
-const WarnInvalidToolHeaders = "invalid_tool_headers"
+const WarnInvalidToolHeaders = RefusalInvalidToolHeaders
 
 // Session is one connection to a server, tools only. It is safe for concurrent use. Close it when
 // done; for stdio servers Close ends the process.
@@ -55,7 +55,8 @@ func (s *Session) ServerInfo() snapshot.ServerInfo { return s.server }
 func (s *Session) ToolListChanged() <-chan struct{} { return s.listChanged }
 
 // Stderr returns the captured beginning of a stdio server's stderr (at most Limits.MaxStderrBytes)
-// and the number of bytes dropped. It is server output: never put it in errors or status.
+// and the number of bytes dropped. After Close it is final: Close waits until the exited server's
+// stderr has been read to its end. It is server output: never put it in errors or status.
 func (s *Session) Stderr() ([]byte, int64) {
 	if s.proc == nil {
 		return nil, 0
@@ -89,20 +90,22 @@ func (s *Session) onToolListChanged(context.Context, *mcp.ToolListChangedRequest
 	}
 }
 
-// serverRequestFeature names the feature behind a server-to-client request.
+// serverRequestFeature names the feature behind a server-to-client request. The name is always
+// one of this package's constants, never text the server chose: a request of an unknown family is
+// RefusalServerRequest.
 func serverRequestFeature(method string) string {
-	switch method {
-	case "sampling/createMessage":
-		return "sampling"
-	case "elicitation/create":
-		return "elicitation"
-	case "roots/list":
-		return "roots"
+	family, _, _ := strings.Cut(method, "/")
+	switch family {
+	case "sampling":
+		return RefusalSampling
+	case "elicitation":
+		return RefusalElicitation
+	case "roots":
+		return RefusalRoots
+	case "tasks":
+		return RefusalTasks
 	}
-	if i := strings.IndexByte(method, '/'); i > 0 {
-		return method[:i]
-	}
-	return "server_request"
+	return RefusalServerRequest
 }
 
 // refuseServerRequests answers every server-to-client request except ping with a JSON-RPC error
@@ -124,7 +127,7 @@ func (s *Session) refuseServerRequests(next mcp.MethodHandler) mcp.MethodHandler
 func (s *Session) begin(ctx context.Context, op string) (context.Context, *callState, func()) {
 	cctx, cancel := context.WithCancelCause(ctx)
 	tctx, stop := context.WithTimeoutCause(cctx, s.lim.CallTimeout,
-		refuse("call_timeout", op, s.lim.CallTimeout.Milliseconds(), ErrCallTimeout))
+		refuse(RefusalCallTimeout, op, s.lim.CallTimeout.Milliseconds(), ErrCallTimeout))
 	st := &callState{op: op, cancel: cancel}
 	s.reg.track(st)
 	return context.WithValue(tctx, callKey{}, st), st, func() {
@@ -183,7 +186,7 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 	cursor := ""
 	for page := 0; ; page++ {
 		if page >= s.lim.MaxPages {
-			return nil, refuse("too_many_pages", op, int64(s.lim.MaxPages), ErrTooManyPages)
+			return nil, refuse(RefusalTooManyPages, op, int64(s.lim.MaxPages), ErrTooManyPages)
 		}
 		params := &mcp.ListToolsParams{Cursor: cursor}
 		var typed *mcp.ListToolsResult
@@ -203,7 +206,7 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 		}
 		s.mu.Unlock()
 		if raw == nil {
-			return nil, refuse("invalid_response", op, 0, ErrInvalidResponse)
+			return nil, refuse(RefusalInvalidResponse, op, 0, ErrInvalidResponse)
 		}
 		tools, next, err := parsePage(raw)
 		if err != nil {
@@ -222,10 +225,10 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 		}
 		for _, d := range res.Tools {
 			if len(d) > s.lim.MaxDescriptorBytes {
-				return nil, refuse("descriptor_too_large", op, int64(s.lim.MaxDescriptorBytes), ErrDescriptorTooLarge)
+				return nil, refuse(RefusalDescriptorTooLarge, op, int64(s.lim.MaxDescriptorBytes), ErrDescriptorTooLarge)
 			}
 			if len(descs) >= s.lim.MaxTools {
-				return nil, refuse("too_many_tools", op, int64(s.lim.MaxTools), ErrTooManyTools)
+				return nil, refuse(RefusalTooManyTools, op, int64(s.lim.MaxTools), ErrTooManyTools)
 			}
 			descs = append(descs, d)
 		}
@@ -233,7 +236,7 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 			break
 		}
 		if seen[*res.NextCursor] || *res.NextCursor == cursor {
-			return nil, refuse("repeated_cursor", op, 0, ErrRepeatedCursor)
+			return nil, refuse(RefusalRepeatedCursor, op, 0, ErrRepeatedCursor)
 		}
 		seen[*res.NextCursor] = true
 		cursor = *res.NextCursor
@@ -276,10 +279,10 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 		args = json.RawMessage(`{}`)
 	}
 	if len(args) > s.lim.MaxArgumentBytes {
-		return nil, refuse("argument_too_large", op, int64(s.lim.MaxArgumentBytes), ErrArgumentTooLarge)
+		return nil, refuse(RefusalArgumentTooLarge, op, int64(s.lim.MaxArgumentBytes), ErrArgumentTooLarge)
 	}
 	if err := snapshot.Validate(args); err != nil || args[0] != '{' {
-		return nil, refuse("invalid_arguments", op, 0, ErrInvalidArguments)
+		return nil, refuse(RefusalInvalidArguments, op, 0, ErrInvalidArguments)
 	}
 	s.mu.Lock()
 	snap, excluded := s.last, s.excluded
@@ -294,10 +297,10 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 		s.mu.Unlock()
 	}
 	if excluded[name] {
-		return nil, refuse("invalid_tool_headers", op, 0, ErrInvalidToolHeaders)
+		return nil, refuse(RefusalInvalidToolHeaders, op, 0, ErrInvalidToolHeaders)
 	}
 	if t, ok := snap.Lookup(name); ok && taskRequired(t.Descriptor) {
-		return nil, &FeatureRefusedError{Feature: "tasks", Op: op}
+		return nil, &FeatureRefusedError{Feature: RefusalTasks, Op: op}
 	}
 
 	ctx, st, done := s.begin(ctx, op)
@@ -311,26 +314,26 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 		return nil, err
 	}
 	if raw == nil {
-		return nil, refuse("invalid_response", op, 0, ErrInvalidResponse)
+		return nil, refuse(RefusalInvalidResponse, op, 0, ErrInvalidResponse)
 	}
 	if len(raw) > s.lim.MaxResultBytes {
-		return nil, refuse("result_too_large", op, int64(s.lim.MaxResultBytes), ErrResultTooLarge)
+		return nil, refuse(RefusalResultTooLarge, op, int64(s.lim.MaxResultBytes), ErrResultTooLarge)
 	}
 	if err := snapshot.Validate(raw); err != nil {
 		return nil, err
 	}
 	res, ok := parseCallResult(raw)
 	if !ok {
-		return nil, refuse("invalid_response", op, 0, ErrInvalidResponse)
+		return nil, refuse(RefusalInvalidResponse, op, 0, ErrInvalidResponse)
 	}
 	switch res.ResultType {
 	case "", "complete":
 	case "input_required":
-		return nil, &FeatureRefusedError{Feature: "input_required", Op: op}
+		return nil, &FeatureRefusedError{Feature: RefusalInputRequired, Op: op}
 	case "task":
-		return nil, &FeatureRefusedError{Feature: "tasks", Op: op}
+		return nil, &FeatureRefusedError{Feature: RefusalTasks, Op: op}
 	default:
-		return nil, &FeatureRefusedError{Feature: "multi_round", Op: op}
+		return nil, &FeatureRefusedError{Feature: RefusalMultiRound, Op: op}
 	}
 	if res.IsError {
 		return nil, &ToolError{Tool: name, Result: raw}
@@ -582,9 +585,9 @@ func (p *pageSplitter) array() ([]json.RawMessage, bool) {
 // be unique; the descriptors themselves are validated when frozen.
 func parsePageTokens(raw []byte) ([]json.RawMessage, *string, error) {
 	const op = "tools/list"
-	invalid := refuse("invalid_response", op, 0, ErrInvalidResponse)
+	invalid := refuse(RefusalInvalidResponse, op, 0, ErrInvalidResponse)
 	if !utf8.Valid(raw) {
-		return nil, nil, &snapshot.RefusalError{Name: "invalid_utf8", Err: snapshot.ErrInvalidUTF8}
+		return nil, nil, &snapshot.RefusalError{Name: snapshot.RefusalInvalidUTF8, Err: snapshot.ErrInvalidUTF8}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
@@ -602,7 +605,7 @@ func parsePageTokens(raw []byte) ([]json.RawMessage, *string, error) {
 			return nil, nil, invalid
 		}
 		if seen[key] {
-			return nil, nil, &snapshot.RefusalError{Name: "duplicate_key", Err: snapshot.ErrDuplicateKey}
+			return nil, nil, &snapshot.RefusalError{Name: snapshot.RefusalDuplicateKey, Err: snapshot.ErrDuplicateKey}
 		}
 		seen[key] = true
 		switch key {

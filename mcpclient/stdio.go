@@ -83,11 +83,12 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	inR.Close()
 	outW.Close()
 	errW.Close()
+	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: stderr, exited: make(chan struct{}), stderrDone: make(chan struct{})}
 	go func() {
 		_, _ = io.Copy(stderr, errR)
 		errR.Close()
+		close(p.stderrDone)
 	}()
-	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: stderr, exited: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(p.exited)
@@ -114,7 +115,9 @@ type process struct {
 	stdout *os.File
 	stderr *boundedBuffer
 	exited chan struct{}
-	once   sync.Once
+	// stderrDone is closed when the server's stderr has been read to its end.
+	stderrDone chan struct{}
+	once       sync.Once
 }
 
 // Write sends bytes to the server's stdin.
@@ -131,8 +134,18 @@ func (p *process) Close() error {
 			<-p.exited
 		}
 		p.stdout.Close()
+		p.drainStderr()
 	})
 	return nil
+}
+
+// drainStderr waits (at most terminateGrace: a process the server started may still hold the
+// pipe) until the exited server's stderr has been captured, so Stderr is final after Close.
+func (p *process) drainStderr() {
+	select {
+	case <-p.stderrDone:
+	case <-time.After(terminateGrace):
+	}
 }
 
 // kill ends the server at once (a failed probe).
@@ -207,7 +220,7 @@ func (l *lineLimitReader) Read(p []byte) (int, error) {
 		frame = bytes.TrimSpace(frame)
 		l.line = l.line[:0]
 		if len(frame) > 0 && !json.Valid(frame) {
-			return l.refuse(refuse("invalid_json", "", 0, snapshot.ErrInvalidJSON))
+			return l.refuse(refuse(snapshot.RefusalInvalidJSON, "", 0, snapshot.ErrInvalidJSON))
 		}
 	}
 	return n, err

@@ -63,11 +63,11 @@ func (c *Client) limits() Limits { return c.Limits.withDefaults() }
 // repository returns an oras repository for ref, refusing plain HTTP to non-loopback hosts.
 func (c *Client) repository(ref Reference) (*remote.Repository, error) {
 	if c.PlainHTTP && !IsLoopbackHost(ref.Registry) {
-		return nil, refuse("plain_http_not_loopback", ref.Registry, ErrPlainHTTPNotLoopback)
+		return nil, refuse(RefusalPlainHTTPNotLoopback, ref.Registry, ErrPlainHTTPNotLoopback)
 	}
 	repo, err := remote.NewRepository(ref.Registry + "/" + ref.Repository)
 	if err != nil {
-		return nil, refuse("invalid_reference", "", ErrInvalidReference)
+		return nil, refuse(RefusalInvalidReference, "", ErrInvalidReference)
 	}
 	hc := c.HTTPClient
 	if hc == nil {
@@ -89,10 +89,10 @@ func (c *Client) repository(ref Reference) (*remote.Repository, error) {
 func (c *Client) Push(ctx context.Context, repo Reference, profiles []*apiv1.ProfileDocument) (Reference, error) {
 	lim := c.limits()
 	if len(profiles) == 0 {
-		return Reference{}, refuse("invalid_pack", "layers", ErrInvalidPack)
+		return Reference{}, refuse(RefusalInvalidPack, "layers", ErrInvalidPack)
 	}
 	if len(profiles) > lim.MaxLayers {
-		return Reference{}, refuse("too_many_layers", "layers", ErrTooManyLayers)
+		return Reference{}, refuse(RefusalTooManyLayers, "layers", ErrTooManyLayers)
 	}
 	r, err := c.repository(repo)
 	if err != nil {
@@ -101,7 +101,7 @@ func (c *Client) Push(ctx context.Context, repo Reference, profiles []*apiv1.Pro
 	services := make(map[string]bool, len(profiles))
 	for i, p := range profiles {
 		if p != nil && services[p.Service.Ref] {
-			return Reference{}, refuse("duplicate_service", fmt.Sprintf("layers[%d]", i), ErrInvalidPack)
+			return Reference{}, refuse(RefusalDuplicateService, fmt.Sprintf("layers[%d]", i), ErrInvalidPack)
 		}
 		if p != nil {
 			services[p.Service.Ref] = true
@@ -117,7 +117,7 @@ func (c *Client) Push(ctx context.Context, repo Reference, profiles []*apiv1.Pro
 			return Reference{}, err
 		}
 		if int64(len(b)) > lim.MaxLayerBytes {
-			return Reference{}, refuse("layer_too_large", fmt.Sprintf("layers[%d]", i), ErrLayerTooLarge)
+			return Reference{}, refuse(RefusalLayerTooLarge, fmt.Sprintf("layers[%d]", i), ErrLayerTooLarge)
 		}
 		d := content.NewDescriptorFromBytes(ProfileMediaType, b)
 		d.Annotations = map[string]string{ocispec.AnnotationTitle: p.Service.Ref + ".json"}
@@ -152,7 +152,7 @@ func pushBlob(ctx context.Context, r *remote.Repository, d ocispec.Descriptor, b
 // blob through a digest-verifying reader, then decodes every layer strictly and validates it.
 func (c *Client) Pull(ctx context.Context, ref Reference) (*Pack, error) {
 	if ref.Digest == "" {
-		return nil, refuse("digest_required", "", ErrDigestRequired)
+		return nil, refuse(RefusalDigestRequired, "", ErrDigestRequired)
 	}
 	r, err := c.repository(ref)
 	if err != nil {
@@ -182,7 +182,7 @@ func (c *Client) Pull(ctx context.Context, ref Reference) (*Pack, error) {
 		}
 		for _, prev := range p.Profiles {
 			if prev.Service.Ref == doc.Service.Ref {
-				return nil, refuse("duplicate_service", fmt.Sprintf("layers[%d]", i), ErrInvalidPack)
+				return nil, refuse(RefusalDuplicateService, fmt.Sprintf("layers[%d]", i), ErrInvalidPack)
 			}
 		}
 		p.Layers = append(p.Layers, b)
@@ -199,14 +199,14 @@ func (p *Pack) Profile(serviceRef string) (*apiv1.ProfileDocument, error) {
 		if len(p.Profiles) == 1 {
 			return p.Profiles[0], nil
 		}
-		return nil, refuse("ambiguous_pack", "", ErrProfileNotInPack)
+		return nil, refuse(RefusalAmbiguousPack, "", ErrProfileNotInPack)
 	}
 	for _, d := range p.Profiles {
 		if d.Service.Ref == serviceRef {
 			return d, nil
 		}
 	}
-	return nil, refuse("profile_not_in_pack", serviceRef, ErrProfileNotInPack)
+	return nil, refuse(RefusalProfileNotInPack, serviceRef, ErrProfileNotInPack)
 }
 
 // fetchManifest fetches the manifest named by dgst, bounded by max and verified against dgst.
@@ -216,15 +216,15 @@ func fetchManifest(ctx context.Context, r *remote.Repository, dgst string, max i
 	desc, err := r.Resolve(context.WithValue(ctx, fetchExpectKey{}, x), dgst)
 	if err != nil {
 		if errors.Is(err, errServedMismatch) {
-			return nil, refuse("blob_digest_mismatch", dgst, ErrBlobDigestMismatch)
+			return nil, refuse(RefusalBlobDigestMismatch, dgst, ErrBlobDigestMismatch)
 		}
 		return nil, registryError("resolve", err)
 	}
 	if desc.Size > max {
-		return nil, refuse("manifest_too_large", "", ErrManifestTooLarge)
+		return nil, refuse(RefusalManifestTooLarge, "", ErrManifestTooLarge)
 	}
 	if desc.MediaType != ocispec.MediaTypeImageManifest {
-		return nil, refuse("invalid_pack", "mediaType", ErrInvalidPack)
+		return nil, refuse(RefusalInvalidPack, "mediaType", ErrInvalidPack)
 	}
 	desc.Digest = digest.Digest(dgst) // never trust the digest the registry reports
 	return fetchBlob(ctx, r, desc)
@@ -240,7 +240,7 @@ func fetchBlob(ctx context.Context, r *remote.Repository, desc ocispec.Descripto
 	rc, err := r.Fetch(context.WithValue(ctx, fetchExpectKey{}, x), desc)
 	if err != nil {
 		if errors.Is(err, errServedMismatch) || errors.Is(err, content.ErrMismatchedDigest) {
-			return nil, refuse("blob_digest_mismatch", desc.Digest.String(), ErrBlobDigestMismatch)
+			return nil, refuse(RefusalBlobDigestMismatch, desc.Digest.String(), ErrBlobDigestMismatch)
 		}
 		return nil, registryError("fetch", err)
 	}
@@ -249,7 +249,7 @@ func fetchBlob(ctx context.Context, r *remote.Repository, desc ocispec.Descripto
 	if err != nil {
 		short := errors.Is(err, io.ErrUnexpectedEOF) && x.cleanEOF.Load()
 		if short || errors.Is(err, content.ErrMismatchedDigest) || errors.Is(err, content.ErrTrailingData) {
-			return nil, refuse("blob_digest_mismatch", desc.Digest.String(), ErrBlobDigestMismatch)
+			return nil, refuse(RefusalBlobDigestMismatch, desc.Digest.String(), ErrBlobDigestMismatch)
 		}
 		return nil, registryError("fetch", err)
 	}
@@ -338,7 +338,7 @@ type Referrer struct {
 // whose shape is not one bundle layer are skipped.
 func (c *Client) Bundles(ctx context.Context, ref Reference) ([]Referrer, error) {
 	if ref.Digest == "" {
-		return nil, refuse("digest_required", "", ErrDigestRequired)
+		return nil, refuse(RefusalDigestRequired, "", ErrDigestRequired)
 	}
 	r, err := c.repository(ref)
 	if err != nil {
@@ -394,7 +394,7 @@ func (c *Client) Bundles(ctx context.Context, ref Reference) ([]Referrer, error)
 // schema index updated instead (oras-go does this).
 func (c *Client) Attach(ctx context.Context, ref Reference, bundle []byte, annotations map[string]string) (ocispec.Descriptor, error) {
 	if ref.Digest == "" {
-		return ocispec.Descriptor{}, refuse("digest_required", "", ErrDigestRequired)
+		return ocispec.Descriptor{}, refuse(RefusalDigestRequired, "", ErrDigestRequired)
 	}
 	r, err := c.repository(ref)
 	if err != nil {
@@ -405,7 +405,7 @@ func (c *Client) Attach(ctx context.Context, ref Reference, bundle []byte, annot
 		return ocispec.Descriptor{}, registryError("resolve", err)
 	}
 	if subject.Digest.String() != ref.Digest {
-		return ocispec.Descriptor{}, refuse("blob_digest_mismatch", ref.Digest, ErrBlobDigestMismatch)
+		return ocispec.Descriptor{}, refuse(RefusalBlobDigestMismatch, ref.Digest, ErrBlobDigestMismatch)
 	}
 	subject = ocispec.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
 	layer := content.NewDescriptorFromBytes(BundleMediaType, bundle)
@@ -496,7 +496,7 @@ func CredentialsFromDockerConfig(data []byte) (auth.CredentialFunc, error) {
 	// Exact-case members and no duplicate keys: "Auths" or a second "auths" is not another way
 	// to name the credentials.
 	if err := snapshot.Unmarshal(data, &cfg); err != nil {
-		return nil, refuse("invalid_docker_config", "", ErrInvalidDockerConfig)
+		return nil, refuse(RefusalInvalidDockerConfig, "", ErrInvalidDockerConfig)
 	}
 	creds := map[string]auth.Credential{}
 	for host, a := range cfg.Auths {
@@ -504,11 +504,11 @@ func CredentialsFromDockerConfig(data []byte) (auth.CredentialFunc, error) {
 		if a.Auth != "" {
 			raw, err := base64.StdEncoding.DecodeString(a.Auth)
 			if err != nil {
-				return nil, refuse("invalid_docker_config", "", ErrInvalidDockerConfig)
+				return nil, refuse(RefusalInvalidDockerConfig, "", ErrInvalidDockerConfig)
 			}
 			user, pass, ok := strings.Cut(string(raw), ":")
 			if !ok {
-				return nil, refuse("invalid_docker_config", "", ErrInvalidDockerConfig)
+				return nil, refuse(RefusalInvalidDockerConfig, "", ErrInvalidDockerConfig)
 			}
 			c.Username, c.Password = user, pass
 		}

@@ -3,14 +3,127 @@ package ocipack
 import (
 	"errors"
 	"fmt"
+
+	"github.com/b10x/connector-mcp/refusal"
+	"github.com/b10x/connector-mcp/snapshot"
 )
 
-// RefusalUnreviewed is the refusal name of a profile that still carries the placeholder effect
-// "unreviewed" (a draft from "mcpctl profile init" or a document from "mcpctl review repin"). It
-// is the same word as the placeholder, so the refusal names what the reviewer must replace.
-// Earlier builds named this refusal "unreviewed_effect"; only the name printed changed, no file
-// ever carried it.
-const RefusalUnreviewed = "unreviewed"
+// Stable refusal names returned by (*RefusalError).Refusal (read them with [refusal.Name]).
+// A refusal of the snapshot package inside a profile keeps that package's name (for example
+// snapshot.RefusalInvalidUTF8, snapshot.RefusalUnsafeNumber, snapshot.RefusalDigestMismatch).
+const (
+	// Profile documents (reasons ErrInvalidProfile, ErrWrongContract, ErrInvalidField, ...).
+
+	// RefusalInvalidProfile: not well-formed, strict JSON or YAML of the ProfileDocument shape.
+	RefusalInvalidProfile = "invalid_profile"
+	// RefusalProfileTooLarge: a profile document above the decoder's bound.
+	RefusalProfileTooLarge = "profile_too_large"
+	// RefusalUnknownField: a field the ProfileDocument shape does not have.
+	RefusalUnknownField = "unknown_field"
+	// RefusalDuplicateKey: an object repeats a member name (the snapshot package's name).
+	RefusalDuplicateKey = snapshot.RefusalDuplicateKey
+	// RefusalTrailingData: data after the document.
+	RefusalTrailingData = "trailing_data"
+	// RefusalWrongContract: the contract is not apiv1.ContractV1.
+	RefusalWrongContract = "wrong_contract"
+	// RefusalInvalidField: a field violates the document schema.
+	RefusalInvalidField = "invalid_field"
+	// RefusalUnmappedTool: a snapshot tool no operation maps.
+	RefusalUnmappedTool = "unmapped_tool"
+	// RefusalUnknownTool: an operation maps a tool absent from the snapshot.
+	RefusalUnknownTool = "unknown_tool"
+	// RefusalDuplicateMapping: two operations map the same remote tool.
+	RefusalDuplicateMapping = "duplicate_mapping"
+	// RefusalDuplicateOperationRef: two operations share an operationRef.
+	RefusalDuplicateOperationRef = "duplicate_operation_ref"
+	// RefusalUnreviewed: an effect is still the draft placeholder "unreviewed" (a draft from
+	// "mcpctl profile init" or a document from "mcpctl review repin"). It is the same word as
+	// the placeholder, so the refusal names what the reviewer must replace. Earlier builds
+	// named this refusal "unreviewed_effect"; only the name printed changed, no file ever
+	// carried it.
+	RefusalUnreviewed = "unreviewed"
+	// RefusalInvalidEffect: an effect outside read, write, destructive.
+	RefusalInvalidEffect = "invalid_effect"
+
+	// References, registries and packs.
+
+	// RefusalDigestRequired: a reference names a tag, or nothing, where a digest is required.
+	RefusalDigestRequired = "digest_required"
+	// RefusalInvalidReference: a reference does not parse.
+	RefusalInvalidReference = "invalid_reference"
+	// RefusalInvalidDockerConfig: registry credentials cannot be read from a Docker config.
+	RefusalInvalidDockerConfig = "invalid_docker_config"
+	// RefusalPlainHTTPNotLoopback: plain HTTP to a registry that is not on a loopback address.
+	RefusalPlainHTTPNotLoopback = "plain_http_not_loopback"
+	// RefusalManifestTooLarge: a manifest above the store bound.
+	RefusalManifestTooLarge = "manifest_too_large"
+	// RefusalTooManyLayers: more layers than the bound.
+	RefusalTooManyLayers = "too_many_layers"
+	// RefusalLayerTooLarge: a layer above the per-layer bound.
+	RefusalLayerTooLarge = "layer_too_large"
+	// RefusalPackTooLarge: layers together above the total bound.
+	RefusalPackTooLarge = "pack_too_large"
+	// RefusalInvalidPack: a manifest that is not a profile pack.
+	RefusalInvalidPack = "invalid_pack"
+	// RefusalDuplicateService: two profiles of one service in a pack.
+	RefusalDuplicateService = "duplicate_service"
+	// RefusalProfileNotInPack: the pack holds no profile for the requested service.
+	RefusalProfileNotInPack = "profile_not_in_pack"
+	// RefusalAmbiguousPack: no service was named and the pack holds several profiles.
+	RefusalAmbiguousPack = "ambiguous_pack"
+	// RefusalBlobDigestMismatch: content that does not match the descriptor it was fetched by.
+	RefusalBlobDigestMismatch = "blob_digest_mismatch"
+
+	// Signatures, provenance and policies.
+
+	// RefusalMissingSignature: no verifiable signature bundle referrer.
+	RefusalMissingSignature = "missing_signature"
+	// RefusalMissingAttestation: no provenance attestation bundle referrer.
+	RefusalMissingAttestation = "missing_attestation"
+	// RefusalUntrustedSignature: a signature does not verify against the trusted root or key.
+	RefusalUntrustedSignature = "untrusted_signature"
+	// RefusalWrongIdentity: the certificate subject does not match the policy.
+	RefusalWrongIdentity = "wrong_identity"
+	// RefusalWrongIssuer: the certificate OIDC issuer does not match the policy.
+	RefusalWrongIssuer = "wrong_issuer"
+	// RefusalWrongSubjectDigest: a statement's subject is not the pack digest.
+	RefusalWrongSubjectDigest = "wrong_subject_digest"
+	// RefusalWrongPredicateType: the attestation is not SLSA provenance v1.
+	RefusalWrongPredicateType = "wrong_predicate_type"
+	// RefusalWrongBuilder: the provenance builder id does not match the policy.
+	RefusalWrongBuilder = "wrong_builder"
+	// RefusalWrongSourceRepository: the provenance source repository does not match the policy.
+	RefusalWrongSourceRepository = "wrong_source_repository"
+	// RefusalWrongSourceRef: the provenance source ref does not match the policy.
+	RefusalWrongSourceRef = "wrong_source_ref"
+	// RefusalAmbiguousSource: the predicate names more than one primary source or revision.
+	RefusalAmbiguousSource = "ambiguous_source"
+	// RefusalMissingCertificateSource: the certificate lacks required source extensions.
+	RefusalMissingCertificateSource = "missing_certificate_source"
+	// RefusalWrongCertificateSourceRepository: the certified source repository does not match.
+	RefusalWrongCertificateSourceRepository = "wrong_certificate_source_repository"
+	// RefusalWrongCertificateSourceRef: the certified source ref does not match.
+	RefusalWrongCertificateSourceRef = "wrong_certificate_source_ref"
+	// RefusalPredicateDisagreesWithCertificate: the predicate's primary source differs from the
+	// certified one.
+	RefusalPredicateDisagreesWithCertificate = "predicate_disagrees_with_certificate"
+	// RefusalMissingTlogEntry: a keyless bundle without the required transparency-log entry.
+	RefusalMissingTlogEntry = "missing_tlog_entry"
+	// RefusalMissingSignedTimestamp: a keyless bundle without the required signed timestamp.
+	RefusalMissingSignedTimestamp = "missing_signed_timestamp"
+	// RefusalInvalidPolicy: a verification policy is incomplete or contradictory.
+	RefusalInvalidPolicy = "invalid_policy"
+	// RefusalInvalidTrustedRoot: a trusted root that does not load (reason ErrInvalidPolicy).
+	RefusalInvalidTrustedRoot = "invalid_trusted_root"
+	// RefusalUnanchoredSubjectRegExp: a keyless subject regexp not anchored with ^ and $.
+	RefusalUnanchoredSubjectRegExp = "unanchored_subject_regexp"
+	// RefusalInvalidKey: a signing or verification key cannot be loaded.
+	RefusalInvalidKey = "invalid_key"
+)
+
+// maxPathInError bounds a field path or identifier from a document or registry in an error
+// message.
+const maxPathInError = 160
 
 // Sentinel reasons of the package, matched with errors.Is. Every refusal is a *RefusalError whose
 // Refusal method returns a stable snake_case name; its Err is one of these sentinels.
@@ -146,7 +259,7 @@ var (
 // credentials or remote prose: only the refusal name, an optional field path (JSON path such as
 // "operations[2].effect") or bounded identifier, and the sentinel reason.
 type RefusalError struct {
-	// Name is the stable refusal name, e.g. "unmapped_tool".
+	// Name is the stable refusal name, one of the RefusalX constants, e.g. RefusalUnmappedTool.
 	Name string
 	// Path locates the offending field or item when known (a JSON path, a tool name, a digest).
 	Path string
@@ -163,7 +276,7 @@ func (e *RefusalError) Unwrap() error { return e.Err }
 func (e *RefusalError) Error() string {
 	msg := "ocipack: " + e.Name
 	if e.Path != "" {
-		msg += fmt.Sprintf(" at %s", clip(e.Path))
+		msg += fmt.Sprintf(" at %s", refusal.Clip(e.Path, maxPathInError))
 	}
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
@@ -175,12 +288,5 @@ func refuse(name string, path string, err error) *RefusalError {
 	return &RefusalError{Name: name, Path: path, Err: err}
 }
 
-// clip bounds an identifier that may come from a document or a remote before it goes into an
-// error message.
-func clip(s string) string {
-	const max = 160
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
-}
+// Every refusal of this package has the shared shape.
+var _ refusal.Named = (*RefusalError)(nil)

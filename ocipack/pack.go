@@ -103,23 +103,23 @@ func ParseDigestReference(s string) (Reference, error) {
 	at := strings.LastIndex(s, "@")
 	if at < 0 {
 		if _, err := registry.ParseReference(s); err != nil {
-			return Reference{}, refuse("invalid_reference", "", ErrInvalidReference)
+			return Reference{}, refuse(RefusalInvalidReference, "", ErrInvalidReference)
 		}
-		return Reference{}, refuse("digest_required", "", ErrDigestRequired)
+		return Reference{}, refuse(RefusalDigestRequired, "", ErrDigestRequired)
 	}
 	name := s[:at]
 	if slash := strings.LastIndex(name, "/"); slash >= 0 && strings.Contains(name[slash+1:], ":") {
 		// "repo:tag@digest" is refused, so that no reader is misled by a tag that is not what
 		// is pulled.
-		return Reference{}, refuse("digest_required", "", ErrDigestRequired)
+		return Reference{}, refuse(RefusalDigestRequired, "", ErrDigestRequired)
 	}
 	ref, err := registry.ParseReference(s)
 	if err != nil || ref.ValidateReferenceAsDigest() != nil {
-		return Reference{}, refuse("invalid_reference", "", ErrInvalidReference)
+		return Reference{}, refuse(RefusalInvalidReference, "", ErrInvalidReference)
 	}
 	d := digest.Digest(ref.Reference)
 	if d.Validate() != nil || d.Algorithm() != digest.SHA256 {
-		return Reference{}, refuse("invalid_reference", "", ErrInvalidReference)
+		return Reference{}, refuse(RefusalInvalidReference, "", ErrInvalidReference)
 	}
 	return Reference{Registry: ref.Registry, Repository: ref.Repository, Digest: d.String()}, nil
 }
@@ -128,7 +128,7 @@ func ParseDigestReference(s string) (Reference, error) {
 func ParseRepository(s string) (Reference, error) {
 	ref, err := registry.ParseReference(s)
 	if err != nil || ref.Reference != "" {
-		return Reference{}, refuse("invalid_reference", "", ErrInvalidReference)
+		return Reference{}, refuse(RefusalInvalidReference, "", ErrInvalidReference)
 	}
 	return Reference{Registry: ref.Registry, Repository: ref.Repository}, nil
 }
@@ -155,45 +155,45 @@ func IsLoopbackHost(host string) bool {
 func ParseManifest(b []byte, lim Limits) (*ocispec.Manifest, error) {
 	lim = lim.withDefaults()
 	if int64(len(b)) > lim.MaxManifestBytes {
-		return nil, refuse("manifest_too_large", "", ErrManifestTooLarge)
+		return nil, refuse(RefusalManifestTooLarge, "", ErrManifestTooLarge)
 	}
 	if err := checkJSON(b); err != nil {
-		return nil, refuse("invalid_pack", "", ErrInvalidPack)
+		return nil, refuse(RefusalInvalidPack, "", ErrInvalidPack)
 	}
 	var m ocispec.Manifest
 	// Member names match exactly: encoding/json would accept "mediaTYPE" for "mediaType".
 	if err := k8sjson.UnmarshalCaseSensitivePreserveInts(b, &m); err != nil {
-		return nil, refuse("invalid_pack", "", ErrInvalidPack)
+		return nil, refuse(RefusalInvalidPack, "", ErrInvalidPack)
 	}
 	switch {
 	case m.SchemaVersion != 2:
-		return nil, refuse("invalid_pack", "schemaVersion", ErrInvalidPack)
+		return nil, refuse(RefusalInvalidPack, "schemaVersion", ErrInvalidPack)
 	case m.MediaType != ocispec.MediaTypeImageManifest:
-		return nil, refuse("invalid_pack", "mediaType", ErrInvalidPack)
+		return nil, refuse(RefusalInvalidPack, "mediaType", ErrInvalidPack)
 	case m.ArtifactType != PackArtifactType:
-		return nil, refuse("invalid_pack", "artifactType", ErrInvalidPack)
+		return nil, refuse(RefusalInvalidPack, "artifactType", ErrInvalidPack)
 	case m.Config.MediaType != ocispec.MediaTypeEmptyJSON || m.Config.Digest != ocispec.DescriptorEmptyJSON.Digest || m.Config.Size != ocispec.DescriptorEmptyJSON.Size:
-		return nil, refuse("invalid_pack", "config", ErrInvalidPack)
+		return nil, refuse(RefusalInvalidPack, "config", ErrInvalidPack)
 	case len(m.Layers) == 0:
-		return nil, refuse("invalid_pack", "layers", ErrInvalidPack)
+		return nil, refuse(RefusalInvalidPack, "layers", ErrInvalidPack)
 	case len(m.Layers) > lim.MaxLayers:
-		return nil, refuse("too_many_layers", "layers", ErrTooManyLayers)
+		return nil, refuse(RefusalTooManyLayers, "layers", ErrTooManyLayers)
 	}
 	var total int64
 	for i, l := range m.Layers {
 		p := fmt.Sprintf("layers[%d]", i)
 		if l.MediaType != ProfileMediaType {
-			return nil, refuse("invalid_pack", p+".mediaType", ErrInvalidPack)
+			return nil, refuse(RefusalInvalidPack, p+".mediaType", ErrInvalidPack)
 		}
 		if l.Digest.Validate() != nil || l.Digest.Algorithm() != digest.SHA256 || l.Size <= 0 {
-			return nil, refuse("invalid_pack", p+".digest", ErrInvalidPack)
+			return nil, refuse(RefusalInvalidPack, p+".digest", ErrInvalidPack)
 		}
 		if l.Size > lim.MaxLayerBytes {
-			return nil, refuse("layer_too_large", p, ErrLayerTooLarge)
+			return nil, refuse(RefusalLayerTooLarge, p, ErrLayerTooLarge)
 		}
 		total += l.Size
 		if total > lim.MaxTotalBytes {
-			return nil, refuse("pack_too_large", p, ErrPackTooLarge)
+			return nil, refuse(RefusalPackTooLarge, p, ErrPackTooLarge)
 		}
 	}
 	return &m, nil

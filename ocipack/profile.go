@@ -41,7 +41,7 @@ const (
 // field. DecodeProfile checks the shape only; Validate checks the mapping, digests and effects.
 func DecodeProfile(data []byte) (*apiv1.ProfileDocument, error) {
 	if len(data) > MaxProfileSize {
-		return nil, refuse("profile_too_large", "", ErrInvalidProfile)
+		return nil, refuse(RefusalProfileTooLarge, "", ErrInvalidProfile)
 	}
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	var js []byte
@@ -59,12 +59,12 @@ func DecodeProfile(data []byte) (*apiv1.ProfileDocument, error) {
 		var r *snapshot.RefusalError
 		if errors.As(err, &r) {
 			name := r.Name
-			if name == "invalid_json" {
-				name = "invalid_profile"
+			if name == snapshot.RefusalInvalidJSON {
+				name = RefusalInvalidProfile
 			}
 			return nil, refuse(name, pointerToPath(r.Path), fmt.Errorf("%w: %w", ErrInvalidProfile, err))
 		}
-		return nil, refuse("invalid_profile", "", ErrInvalidProfile)
+		return nil, refuse(RefusalInvalidProfile, "", ErrInvalidProfile)
 	}
 	var doc apiv1.ProfileDocument
 	strict, err := k8sjson.UnmarshalStrict(js, &doc)
@@ -74,7 +74,7 @@ func DecodeProfile(data []byte) (*apiv1.ProfileDocument, error) {
 		if errors.As(err, &te) {
 			path = te.Field
 		}
-		return nil, refuse("invalid_profile", path, ErrInvalidProfile)
+		return nil, refuse(RefusalInvalidProfile, path, ErrInvalidProfile)
 	}
 	if len(strict) > 0 {
 		se := strict[0]
@@ -83,18 +83,18 @@ func DecodeProfile(data []byte) (*apiv1.ProfileDocument, error) {
 		if errors.As(se, &fe) {
 			path = fe.FieldPath()
 		}
-		name := "unknown_field"
+		name := RefusalUnknownField
 		if strings.HasPrefix(se.Error(), "duplicate field") {
-			name = "duplicate_key"
+			name = RefusalDuplicateKey
 		}
 		return nil, refuse(name, path, ErrInvalidProfile)
 	}
 	if doc.Contract != apiv1.ContractV1 {
-		return nil, refuse("wrong_contract", "contract", ErrWrongContract)
+		return nil, refuse(RefusalWrongContract, "contract", ErrWrongContract)
 	}
 	for i, t := range doc.Snapshot.Tools {
 		if len(bytes.TrimSpace(t.Descriptor.Raw)) == 0 || bytes.TrimSpace(t.Descriptor.Raw)[0] != '{' {
-			return nil, refuse("invalid_profile", fmt.Sprintf("snapshot.tools[%d].descriptor", i), ErrInvalidProfile)
+			return nil, refuse(RefusalInvalidProfile, fmt.Sprintf("snapshot.tools[%d].descriptor", i), ErrInvalidProfile)
 		}
 	}
 	return &doc, nil
@@ -106,16 +106,16 @@ func yamlToJSON(data []byte) ([]byte, error) {
 	dec := yamlv3.NewDecoder(bytes.NewReader(data))
 	var first, second yamlv3.Node
 	if err := dec.Decode(&first); err != nil {
-		return nil, refuse("invalid_profile", "", ErrInvalidProfile)
+		return nil, refuse(RefusalInvalidProfile, "", ErrInvalidProfile)
 	}
 	if err := dec.Decode(&second); !errors.Is(err, io.EOF) {
-		return nil, refuse("trailing_data", "", ErrInvalidProfile)
+		return nil, refuse(RefusalTrailingData, "", ErrInvalidProfile)
 	}
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		name := "invalid_profile"
+		name := RefusalInvalidProfile
 		if strings.Contains(err.Error(), "already set in map") || strings.Contains(err.Error(), "duplicate") {
-			name = "duplicate_key"
+			name = RefusalDuplicateKey
 		}
 		return nil, refuse(name, "", ErrInvalidProfile)
 	}
@@ -160,11 +160,11 @@ func isIndex(s string) bool {
 func EncodeProfile(doc *apiv1.ProfileDocument, format Format) ([]byte, error) {
 	js, err := json.Marshal(doc)
 	if err != nil {
-		return nil, refuse("invalid_profile", "", fmt.Errorf("%w: %w", ErrInvalidProfile, err))
+		return nil, refuse(RefusalInvalidProfile, "", fmt.Errorf("%w: %w", ErrInvalidProfile, err))
 	}
 	canon, err := snapshot.Canonicalize(js)
 	if err != nil {
-		return nil, refuse("invalid_profile", "", fmt.Errorf("%w: %w", ErrInvalidProfile, err))
+		return nil, refuse(RefusalInvalidProfile, "", fmt.Errorf("%w: %w", ErrInvalidProfile, err))
 	}
 	switch format {
 	case FormatJSON:
@@ -185,16 +185,16 @@ func canonicalToYAML(canon []byte) ([]byte, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, refuse("invalid_profile", "", ErrInvalidProfile)
+		return nil, refuse(RefusalInvalidProfile, "", ErrInvalidProfile)
 	}
 	var buf bytes.Buffer
 	enc := yamlv3.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(yamlValue(v)); err != nil {
-		return nil, refuse("invalid_profile", "", ErrInvalidProfile)
+		return nil, refuse(RefusalInvalidProfile, "", ErrInvalidProfile)
 	}
 	if err := enc.Close(); err != nil {
-		return nil, refuse("invalid_profile", "", ErrInvalidProfile)
+		return nil, refuse(RefusalInvalidProfile, "", ErrInvalidProfile)
 	}
 	return buf.Bytes(), nil
 }
@@ -248,7 +248,7 @@ func SnapshotOf(doc *apiv1.ProfileDocument) (*snapshot.ToolSnapshot, error) {
 		s.Tools = append(s.Tools, snapshot.Tool{Name: t.Name, Digest: t.Digest, Descriptor: bytes.Clone(t.Descriptor.Raw)})
 	}
 	if err := s.Verify(); err != nil {
-		name := "digest_mismatch"
+		name := snapshot.RefusalDigestMismatch
 		path := "snapshot.digest"
 		var m *snapshot.MismatchError
 		var r *snapshot.RefusalError
@@ -293,7 +293,7 @@ func ValidateDraft(doc *apiv1.ProfileDocument) error { return runChecks(doc, Dra
 
 func runChecks(doc *apiv1.ProfileDocument, checks []Check) error {
 	if doc == nil {
-		return refuse("invalid_profile", "", ErrInvalidProfile)
+		return refuse(RefusalInvalidProfile, "", ErrInvalidProfile)
 	}
 	for _, c := range checks {
 		if err := c(doc); err != nil {
@@ -312,9 +312,9 @@ var (
 // ValidateFields checks the schema facts the CRD enforces, so that a pack layer is held to the
 // same rules as an inline profile: contract, reference patterns, required values and bounds.
 func ValidateFields(doc *apiv1.ProfileDocument) error {
-	bad := func(path string) error { return refuse("invalid_field", path, ErrInvalidField) }
+	bad := func(path string) error { return refuse(RefusalInvalidField, path, ErrInvalidField) }
 	if doc.Contract != apiv1.ContractV1 {
-		return refuse("wrong_contract", "contract", ErrWrongContract)
+		return refuse(RefusalWrongContract, "contract", ErrWrongContract)
 	}
 	if len(doc.Service.Ref) > 128 || !refPattern.MatchString(doc.Service.Ref) {
 		return bad("service.ref")
@@ -380,18 +380,18 @@ func ValidateMapping(doc *apiv1.ProfileDocument) error {
 		mapped, ok := tools[o.RemoteName]
 		switch {
 		case !ok:
-			return refuse("unknown_tool", p+".remoteName", ErrUnknownTool)
+			return refuse(RefusalUnknownTool, p+".remoteName", ErrUnknownTool)
 		case mapped:
-			return refuse("duplicate_mapping", p+".remoteName", ErrDuplicateMapping)
+			return refuse(RefusalDuplicateMapping, p+".remoteName", ErrDuplicateMapping)
 		case refs[o.OperationRef]:
-			return refuse("duplicate_operation_ref", p+".operationRef", ErrDuplicateOperationRef)
+			return refuse(RefusalDuplicateOperationRef, p+".operationRef", ErrDuplicateOperationRef)
 		}
 		tools[o.RemoteName] = true
 		refs[o.OperationRef] = true
 	}
 	for i, t := range doc.Snapshot.Tools {
 		if !tools[t.Name] {
-			return refuse("unmapped_tool", fmt.Sprintf("snapshot.tools[%d]", i), ErrUnmappedTool)
+			return refuse(RefusalUnmappedTool, fmt.Sprintf("snapshot.tools[%d]", i), ErrUnmappedTool)
 		}
 	}
 	return nil
@@ -413,7 +413,7 @@ func ValidateEffects(doc *apiv1.ProfileDocument) error {
 		case apiv1.EffectUnreviewed:
 			return refuse(RefusalUnreviewed, fmt.Sprintf("operations[%d].effect", i), ErrUnreviewedEffect)
 		default:
-			return refuse("invalid_effect", fmt.Sprintf("operations[%d].effect", i), ErrInvalidEffect)
+			return refuse(RefusalInvalidEffect, fmt.Sprintf("operations[%d].effect", i), ErrInvalidEffect)
 		}
 	}
 	return nil
@@ -425,7 +425,7 @@ func ValidateDraftEffects(doc *apiv1.ProfileDocument) error {
 		switch o.Effect {
 		case apiv1.EffectRead, apiv1.EffectWrite, apiv1.EffectDestructive, apiv1.EffectUnreviewed:
 		default:
-			return refuse("invalid_effect", fmt.Sprintf("operations[%d].effect", i), ErrInvalidEffect)
+			return refuse(RefusalInvalidEffect, fmt.Sprintf("operations[%d].effect", i), ErrInvalidEffect)
 		}
 	}
 	return nil

@@ -72,7 +72,7 @@ type Signer struct {
 // the pack ref (pinned by digest), and returns the referrer manifests pushed.
 func (s *Signer) Sign(ctx context.Context, c *Client, ref Reference, prov *Provenance) ([]ocispec.Descriptor, error) {
 	if ref.Digest == "" {
-		return nil, refuse("digest_required", "", ErrDigestRequired)
+		return nil, refuse(RefusalDigestRequired, "", ErrDigestRequired)
 	}
 	type stmt struct {
 		predicateType string
@@ -148,7 +148,7 @@ func ProvenancePredicate(p Provenance) map[string]any {
 // v0.3 JSON.
 func (s *Signer) SignStatement(ctx context.Context, statement []byte) ([]byte, error) {
 	if s.Keypair == nil {
-		return nil, refuse("invalid_key", "", ErrInvalidKey)
+		return nil, refuse(RefusalInvalidKey, "", ErrInvalidKey)
 	}
 	pb, err := sign.Bundle(&sign.DSSEData{Data: statement, PayloadType: InTotoPayloadType}, s.Keypair, sign.BundleOptions{
 		CertificateProvider:        s.CertificateProvider,
@@ -185,11 +185,11 @@ func (s *Signer) SignStatement(ctx context.Context, statement []byte) ([]byte, e
 func LoadPrivateKey(pemBytes, password []byte) (crypto.Signer, error) {
 	k, err := cryptoutils.UnmarshalPEMToPrivateKey(pemBytes, cryptoutils.StaticPasswordFunc(password))
 	if err != nil {
-		return nil, refuse("invalid_key", "", ErrInvalidKey)
+		return nil, refuse(RefusalInvalidKey, "", ErrInvalidKey)
 	}
 	s, ok := k.(crypto.Signer)
 	if !ok {
-		return nil, refuse("invalid_key", "", ErrInvalidKey)
+		return nil, refuse(RefusalInvalidKey, "", ErrInvalidKey)
 	}
 	return s, nil
 }
@@ -206,11 +206,11 @@ type keypair struct {
 func NewKeypair(priv crypto.Signer) (sign.Keypair, error) {
 	alg, err := signature.GetDefaultAlgorithmDetails(priv.Public())
 	if err != nil {
-		return nil, refuse("invalid_key", "", ErrInvalidKey)
+		return nil, refuse(RefusalInvalidKey, "", ErrInvalidKey)
 	}
 	der, err := x509.MarshalPKIXPublicKey(priv.Public())
 	if err != nil {
-		return nil, refuse("invalid_key", "", ErrInvalidKey)
+		return nil, refuse(RefusalInvalidKey, "", ErrInvalidKey)
 	}
 	sum := sha256.Sum256(der)
 	return &keypair{priv: priv, alg: alg, hint: []byte(base64.StdEncoding.EncodeToString(sum[:]))}, nil

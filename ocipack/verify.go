@@ -57,7 +57,7 @@ type Policy struct {
 // by p.PublicKey (the caller reads the Secret); it is ignored for keyless policies.
 func PolicyFromAPI(p *apiv1.VerifyPolicy, publicKeyPEM []byte) (Policy, error) {
 	if p == nil {
-		return Policy{}, refuse("invalid_policy", "", ErrInvalidPolicy)
+		return Policy{}, refuse(RefusalInvalidPolicy, "", ErrInvalidPolicy)
 	}
 	out := Policy{Keyless: p.Keyless, Provenance: p.Provenance}
 	if p.PublicKey != nil {
@@ -74,14 +74,14 @@ func PolicyFromAPI(p *apiv1.VerifyPolicy, publicKeyPEM []byte) (Policy, error) {
 func ParsePublicKey(pemBytes []byte) (crypto.PublicKey, error) {
 	k, err := cryptoutils.UnmarshalPEMToPublicKey(pemBytes)
 	if err != nil {
-		return nil, refuse("invalid_key", "", ErrInvalidKey)
+		return nil, refuse(RefusalInvalidKey, "", ErrInvalidKey)
 	}
 	return k, nil
 }
 
 // Validate checks the policy is complete and unambiguous.
 func (p Policy) Validate() error {
-	bad := func(path string) error { return refuse("invalid_policy", path, ErrInvalidPolicy) }
+	bad := func(path string) error { return refuse(RefusalInvalidPolicy, path, ErrInvalidPolicy) }
 	switch {
 	case p.Keyless != nil && p.PublicKey != nil:
 		return bad("identity")
@@ -111,10 +111,10 @@ func (p Policy) Validate() error {
 // starts that way, on any branch.
 func CheckSubjectRegExp(expr string) error {
 	if _, err := regexp.Compile(expr); err != nil {
-		return refuse("invalid_policy", "keyless.subjectRegExp", ErrInvalidPolicy)
+		return refuse(RefusalInvalidPolicy, "keyless.subjectRegExp", ErrInvalidPolicy)
 	}
 	if !strings.HasPrefix(expr, "^") || !strings.HasSuffix(expr, "$") || strings.HasSuffix(expr, `\$`) && !strings.HasSuffix(expr, `\\$`) {
-		return refuse("unanchored_subject_regexp", "keyless.subjectRegExp", ErrUnanchoredSubjectRegExp)
+		return refuse(RefusalUnanchoredSubjectRegExp, "keyless.subjectRegExp", ErrUnanchoredSubjectRegExp)
 	}
 	return nil
 }
@@ -246,7 +246,7 @@ func NewVerifier(client *Client, trusted root.TrustedMaterial, opts ...VerifierO
 func LoadTrustedRoot(path string) (*root.TrustedRoot, error) {
 	tr, err := root.NewTrustedRootFromPath(path)
 	if err != nil {
-		return nil, refuse("invalid_trusted_root", "", fmt.Errorf("%w: %w", ErrInvalidPolicy, err))
+		return nil, refuse(RefusalInvalidTrustedRoot, "", fmt.Errorf("%w: %w", ErrInvalidPolicy, err))
 	}
 	return tr, nil
 }
@@ -259,24 +259,24 @@ type reason struct {
 }
 
 var (
-	reasonMissingSignature = reason{0, "missing_signature", ErrNoSignature}
-	reasonUntrusted        = reason{1, "untrusted_signature", ErrUntrustedSignature}
-	reasonWrongIssuer      = reason{2, "wrong_issuer", ErrWrongIssuer}
-	reasonWrongIdentity    = reason{3, "wrong_identity", ErrWrongIdentity}
-	reasonWrongSubject     = reason{4, "wrong_subject_digest", ErrWrongSubjectDigest}
-	reasonMissingTlog      = reason{1, "missing_tlog_entry", ErrMissingTransparency}
-	reasonMissingTimestamp = reason{1, "missing_signed_timestamp", ErrMissingTransparency}
+	reasonMissingSignature = reason{0, RefusalMissingSignature, ErrNoSignature}
+	reasonUntrusted        = reason{1, RefusalUntrustedSignature, ErrUntrustedSignature}
+	reasonWrongIssuer      = reason{2, RefusalWrongIssuer, ErrWrongIssuer}
+	reasonWrongIdentity    = reason{3, RefusalWrongIdentity, ErrWrongIdentity}
+	reasonWrongSubject     = reason{4, RefusalWrongSubjectDigest, ErrWrongSubjectDigest}
+	reasonMissingTlog      = reason{1, RefusalMissingTlogEntry, ErrMissingTransparency}
+	reasonMissingTimestamp = reason{1, RefusalMissingSignedTimestamp, ErrMissingTransparency}
 
-	reasonMissingAttestation  = reason{0, "missing_attestation", ErrNoAttestation}
-	reasonWrongPredicate      = reason{1, "wrong_predicate_type", ErrWrongPredicateType}
-	reasonWrongBuilder        = reason{2, "wrong_builder", ErrWrongBuilder}
-	reasonMissingCertSource   = reason{3, "missing_certificate_source", ErrCertificateSource}
-	reasonWrongCertRepository = reason{4, "wrong_certificate_source_repository", ErrCertificateSource}
-	reasonWrongCertRef        = reason{5, "wrong_certificate_source_ref", ErrCertificateSource}
-	reasonAmbiguousSource     = reason{6, "ambiguous_source", ErrAmbiguousSource}
-	reasonPredicateDisagrees  = reason{7, "predicate_disagrees_with_certificate", ErrPredicateDisagreesWithCertificate}
-	reasonWrongRepository     = reason{8, "wrong_source_repository", ErrWrongSourceRepository}
-	reasonWrongRef            = reason{9, "wrong_source_ref", ErrWrongSourceRef}
+	reasonMissingAttestation  = reason{0, RefusalMissingAttestation, ErrNoAttestation}
+	reasonWrongPredicate      = reason{1, RefusalWrongPredicateType, ErrWrongPredicateType}
+	reasonWrongBuilder        = reason{2, RefusalWrongBuilder, ErrWrongBuilder}
+	reasonMissingCertSource   = reason{3, RefusalMissingCertificateSource, ErrCertificateSource}
+	reasonWrongCertRepository = reason{4, RefusalWrongCertificateSourceRepository, ErrCertificateSource}
+	reasonWrongCertRef        = reason{5, RefusalWrongCertificateSourceRef, ErrCertificateSource}
+	reasonAmbiguousSource     = reason{6, RefusalAmbiguousSource, ErrAmbiguousSource}
+	reasonPredicateDisagrees  = reason{7, RefusalPredicateDisagreesWithCertificate, ErrPredicateDisagreesWithCertificate}
+	reasonWrongRepository     = reason{8, RefusalWrongSourceRepository, ErrWrongSourceRepository}
+	reasonWrongRef            = reason{9, RefusalWrongSourceRef, ErrWrongSourceRef}
 )
 
 func (r reason) refusal(path string) error { return refuse(r.name, path, r.err) }
@@ -327,10 +327,10 @@ func (v *Verifier) Verify(ctx context.Context, ref Reference, policy Policy) (*R
 // Validate. It is how a pack is checked against a set of trusted signers and provenance rules.
 func (v *Verifier) VerifyAny(ctx context.Context, ref Reference, policies []Policy) (int, *Result, error) {
 	if ref.Digest == "" {
-		return -1, nil, refuse("digest_required", "", ErrDigestRequired)
+		return -1, nil, refuse(RefusalDigestRequired, "", ErrDigestRequired)
 	}
 	if len(policies) == 0 {
-		return -1, nil, refuse("invalid_policy", "", ErrInvalidPolicy)
+		return -1, nil, refuse(RefusalInvalidPolicy, "", ErrInvalidPolicy)
 	}
 	keys := make([]string, len(policies))
 	for i, policy := range policies {
@@ -477,7 +477,7 @@ func (v *Verifier) sigstoreVerifier(p Policy) (*verify.Verifier, error) {
 	if p.PublicKey != nil {
 		sv, err := signature.LoadDefaultVerifier(p.PublicKey)
 		if err != nil {
-			return nil, refuse("invalid_key", "", ErrInvalidKey)
+			return nil, refuse(RefusalInvalidKey, "", ErrInvalidKey)
 		}
 		key := root.NewExpiringKey(sv, timeZero, timeZero)
 		material = root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) { return key, nil })
@@ -489,7 +489,7 @@ func (v *Verifier) sigstoreVerifier(p Policy) (*verify.Verifier, error) {
 		}
 	} else {
 		if v.trusted == nil {
-			return nil, refuse("invalid_policy", "trustedRoot", ErrInvalidPolicy)
+			return nil, refuse(RefusalInvalidPolicy, "trustedRoot", ErrInvalidPolicy)
 		}
 		material = v.trusted
 		opts = append(opts, verify.WithObserverTimestamps(1))
@@ -505,7 +505,7 @@ func (v *Verifier) sigstoreVerifier(p Policy) (*verify.Verifier, error) {
 	}
 	sv, err := verify.NewVerifier(material, opts...)
 	if err != nil {
-		return nil, refuse("invalid_policy", "", fmt.Errorf("%w: %w", ErrInvalidPolicy, err))
+		return nil, refuse(RefusalInvalidPolicy, "", fmt.Errorf("%w: %w", ErrInvalidPolicy, err))
 	}
 	return sv, nil
 }

@@ -22,7 +22,7 @@ func Unmarshal(data []byte, v any) error {
 		return err
 	}
 	if err := k8sjson.UnmarshalCaseSensitivePreserveInts(data, v); err != nil {
-		return &RefusalError{Name: "invalid_json", Err: ErrInvalidJSON}
+		return &RefusalError{Name: RefusalInvalidJSON, Err: ErrInvalidJSON}
 	}
 	return nil
 }

@@ -3,7 +3,33 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+
+	"github.com/b10x/connector-mcp/refusal"
 )
+
+// Stable refusal names returned by the Refusal methods of this package's errors (see
+// [refusal.Name]).
+const (
+	// RefusalInvalidJSON: input is not exactly one well-formed JSON value (ErrInvalidJSON).
+	RefusalInvalidJSON = "invalid_json"
+	// RefusalInvalidUTF8: invalid UTF-8 or an unpaired escaped surrogate (ErrInvalidUTF8).
+	RefusalInvalidUTF8 = "invalid_utf8"
+	// RefusalDuplicateKey: an object repeats a member name (ErrDuplicateKey).
+	RefusalDuplicateKey = "duplicate_key"
+	// RefusalUnsafeNumber: a number RFC 8785 would not determine (ErrUnsafeNumber).
+	RefusalUnsafeNumber = "unsafe_number"
+	// RefusalInvalidDescriptor: a descriptor is not an object with a non-empty string name
+	// (ErrInvalidDescriptor).
+	RefusalInvalidDescriptor = "invalid_descriptor"
+	// RefusalDuplicateToolName: two descriptors share a name (ErrDuplicateToolName).
+	RefusalDuplicateToolName = "duplicate_tool_name"
+	// RefusalDigestMismatch: a recorded digest differs from the reconstructed one
+	// (ErrDigestMismatch).
+	RefusalDigestMismatch = "digest_mismatch"
+)
+
+// maxIdentInError bounds a server-chosen identifier (a tool name) in an error message.
+const maxIdentInError = 64
 
 var (
 	// ErrInvalidJSON is the reason for input that is not exactly one well-formed JSON value
@@ -55,7 +81,7 @@ func (e *RefusalError) Unwrap() error { return e.Err }
 func (e *RefusalError) Error() string {
 	msg := "snapshot: " + e.Name
 	if e.Tool != "" {
-		msg += fmt.Sprintf(" in tool %q", clip(e.Tool))
+		msg += fmt.Sprintf(" in tool %q", refusal.Clip(e.Tool, maxIdentInError))
 	}
 	if e.Offset > 0 {
 		msg += fmt.Sprintf(" at byte %d", e.Offset)
@@ -74,8 +100,8 @@ type MismatchError struct {
 	Computed string
 }
 
-// Refusal returns "digest_mismatch".
-func (e *MismatchError) Refusal() string { return "digest_mismatch" }
+// Refusal returns RefusalDigestMismatch.
+func (e *MismatchError) Refusal() string { return RefusalDigestMismatch }
 
 // Unwrap returns ErrDigestMismatch.
 func (e *MismatchError) Unwrap() error { return ErrDigestMismatch }
@@ -85,14 +111,11 @@ func (e *MismatchError) Error() string {
 	if e.Tool == "" {
 		return fmt.Sprintf("snapshot: digest_mismatch: snapshot digest recorded %s, computed %s", e.Recorded, e.Computed)
 	}
-	return fmt.Sprintf("snapshot: digest_mismatch: tool %q recorded %s, computed %s", clip(e.Tool), e.Recorded, e.Computed)
+	return fmt.Sprintf("snapshot: digest_mismatch: tool %q recorded %s, computed %s", refusal.Clip(e.Tool, maxIdentInError), e.Recorded, e.Computed)
 }
 
-// clip bounds a server-chosen identifier before it goes into an error message.
-func clip(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
-}
+// Every refusal of this package has the shared shape.
+var (
+	_ refusal.Named = (*RefusalError)(nil)
+	_ refusal.Named = (*MismatchError)(nil)
+)

@@ -102,7 +102,7 @@ func (s *scanner) canonical(raw []byte, out []byte, warn func(path, code string)
 // run scans raw with the scanner's settings.
 func (s *scanner) run(raw []byte, mode scanMode, warn func(path, code string)) error {
 	if !utf8.Valid(raw) {
-		return &RefusalError{Name: "invalid_utf8", Err: ErrInvalidUTF8, Offset: int64(invalidUTF8Offset(raw))}
+		return &RefusalError{Name: RefusalInvalidUTF8, Err: ErrInvalidUTF8, Offset: int64(invalidUTF8Offset(raw))}
 	}
 	s.data, s.warn, s.mode = raw, warn, mode
 	s.canon = s.canon && mode == scanDigest
@@ -118,7 +118,7 @@ func (s *scanner) run(raw []byte, mode scanMode, warn func(path, code string)) e
 }
 
 func (s *scanner) invalid() error {
-	return &RefusalError{Name: "invalid_json", Err: ErrInvalidJSON, Offset: int64(s.pos)}
+	return &RefusalError{Name: RefusalInvalidJSON, Err: ErrInvalidJSON, Offset: int64(s.pos)}
 }
 
 func (s *scanner) ws() {
@@ -222,7 +222,7 @@ func (s *scanner) object(depth int) error {
 			}
 		}
 		if dup {
-			return &RefusalError{Name: "duplicate_key", Err: ErrDuplicateKey, Offset: int64(keyAt), Path: s.pointer()}
+			return &RefusalError{Name: RefusalDuplicateKey, Err: ErrDuplicateKey, Offset: int64(keyAt), Path: s.pointer()}
 		}
 		start := len(s.out)
 		if s.canon {
@@ -460,19 +460,19 @@ func (s *scanner) escaped(start int) ([]byte, error) {
 			switch {
 			case r >= 0xD800 && r <= 0xDBFF:
 				if s.pos+1 >= len(s.data) || s.data[s.pos] != '\\' || s.data[s.pos+1] != 'u' {
-					return nil, &RefusalError{Name: "invalid_utf8", Err: ErrInvalidUTF8, Offset: int64(at)}
+					return nil, &RefusalError{Name: RefusalInvalidUTF8, Err: ErrInvalidUTF8, Offset: int64(at)}
 				}
 				lo, ok := hex4(s.data, s.pos+2)
 				if !ok {
 					return nil, s.invalid()
 				}
 				if lo < 0xDC00 || lo > 0xDFFF {
-					return nil, &RefusalError{Name: "invalid_utf8", Err: ErrInvalidUTF8, Offset: int64(at)}
+					return nil, &RefusalError{Name: RefusalInvalidUTF8, Err: ErrInvalidUTF8, Offset: int64(at)}
 				}
 				s.pos += 6
 				r = utf16.DecodeRune(r, lo)
 			case r >= 0xDC00 && r <= 0xDFFF:
-				return nil, &RefusalError{Name: "invalid_utf8", Err: ErrInvalidUTF8, Offset: int64(at)}
+				return nil, &RefusalError{Name: RefusalInvalidUTF8, Err: ErrInvalidUTF8, Offset: int64(at)}
 			}
 			out = utf8.AppendRune(out, r)
 		default:
@@ -520,12 +520,12 @@ func (s *scanner) number() error {
 		}
 	}
 	if s.mode == scanDigest && !checkNumber(s.data[start:s.pos]) {
-		return &RefusalError{Name: "unsafe_number", Err: ErrUnsafeNumber, Offset: int64(start), Path: s.pointer()}
+		return &RefusalError{Name: RefusalUnsafeNumber, Err: ErrUnsafeNumber, Offset: int64(start), Path: s.pointer()}
 	}
 	if s.canon {
 		out, err := appendCanonicalNumber(s.out, s.data[start:s.pos])
 		if err != nil {
-			return &RefusalError{Name: "unsafe_number", Err: ErrUnsafeNumber, Offset: int64(start), Path: s.pointer()}
+			return &RefusalError{Name: RefusalUnsafeNumber, Err: ErrUnsafeNumber, Offset: int64(start), Path: s.pointer()}
 		}
 		s.out = out
 	}

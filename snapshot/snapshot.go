@@ -109,7 +109,7 @@ func Digest(protocolVersion string, tools []Tool) (string, error) {
 		sort.SliceStable(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
 	}
 	if !utf8.ValidString(protocolVersion) {
-		return "", &RefusalError{Name: "invalid_utf8", Err: ErrInvalidUTF8}
+		return "", &RefusalError{Name: RefusalInvalidUTF8, Err: ErrInvalidUTF8}
 	}
 	// The document's canonical form is written directly: members in RFC 8785 order ("digest" <
 	// "name", "protocolVersion" < "tools"), strings in RFC 8785 form.
@@ -119,7 +119,7 @@ func Digest(protocolVersion string, tools []Tool) (string, error) {
 	b = append(b, `,"tools":[`...)
 	for i, t := range refs {
 		if !utf8.ValidString(t.Name) || !utf8.ValidString(t.Digest) {
-			return "", &RefusalError{Name: "invalid_utf8", Tool: t.Name, Err: ErrInvalidUTF8}
+			return "", &RefusalError{Name: RefusalInvalidUTF8, Tool: t.Name, Err: ErrInvalidUTF8}
 		}
 		if i > 0 {
 			b = append(b, ',')
@@ -153,7 +153,7 @@ func New(protocolVersion string, server ServerInfo, descriptors []json.RawMessag
 			return nil, err
 		}
 		if _, dup := seen[t.Name]; dup {
-			return nil, &RefusalError{Name: "duplicate_tool_name", Tool: t.Name, Err: ErrDuplicateToolName}
+			return nil, &RefusalError{Name: RefusalDuplicateToolName, Tool: t.Name, Err: ErrDuplicateToolName}
 		}
 		seen[t.Name] = struct{}{}
 		at := len(arena)
@@ -201,7 +201,7 @@ func freeze(w *scanner, raw json.RawMessage) (Tool, []Warning, error) {
 func descriptorName(raw []byte, w *scanner) (string, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' || !w.hasName || w.name == "" {
-		return "", &RefusalError{Name: "invalid_descriptor", Err: ErrInvalidDescriptor}
+		return "", &RefusalError{Name: RefusalInvalidDescriptor, Err: ErrInvalidDescriptor}
 	}
 	return w.name, nil
 }
@@ -224,10 +224,10 @@ func (s *ToolSnapshot) Verify() error {
 		}
 		name, err := descriptorName(t.Descriptor, w)
 		if err != nil || name != t.Name {
-			return &RefusalError{Name: "invalid_descriptor", Tool: t.Name, Err: ErrInvalidDescriptor}
+			return &RefusalError{Name: RefusalInvalidDescriptor, Tool: t.Name, Err: ErrInvalidDescriptor}
 		}
 		if _, dup := seen[name]; dup {
-			return &RefusalError{Name: "duplicate_tool_name", Tool: name, Err: ErrDuplicateToolName}
+			return &RefusalError{Name: RefusalDuplicateToolName, Tool: name, Err: ErrDuplicateToolName}
 		}
 		seen[name] = struct{}{}
 		if d := sha256Digest(w.out); d != t.Digest {

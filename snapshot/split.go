@@ -35,7 +35,7 @@ func splitTop(raw []byte, open byte) (*scanner, error) {
 		return nil, err
 	}
 	if i := firstNonSpace(raw); i < 0 || raw[i] != open {
-		return nil, &RefusalError{Name: "invalid_json", Err: ErrInvalidJSON}
+		return nil, &RefusalError{Name: RefusalInvalidJSON, Err: ErrInvalidJSON}
 	}
 	return s, nil
 }
