@@ -39,6 +39,7 @@ func (q *quickstart) steps() []step {
 		{"tag refused", q.showTagRefused},
 		{"gateway call", q.gatewayCall},
 		{"drift", q.drift},
+		{"drift review", q.reviewDrift},
 		{"gateway refused", q.gatewayRefused},
 	}
 }
@@ -349,6 +350,24 @@ func (q *quickstart) drift(ctx context.Context) error {
 	}
 	q.log("Events")
 	return q.kubectl(ctx, "-n", namespace, "get", "events", "--sort-by=.metadata.creationTimestamp")
+}
+
+// reviewDrift shows what a reviewer sees after the drift: the deployments waiting on review and
+// the recorded candidate, field by field (mcpctl review list/show read the cluster's
+// McpSnapshotReview; the input is what the operator froze).
+func (q *quickstart) reviewDrift(ctx context.Context) error {
+	q.log("The reviewer's view of the drift (the candidate exactly as the operator froze it)")
+	for _, args := range [][]string{
+		{"review", "list", "--kubeconfig", q.kubeconfig, "-n", namespace},
+		{"review", "show", "--kubeconfig", q.kubeconfig, namespace + "/weather"},
+	} {
+		out, err := q.mcpctl(ctx, args...)
+		if err != nil {
+			return err
+		}
+		_, _ = io.WriteString(q.stderr, indent(out, "  "))
+	}
+	return nil
 }
 
 // gatewayCall starts the gateway (same trust flags as the manager), mints the agent's token with
