@@ -358,6 +358,9 @@ func (t *Transport) mapErr(ctx context.Context, err error) error {
 	case errors.As(err, &dl):
 		return dl
 	}
+	if te := tlsRefusal(err); te != nil {
+		return te
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 		return &DeadlineError{Timeout: t.p.Timeout}
 	}
