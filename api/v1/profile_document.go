@@ -86,7 +86,7 @@ type ProviderFacts struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:Pattern=`^https://`
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*@')",message="must not carry userinfo (user:pass@): configuration names sources, never values (endpoint_userinfo)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*@')",message="must not carry userinfo (user:pass@): configuration names sources, never values (endpoint_userinfo)",reason=FieldValueForbidden
 	URL string `json:"url,omitempty"`
 
 	// Description is a short reviewed description of the service.

@@ -48,8 +48,8 @@ type MCPConnection struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*@')",message="must not carry userinfo (user:pass@): configuration names sources, never values; name a bearer with credentialRef (endpoint_userinfo)"
-	// +kubebuilder:validation:XValidation:rule="!self.contains('#')",message="must not carry a fragment (#...) (endpoint_fragment)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*@')",message="must not carry userinfo (user:pass@): configuration names sources, never values; name a bearer with credentialRef (endpoint_userinfo)",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="!self.contains('#')",message="must not carry a fragment (#...) (endpoint_fragment)",reason=FieldValueForbidden
 	URL string `json:"url"`
 
 	// CABundleRef names a ConfigMap key (same namespace) holding the PEM CA certificates of a
