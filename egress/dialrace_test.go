@@ -300,3 +300,51 @@ func TestTLSMinimumVersion(t *testing.T) {
 		}
 	}
 }
+
+// closeCounter is a net.Conn that records Close.
+type closeCounter struct {
+	net.Conn
+	closed atomic.Bool
+}
+
+func (c *closeCounter) Close() error { c.closed.Store(true); return nil }
+
+// TestHappyEyeballsLateWinnerClosed: when a second attempt connects after the race is decided,
+// its connection is closed, not leaked; the still-running attempts see their context cancelled.
+func TestHappyEyeballsLateWinnerClosed(t *testing.T) {
+	release := make(chan struct{})
+	late := &closeCounter{}
+	cancelled := make(chan struct{})
+	c, err := raceDial(context.Background(), []string{"slow", "hung", "fast"}, time.Millisecond, func(ctx context.Context, a string) (net.Conn, error) {
+		switch a {
+		case "slow":
+			<-release
+			return late, nil
+		case "fast":
+			return &closeCounter{}, nil
+		default:
+			<-ctx.Done()
+			close(cancelled)
+			return nil, ctx.Err()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.(*closeCounter).closed.Load() {
+		t.Fatal("the winner was closed")
+	}
+	close(release)
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hung attempt was never cancelled")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !late.closed.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the late connection was leaked")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
