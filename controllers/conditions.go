@@ -88,6 +88,9 @@ const (
 	// allowed-hosts annotation does not name the endpoint's host, or it is a ServiceAccount
 	// token). Not retried: the Secret or the deployment must change.
 	ReasonCredentialRefused = "CredentialRefused" //nolint:gosec // a condition reason, not a credential
+	// ReasonCABundleNotFound: the connection's CA bundle ConfigMap (labelled
+	// connectors.b10x.io/ca-bundle=true) or its key does not exist (retried).
+	ReasonCABundleNotFound = "CABundleNotFound"
 	// ReasonServerUnreachable: the live freeze failed on a transport error (retried).
 	ReasonServerUnreachable = "ServerUnreachable"
 	// ReasonFreezeRefused: the live freeze hit a named refusal (bounds, egress policy, protocol).

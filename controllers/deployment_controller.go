@@ -50,7 +50,8 @@ type DeploymentReconciler struct {
 	// Binder is the shared construction of endpoint bindings (also the Freezer's): the bind
 	// stage checks the namespace's egress ceiling and literal addresses with it before anything
 	// is dialed, and the freeze stage reads the credential through it. Nil: a Binder over
-	// SecretReader with an empty ceiling and no cluster deny list.
+	// SecretReader (credentials) and Client (CA bundle ConfigMaps) with an empty ceiling and no
+	// cluster deny list.
 	Binder *k8sbinding.Binder
 	// CredentialHashKey is the operator-held HMAC key of status.credentialHash (at least
 	// CredentialHashKeyMinBytes bytes). Required when a deployment names a credential.
@@ -83,6 +84,7 @@ type DeploymentReconciler struct {
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;roles;clusterroles,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list
@@ -110,6 +112,7 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&rbacv1.Role{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
 		Watches(&v1.ServiceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.colliders)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byCredential)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.byCABundle)).
 		Watches(&v1.McpTrustPolicy{}, handler.EnqueueRequestsFromMapFunc(r.withAllowCIDRs),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})). // not on its own status writes
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.withAllowCIDRs)).
@@ -174,6 +177,23 @@ func (r *DeploymentReconciler) byCredential(ctx context.Context, o client.Object
 	return out
 }
 
+// byCABundle enqueues the deployments of the ConfigMap's namespace that name it as their CA
+// bundle (the manager sees only ConfigMaps labelled connectors.b10x.io/ca-bundle=true, so this
+// fires on creation, labelling, rotation and unlabelling).
+func (r *DeploymentReconciler) byCABundle(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1.ServiceDeploymentList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if ref := list.Items[i].Spec.MCPConnection.CABundleRef; ref != nil && ref.Name == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
+
 // withAllowCIDRs enqueues the deployments that request private ranges (in the namespace, for a
 // Namespace event; everywhere, for an McpTrustPolicy event), so a lowered ceiling is applied at
 // once.
@@ -200,7 +220,7 @@ func (r *DeploymentReconciler) binder() *k8sbinding.Binder {
 	if r.Binder != nil {
 		return r.Binder
 	}
-	return &k8sbinding.Binder{Secrets: r.SecretReader}
+	return &k8sbinding.Binder{Secrets: r.SecretReader, ConfigMaps: r.Client}
 }
 
 // bindingRequest is the k8sbinding request of sd's mcp_connection.
@@ -208,6 +228,9 @@ func bindingRequest(sd *v1.ServiceDeployment) k8sbinding.Request {
 	req := k8sbinding.Request{Namespace: sd.Namespace, URL: sd.Spec.MCPConnection.URL, AllowCIDRs: sd.Spec.MCPConnection.Egress.AllowCIDRs}
 	if ref := sd.Spec.MCPConnection.CredentialRef; ref != nil {
 		req.Credential = &egress.CredentialRef{Name: ref.Name, Key: ref.Key}
+	}
+	if ref := sd.Spec.MCPConnection.CABundleRef; ref != nil {
+		req.CABundle = &k8sbinding.CABundleRef{Name: ref.Name, Key: ref.Key}
 	}
 	return req
 }
@@ -391,6 +414,9 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 			return serr
 		}
 	}
+	if serr := CheckEndpointURL("spec.mcpConnection.url", sd.Spec.MCPConnection.URL); serr != nil {
+		return serr
+	}
 	authority, err := NormalizeEndpoint(sd.Spec.MCPConnection.URL)
 	if err != nil {
 		return refuse(TypeBound, ReasonEndpointRefused, "%s", err.Error())
@@ -521,7 +547,8 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 	}
 	start := time.Now()
 	live, err := r.Freezer.Freeze(fctx, FreezeRequest{Namespace: sd.Namespace, Name: sd.Name, URL: sd.Spec.MCPConnection.URL,
-		Credential: sd.Spec.MCPConnection.CredentialRef, AllowCIDRs: sd.Spec.MCPConnection.Egress.AllowCIDRs})
+		Credential: sd.Spec.MCPConnection.CredentialRef, AllowCIDRs: sd.Spec.MCPConnection.Egress.AllowCIDRs,
+		CABundle: sd.Spec.MCPConnection.CABundleRef})
 	if r.Metrics != nil {
 		result := "ok"
 		if err != nil {

@@ -50,6 +50,8 @@ type FreezeRequest struct {
 	Credential *v1.CredentialRef
 	// AllowCIDRs widens the cluster egress policy for this endpoint's private ranges.
 	AllowCIDRs []string
+	// CABundle optionally names the connection's own CA bundle (a ConfigMap key in Namespace).
+	CABundle *v1.ConfigMapKeyRef
 }
 
 // Freezer connects to a live MCP server through egress, negotiates, and lists every tool within

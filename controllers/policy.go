@@ -422,7 +422,14 @@ func BindingStageError(cond string, err error) *StageError {
 	var cred *k8sbinding.CredentialRefusal
 	var ce *egress.CredentialError
 	var ceil *k8sbinding.CeilingError
+	var cab *k8sbinding.CABundleError
 	switch {
+	case errors.As(err, &cab) && cab.Transient():
+		return &StageError{Condition: cond, Reason: ReasonCABundleNotFound, Transient: true, Err: err,
+			Message: fmt.Sprintf("%s: no ConfigMap %q with key %q labelled %s=true in this namespace (spec.mcpConnection.caBundleRef)", cab.Name, clip(cab.Ref.Name), clip(cab.Ref.Key), v1.CABundleLabel)}
+	case errors.As(err, &cab):
+		return &StageError{Condition: cond, Reason: ReasonEndpointRefused, Err: err,
+			Message: fmt.Sprintf("%s: ConfigMap %q key %q holds no usable PEM CA certificates (spec.mcpConnection.caBundleRef)", cab.Name, clip(cab.Ref.Name), clip(cab.Ref.Key))}
 	case errors.As(err, &cred) && cred.Transient():
 		return &StageError{Condition: cond, Reason: ReasonCredentialNotFound, Transient: true, Err: err,
 			Message: fmt.Sprintf("%s: no Secret %q labelled %s=true in this namespace", cred.Name, clip(cred.Ref.Name), v1.CredentialLabel)}

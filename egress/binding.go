@@ -1,6 +1,8 @@
 package egress
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"slices"
 )
@@ -19,10 +21,14 @@ type Binding struct {
 	Credential *CredentialRef
 	// Secrets reads Credential per exchange; required when Credential is set.
 	Secrets SecretStore
+	// RootCAs, when set, is the binding's own CA bundle (a private CA): the endpoint's
+	// certificate is verified against these roots only, in place of the base policy's roots.
+	// Verification itself is never turned off.
+	RootCAs *x509.CertPool
 }
 
 // NewBindingTransport returns an exchange port bound to b under base: base's address policy
-// widened by b.AllowCIDRs, base's bounds, deadline, redirect cap and TLS roots, and b's bearer
+// widened by b.AllowCIDRs, base's bounds, deadline, redirect cap and TLS roots (b.RootCAs, when set, replaces the roots), and b's bearer
 // fetched per exchange. base.Endpoint, base.Credential and base.Secrets are replaced by b's.
 // An unparseable allow-list entry or a credential without a store is ErrInvalidPolicy.
 func NewBindingTransport(base Policy, b Binding) (*Transport, error) {
@@ -42,6 +48,16 @@ func NewBindingTransport(base Policy, b Binding) (*Transport, error) {
 		}
 		ref := *b.Credential
 		p.Credential, p.Secrets = &ref, b.Secrets
+	}
+	if b.RootCAs != nil {
+		var cfg *tls.Config
+		if base.TLSClientConfig != nil {
+			cfg = base.TLSClientConfig.Clone()
+		} else {
+			cfg = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		cfg.RootCAs = b.RootCAs
+		p.TLSClientConfig = cfg
 	}
 	return NewTransport(p)
 }

@@ -2,6 +2,8 @@ package egress
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"time"
@@ -16,6 +18,14 @@ const (
 	RefusalHeaderTooLarge   = "header_too_large"
 	RefusalRedirect         = "redirect_refused"
 	RefusalDeadline         = "deadline_exceeded"
+	// RefusalTLSUnknownAuthority: the server's certificate chain does not lead to a trusted
+	// root (a private CA whose bundle was not configured, or an impostor).
+	RefusalTLSUnknownAuthority = "tls_unknown_authority"
+	// RefusalTLSHostnameMismatch: the certificate is not valid for the endpoint's host.
+	RefusalTLSHostnameMismatch = "tls_hostname_mismatch"
+	// RefusalTLSCertificateInvalid: the certificate is expired, not yet valid, or otherwise
+	// unusable.
+	RefusalTLSCertificateInvalid = "tls_certificate_invalid"
 )
 
 var (
@@ -44,6 +54,8 @@ var (
 	// exchange carries a content encoding the port did not ask for (it asks for gzip only and
 	// decodes it before the bound applies).
 	ErrUnrequestedEncoding = errors.New("egress: response in an unrequested content encoding")
+	// ErrTLSRefused matches every [TLSError]: the server's certificate failed verification.
+	ErrTLSRefused = errors.New("egress: TLS verification failed")
 	// ErrInvalidPolicy is returned (wrapped) by constructors given an unusable policy.
 	ErrInvalidPolicy = errors.New("egress: invalid policy")
 )
@@ -191,4 +203,50 @@ func (e *CredentialError) Unwrap() []error {
 		return []error{ErrCredentialUnavailable}
 	}
 	return []error{ErrCredentialUnavailable, e.Err}
+}
+
+// TLSError is the refusal tls_unknown_authority, tls_hostname_mismatch or
+// tls_certificate_invalid: the server's certificate failed verification against the configured
+// roots. Verification is never skipped; a private CA is configured, not waived. The text is
+// fixed: it carries no certificate names or other server-chosen strings.
+type TLSError struct {
+	// Refusal name: one of [RefusalTLSUnknownAuthority], [RefusalTLSHostnameMismatch] or
+	// [RefusalTLSCertificateInvalid].
+	Name string
+}
+
+func (e *TLSError) Error() string {
+	switch e.Name {
+	case RefusalTLSUnknownAuthority:
+		return "egress: TLS verification failed: certificate signed by an unknown authority (" + e.Name + ")"
+	case RefusalTLSHostnameMismatch:
+		return "egress: TLS verification failed: certificate not valid for the endpoint host (" + e.Name + ")"
+	}
+	return "egress: TLS verification failed: certificate invalid (" + e.Name + ")"
+}
+
+// Refusal returns the stable name.
+func (e *TLSError) Refusal() string { return e.Name }
+
+// Unwrap returns [ErrTLSRefused].
+func (e *TLSError) Unwrap() error { return ErrTLSRefused }
+
+// tlsRefusal returns the [*TLSError] err records, or nil when err is no certificate
+// verification failure.
+func tlsRefusal(err error) *TLSError {
+	var (
+		ua x509.UnknownAuthorityError
+		hn x509.HostnameError
+		ci x509.CertificateInvalidError
+		cv *tls.CertificateVerificationError
+	)
+	switch {
+	case errors.As(err, &ua):
+		return &TLSError{Name: RefusalTLSUnknownAuthority}
+	case errors.As(err, &hn):
+		return &TLSError{Name: RefusalTLSHostnameMismatch}
+	case errors.As(err, &ci), errors.As(err, &cv):
+		return &TLSError{Name: RefusalTLSCertificateInvalid}
+	}
+	return nil
 }

@@ -110,7 +110,7 @@ func (t *Transport) Exchange(ctx context.Context, req *http.Request) (*Response,
 		// would reach the caller undecoded, outside the bound.
 		return nil, &ExchangeError{Op: req.Method, Err: ErrUnrequestedEncoding}
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, t.p.MaxResponseBytes+1))
+	body, err := readBounded(resp.Body, resp.ContentLength, t.p.MaxResponseBytes)
 	if err != nil {
 		return nil, t.mapErr(resp.Request.Context(), err)
 	}
@@ -202,7 +202,7 @@ func (t *Transport) send(ctx context.Context, req *http.Request, bufferBody bool
 	}
 	var body []byte
 	if bufferBody && req.Body != nil && req.Body != http.NoBody {
-		b, err := io.ReadAll(io.LimitReader(req.Body, t.p.MaxRequestBytes+1))
+		b, err := readBounded(req.Body, req.ContentLength, t.p.MaxRequestBytes)
 		closeReqBody()
 		if err != nil {
 			return nil, nil, err
@@ -217,7 +217,10 @@ func (t *Transport) send(ctx context.Context, req *http.Request, bufferBody bool
 	if strings.EqualFold(req.URL.Scheme, "http") {
 		ctx = withPlainHTTP(ctx)
 	}
-	out := req.Clone(ctx)
+	// A shallow copy with its own headers (the only part changed below); the URL is shared, as
+	// nothing on the way out writes to it.
+	out := req.WithContext(ctx)
+	out.Header = req.Header.Clone()
 	out.RequestURI = ""
 	out.Host = "" // the Host header is the bound URL's host, never a caller override
 	if bufferBody {
@@ -253,13 +256,51 @@ func (t *Transport) send(ctx context.Context, req *http.Request, bufferBody bool
 	}
 	// The assembled request (and its bearer) is referenced by nothing once Do returns: the
 	// response handed out carries the caller's request, not this one.
-	resp, err := t.client.Do(out)
+	resp, err := t.do(out)
 	if err != nil {
 		err = t.mapErr(ctx, err)
 		cancel()
 		return nil, nil, err
 	}
 	return resp, cancel, nil
+}
+
+// do sends out. With redirects disabled (the MCP exchange case) it goes straight to the
+// pooled transport, sparing an http.Client layer per exchange, and refuses a redirect exactly as
+// the client's redirect policy would; otherwise the client follows redirects under
+// checkRedirect.
+func (t *Transport) do(out *http.Request) (*http.Response, error) {
+	if t.p.MaxRedirects > 0 {
+		return t.client.Do(out)
+	}
+	if out.Header == nil {
+		out.Header = http.Header{}
+	}
+	resp, err := t.ht.RoundTrip(out)
+	if err != nil {
+		return nil, err
+	}
+	if isFollowedRedirect(out, resp) {
+		resp.Body.Close()
+		return nil, &RedirectError{Reason: "redirects disabled"}
+	}
+	return resp, nil
+}
+
+// isFollowedRedirect reports whether net/http's client would follow resp (see
+// net/http.redirectBehavior): 301, 302 and 303 with a Location; 307 and 308 with a Location when
+// the request body can be replayed or is empty.
+func isFollowedRedirect(req *http.Request, resp *http.Response) bool {
+	if resp.Header.Get("Location") == "" {
+		return false
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther:
+		return true
+	case http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return req.GetBody != nil || req.Body == nil || req.Body == http.NoBody
+	}
+	return false
 }
 
 // setBearer fetches the credential for this exchange and sets it on out only.
@@ -358,6 +399,9 @@ func (t *Transport) mapErr(ctx context.Context, err error) error {
 	case errors.As(err, &dl):
 		return dl
 	}
+	if te := tlsRefusal(err); te != nil {
+		return te
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 		return &DeadlineError{Timeout: t.p.Timeout}
 	}
@@ -390,6 +434,29 @@ func (e *ExchangeError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *ExchangeError) Unwrap() error { return e.Err }
+
+// readBounded reads r to its end, at most limit+1 bytes (so the caller can tell an overflow),
+// into a buffer sized from the declared length when it is known and within the limit.
+func readBounded(r io.Reader, declared, limit int64) ([]byte, error) {
+	if declared < 0 || declared > limit {
+		return io.ReadAll(io.LimitReader(r, limit+1))
+	}
+	lr := io.LimitReader(r, limit+1)
+	buf := make([]byte, 0, declared+1) // +1: EOF is seen without growing
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
 
 // headerBytes approximates the wire size of the request line and headers.
 func headerBytes(r *http.Request) int64 {

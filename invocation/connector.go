@@ -31,6 +31,8 @@ type Endpoint struct {
 	Credential *apiv1.CredentialRef
 	// AllowCIDRs are the deployment's private ranges (spec.mcpConnection.egress.allowCIDRs).
 	AllowCIDRs []string
+	// CABundle optionally names the connection's own CA bundle (spec.mcpConnection.caBundleRef).
+	CABundle *apiv1.ConfigMapKeyRef
 	// MaxArgumentBytes and MaxResultBytes are the surface's bounds; a Connector passes them on
 	// to the MCP client.
 	MaxArgumentBytes, MaxResultBytes int
@@ -79,6 +81,9 @@ type EgressConnector struct {
 	// Deny adds the cluster's always-denied addresses (k8sbinding.APIServerDeny: the apiserver's
 	// Service and EndpointSlice addresses, the Service CIDRs). Optional.
 	Deny k8sbinding.DenySource
+	// ConfigMaps reads a deployment's CA bundle ConfigMap (only one labelled
+	// connectors.b10x.io/ca-bundle=true is used). Required when a deployment names one.
+	ConfigMaps client.Reader
 	// IP is the cluster's dial-time address policy; a deployment's allowCIDRs are added to its
 	// AllowCIDRs, and the in-cluster apiserver (KUBERNETES_SERVICE_HOST, see
 	// egress.APIServerPrefixes) to its DenyPrefixes, so a deployment's allow-list can never open
@@ -86,8 +91,8 @@ type EgressConnector struct {
 	IP egress.IPPolicy
 	// Getenv reads the environment for KUBERNETES_SERVICE_HOST (nil: os.Getenv).
 	Getenv func(string) string
-	// TLSClientConfig optionally sets the roots (e.g. an in-cluster CA) for every endpoint;
-	// nil means the system roots.
+	// TLSClientConfig optionally sets the roots (e.g. an in-cluster CA) for every endpoint
+	// without its own CA bundle; nil means the system roots. InsecureSkipVerify is refused.
 	TLSClientConfig *tls.Config
 	// ExchangeTimeout bounds each HTTP exchange (zero: egress default).
 	ExchangeTimeout time.Duration
@@ -122,9 +127,12 @@ func (c *EgressConnector) Connect(ctx context.Context, ep Endpoint) (Session, er
 		}
 		req.Credential = &egress.CredentialRef{Name: ep.Credential.Name, Key: ep.Credential.Key}
 	}
+	if ep.CABundle != nil {
+		req.CABundle = &k8sbinding.CABundleRef{Name: ep.CABundle.Name, Key: ep.CABundle.Key}
+	}
 	b := &k8sbinding.Binder{
 		Base:    egress.Policy{IP: ip, TLSClientConfig: c.TLSClientConfig, Timeout: c.ExchangeTimeout, MaxResponseBytes: c.MaxResponseBytes},
-		Secrets: c.Secrets, Ceilings: c.Ceilings, Deny: c.Deny,
+		Secrets: c.Secrets, Ceilings: c.Ceilings, Deny: c.Deny, ConfigMaps: c.ConfigMaps,
 	}
 	tr, err := b.Transport(ctx, req)
 	if err != nil {

@@ -159,6 +159,10 @@ func NewSurface(doc *apiv1.ProfileDocument, dep *apiv1.ServiceDeployment, opts O
 		c := *conn.CredentialRef
 		s.endpoint.Credential = &c
 	}
+	if conn.CABundleRef != nil {
+		c := *conn.CABundleRef
+		s.endpoint.CABundle = &c
+	}
 	return s, nil
 }
 

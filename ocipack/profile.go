@@ -322,7 +322,7 @@ func ValidateFields(doc *apiv1.ProfileDocument) error {
 	if len(doc.Service.ConnectionRef) > 128 || !refPattern.MatchString(doc.Service.ConnectionRef) {
 		return bad("service.connectionRef")
 	}
-	if doc.Provider.URL != "" && (!strings.HasPrefix(doc.Provider.URL, "https://") || len(doc.Provider.URL) > 2048) {
+	if doc.Provider.URL != "" && (!strings.HasPrefix(doc.Provider.URL, "https://") || len(doc.Provider.URL) > 2048 || hasUserinfo(doc.Provider.URL)) {
 		return bad("provider.url")
 	}
 	if len(doc.Provider.DisplayName) > 256 {
@@ -492,4 +492,17 @@ func refFrom(name string) string {
 		}
 	}
 	return strings.Trim(b.String(), "._-")
+}
+
+// hasUserinfo reports whether the authority of raw ("scheme://authority...") carries userinfo
+// (user:pass@): configuration names sources, never values. It is the CRDs' CEL rule.
+func hasUserinfo(raw string) bool {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return false
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return strings.Contains(rest, "@")
 }

@@ -148,6 +148,18 @@ func TestDecodeProfileRefusals(t *testing.T) {
 	}
 }
 
+// TestProviderURLWithoutUserinfoAccepted is the twin of the userinfo refusal: an '@' in the
+// path or query, and a fragment on this display-only URL, are not userinfo.
+func TestProviderURLWithoutUserinfoAccepted(t *testing.T) {
+	for _, u := range []string{"https://example.com/docs", "https://example.com/u/@me?x=a@b#top"} {
+		d := reviewedProfile(t)
+		d.Provider.URL = u
+		if err := Validate(d); err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+	}
+}
+
 func TestValidateRefusals(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -175,6 +187,7 @@ func TestValidateRefusals(t *testing.T) {
 		{"unreviewed effect", func(d *apiv1.ProfileDocument) { d.Operations[1].Effect = apiv1.EffectUnreviewed }, "unreviewed", ErrUnreviewedEffect, "operations[1].effect"},
 		{"bad operationRef", func(d *apiv1.ProfileDocument) { d.Operations[0].OperationRef = "Bad Ref" }, "invalid_field", ErrInvalidField, "operations[0].operationRef"},
 		{"wrong contract", func(d *apiv1.ProfileDocument) { d.Contract = "x" }, "wrong_contract", ErrWrongContract, "contract"},
+		{"provider url with userinfo", func(d *apiv1.ProfileDocument) { d.Provider.URL = "https://user:pass@example.com/docs" }, "invalid_field", ErrInvalidField, "provider.url"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -81,10 +81,12 @@ type ProviderFacts struct {
 	// +kubebuilder:validation:MaxLength=256
 	DisplayName string `json:"displayName,omitempty"`
 
-	// URL is the provider's homepage or documentation URL.
+	// URL is the provider's homepage or documentation URL (display only, never dialed). Userinfo
+	// (user:pass@) is refused: configuration names sources, never values.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:Pattern=`^https://`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*@')",message="must not carry userinfo (user:pass@): configuration names sources, never values (endpoint_userinfo)",reason=FieldValueForbidden
 	URL string `json:"url,omitempty"`
 
 	// Description is a short reviewed description of the service.

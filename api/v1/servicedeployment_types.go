@@ -41,11 +41,23 @@ type ServiceDeploymentSpec struct {
 // MCPConnection is the remote MCP endpoint (Streamable HTTP) and its egress policy.
 type MCPConnection struct {
 	// URL is the Streamable HTTP endpoint. HTTPS is required; plain HTTP only to loopback when
-	// the cluster policy allows it (development).
+	// the cluster policy allows it (development). Configuration names sources, never values:
+	// userinfo (user:pass@) and a fragment are refused, here and by the controller. A query
+	// string is allowed but is not for secrets: it is part of the reviewed endpoint, visible to
+	// everyone who may read the object (name a bearer with credentialRef instead).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*@')",message="must not carry userinfo (user:pass@): configuration names sources, never values; name a bearer with credentialRef (endpoint_userinfo)",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="!self.contains('#')",message="must not carry a fragment (#...) (endpoint_fragment)",reason=FieldValueForbidden
 	URL string `json:"url"`
+
+	// CABundleRef names a ConfigMap key (same namespace) holding the PEM CA certificates of a
+	// private CA: the endpoint's certificate is verified against these roots only, in place of
+	// the cluster's. The ConfigMap must carry the label connectors.b10x.io/ca-bundle=true (the
+	// operator sees no other ConfigMap). Verification is never turned off.
+	// +optional
+	CABundleRef *ConfigMapKeyRef `json:"caBundleRef,omitempty"`
 
 	// CredentialRef names the Secret key holding an optional bearer token for this endpoint.
 	// It is read per exchange and never leaves the egress port.
@@ -71,6 +83,26 @@ type CredentialRef struct {
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
 	Key string `json:"key"`
 }
+
+// ConfigMapKeyRef addresses one key of a ConfigMap in the deployment's own namespace.
+type ConfigMapKeyRef struct {
+	// Name of the ConfigMap (same namespace; no cross-namespace references).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Key within the ConfigMap's data.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
+}
+
+// CABundleLabel is the label (value "true") a ConfigMap must carry to be usable as a
+// connection's CA bundle (spec.mcpConnection.caBundleRef): the operator's ConfigMap cache
+// holds only ConfigMaps so labelled.
+const CABundleLabel = "connectors.b10x.io/ca-bundle"
 
 // EgressPolicy is the per-endpoint part of the egress policy.
 type EgressPolicy struct {

@@ -37,6 +37,9 @@ func TestClassifyFreezeErrors(t *testing.T) {
 		{"credential for another host", fmt.Errorf("x: %w", &k8sbinding.CredentialRefusal{Name: k8sbinding.RefusalCredentialHostNotAllowed}), controllers.ReasonCredentialRefused, false},
 		{"too many tools", &mcpclient.RefusalError{Name: "too_many_tools", Err: mcpclient.ErrTooManyTools}, controllers.ReasonFreezeRefused, false},
 		{"roots requested", &mcpclient.FeatureRefusedError{Feature: "roots"}, controllers.ReasonFreezeRefused, false},
+		// A certificate that does not verify needs a human (a CA bundle, or an impostor).
+		{"private CA without its bundle", fmt.Errorf("connect: %w", &egress.TLSError{Name: egress.RefusalTLSUnknownAuthority}), controllers.ReasonFreezeRefused, false},
+		{"certificate for another host", &egress.TLSError{Name: egress.RefusalTLSHostnameMismatch}, controllers.ReasonFreezeRefused, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,6 +77,16 @@ func TestClassifyPackErrors(t *testing.T) {
 		if !errors.As(classifyPack(tc.err), &serr) || serr.Reason != tc.reason || serr.Transient != tc.transient || serr.Condition != controllers.TypeSourceVerified {
 			t.Errorf("%v: got %+v, want %s", tc.err, serr, tc.reason)
 		}
+	}
+	// A registry behind a CA the manager does not trust: retried, and the TLS refusal is named
+	// (twin: a plain registry failure names none).
+	var serr *controllers.StageError
+	tlsErr := &ocipack.RegistryError{Op: "fetch", Err: fmt.Errorf("get: %w", &egress.TLSError{Name: egress.RefusalTLSUnknownAuthority})}
+	if !errors.As(classifyPack(tlsErr), &serr) || !strings.Contains(serr.Message, egress.RefusalTLSUnknownAuthority) {
+		t.Errorf("registry TLS refusal: %+v", serr)
+	}
+	if !errors.As(classifyPack(&ocipack.RegistryError{Op: "fetch", Err: errors.New("boom")}), &serr) || strings.Contains(serr.Message, "tls_") {
+		t.Errorf("plain registry failure: %+v", serr)
 	}
 }
 

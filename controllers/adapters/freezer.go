@@ -58,6 +58,9 @@ func BindingRequest(req controllers.FreezeRequest) k8sbinding.Request {
 	if req.Credential != nil {
 		b.Credential = &egress.CredentialRef{Name: req.Credential.Name, Key: req.Credential.Key}
 	}
+	if req.CABundle != nil {
+		b.CABundle = &k8sbinding.CABundleRef{Name: req.CABundle.Name, Key: req.CABundle.Key}
+	}
 	return b
 }
 
@@ -73,6 +76,11 @@ func classify(err error, where string) error {
 	switch {
 	case errors.Is(err, k8sbinding.ErrCredentialRefused), errors.Is(err, egress.ErrCredentialUnavailable):
 		return BindingError(err)
+	case errors.Is(err, egress.ErrTLSRefused):
+		// The server's certificate failed verification: a private CA whose bundle is not
+		// configured (spec.mcpConnection.caBundleRef), or an impostor. A human must act.
+		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonFreezeRefused, Err: err,
+			Message: fmt.Sprintf("the TLS certificate of %s was refused: %s (name the endpoint's CA bundle in spec.mcpConnection.caBundleRef)", where, refusal(err))}
 	case errors.Is(err, egress.ErrDestinationRefused):
 		// A destination refused at dial time (a name resolving into a denied or unallowed
 		// range, or not resolving) reads exactly like a closed port: status is no port scanner.

@@ -189,8 +189,15 @@ func secretRefused(kind, name string, r *k8sbinding.CredentialRefusal) *controll
 func classifyPack(err error) error {
 	var reg *ocipack.RegistryError
 	if errors.As(err, &reg) {
+		op := reg.Op
+		var te *egress.TLSError
+		if errors.As(err, &te) {
+			// Named, so the platform team knows to give the manager the registry's CA
+			// (--ca-bundle-file); retried, as the registry may also be mid-rotation.
+			op += ": " + te.Refusal()
+		}
 		return &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: controllers.ReasonRegistryUnavailable, Transient: true, Err: err,
-			Message: "the registry could not serve the pack (" + reg.Op + "); retrying"}
+			Message: "the registry could not serve the pack (" + op + "); retrying"}
 	}
 	switch {
 	case errors.Is(err, ocipack.ErrNoSignature), errors.Is(err, ocipack.ErrNoAttestation):

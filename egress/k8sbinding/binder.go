@@ -30,6 +30,9 @@ type Request struct {
 	AllowCIDRs []string
 	// Credential optionally names the bearer.
 	Credential *egress.CredentialRef
+	// CABundle optionally names the connection's own CA bundle (a ConfigMap key in Namespace):
+	// the endpoint's certificate is then verified against it only.
+	CABundle *CABundleRef
 }
 
 // Binder builds the egress port of an endpoint binding under the cluster's rules. The manager's
@@ -47,11 +50,14 @@ type Binder struct {
 	// Deny gives the cluster addresses that are always denied (added to
 	// Base.IP.DenyPrefixes). Optional.
 	Deny DenySource
+	// ConfigMaps reads CA bundle ConfigMaps (see [LoadCABundle]); required when a binding names
+	// a CA bundle. The manager passes its cache, which holds only labelled ConfigMaps.
+	ConfigMaps client.Reader
 }
 
 // Check applies the cluster's rules to req without building a port or reading the credential:
-// the ceiling, the deny list and, for an IP-literal host, the address. Refusals: a
-// [*CeilingError]; a [*egress.DestinationError] when the URL's host is an IP literal the policy
+// the ceiling, the deny list, the CA bundle and, for an IP-literal host, the address. Refusals: a
+// [*CeilingError]; a [*CABundleError]; a [*egress.DestinationError] when the URL's host is an IP literal the policy
 // refuses (judged here, before any dial); ErrClusterPolicyUnavailable when the cluster state
 // cannot be read; egress.ErrInvalidPolicy for an unparseable allowCIDRs entry.
 func (b *Binder) Check(ctx context.Context, req Request) error {
@@ -109,6 +115,16 @@ func (b *Binder) prepare(ctx context.Context, req Request) (egress.Policy, egres
 		}
 		ref := *req.Credential
 		binding.Credential, binding.Secrets = &ref, NewSecretStore(b.Secrets, req.Namespace, req.URL)
+	}
+	if req.CABundle != nil {
+		if b.ConfigMaps == nil {
+			return base, binding, fmt.Errorf("%w: a CA bundle is named but no ConfigMap reader is given", egress.ErrInvalidPolicy)
+		}
+		pool, err := LoadCABundle(ctx, b.ConfigMaps, req.Namespace, *req.CABundle)
+		if err != nil {
+			return base, binding, err
+		}
+		binding.RootCAs = pool
 	}
 	return base, binding, nil
 }

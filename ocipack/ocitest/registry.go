@@ -10,6 +10,7 @@ package ocitest
 import (
 	"bytes"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -33,6 +34,8 @@ type Options struct {
 	// Username and Password, when set, require HTTP Basic authentication on every request
 	// (401 with a Basic challenge otherwise).
 	Username, Password string
+	// TLS serves HTTPS with a certificate of its own (private) CA; see [Registry.CertPool].
+	TLS bool
 }
 
 // Registry is an in-process OCI registry listening on a loopback address.
@@ -66,9 +69,23 @@ func New(opts Options) *Registry {
 		referrers: map[string][]descriptor{},
 		tampered:  map[string][]byte{},
 	}
-	r.server = httptest.NewServer(http.HandlerFunc(r.serve))
-	r.Host = strings.TrimPrefix(r.server.URL, "http://")
+	if opts.TLS {
+		r.server = httptest.NewTLSServer(http.HandlerFunc(r.serve))
+	} else {
+		r.server = httptest.NewServer(http.HandlerFunc(r.serve))
+	}
+	r.Host = strings.TrimPrefix(strings.TrimPrefix(r.server.URL, "http://"), "https://")
 	return r
+}
+
+// CertPool returns a pool holding the certificate of a TLS registry (nil for plain HTTP).
+func (r *Registry) CertPool() *x509.CertPool {
+	if r.server.Certificate() == nil {
+		return nil
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(r.server.Certificate())
+	return pool
 }
 
 // Close stops the registry.

@@ -335,6 +335,7 @@ var fullValues = map[string]any{"policy": map[string]any{
 },
 	// review: drift webhook sink.
 	"driftWebhook": map[string]any{"url": "https://hooks.example.com/drift", "bearerSecret": map[string]any{"name": "hook-token"}},
+	"caBundle":     map[string]any{"configMapName": "corp-ca"},
 }
 
 func managerArgs(t *testing.T, values map[string]any) []string {

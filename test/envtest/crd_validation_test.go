@@ -488,6 +488,38 @@ func TestAdmission(t *testing.T) {
 			field:    "spec.mcpConnection.url",
 			msg:      "should match",
 		},
+		{
+			name:     "connection URL userinfo (configuration names sources, never values)",
+			sample:   sampleDeployment,
+			accepted: set("spec.mcpConnection.url", "https://weather.example.com/mcp?tenant=a&next=b@c"),
+			rejected: set("spec.mcpConnection.url", "https://svc:hunter2@weather.example.com/mcp"),
+			field:    "spec.mcpConnection.url",
+			msg:      "must not carry userinfo (user:pass@)",
+		},
+		{
+			name:     "connection URL fragment",
+			sample:   sampleDeployment,
+			accepted: set("spec.mcpConnection.url", "https://weather.example.com/mcp?api-version=1"),
+			rejected: set("spec.mcpConnection.url", "https://weather.example.com/mcp#token"),
+			field:    "spec.mcpConnection.url",
+			msg:      "must not carry a fragment",
+		},
+		{
+			name:     "connection CA bundle reference",
+			sample:   sampleDeployment,
+			accepted: set("spec.mcpConnection.caBundleRef", map[string]any{"name": "corp-ca", "key": "ca.crt"}),
+			rejected: set("spec.mcpConnection.caBundleRef", map[string]any{"name": "Corp CA", "key": "ca.crt"}),
+			field:    "spec.mcpConnection.caBundleRef.name",
+			msg:      "should match",
+		},
+		{
+			name:     "provider URL userinfo",
+			sample:   sampleInline,
+			accepted: set(inline+".provider.url", "https://weather.example.com/docs#top"),
+			rejected: set(inline+".provider.url", "https://user:pw@weather.example.com/docs"),
+			field:    inline + ".provider.url",
+			msg:      "must not carry userinfo (user:pass@)",
+		},
 	}
 	ns := newNamespace(t, "admission")
 	for i, tc := range cases {
@@ -606,5 +638,18 @@ func TestKubectlApply(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUserinfoRefusalDoesNotEchoSecret: the admission refusal of a URL with a password names
+// the field and the rule, never the password.
+func TestUserinfoRefusalDoesNotEchoSecret(t *testing.T) {
+	ns := newNamespace(t, "userinfo")
+	u := loadSample(t, sampleDeployment)
+	set("spec.mcpConnection.url", "https://svc:hunter2@weather.example.com/mcp")(t, u)
+	err := create(t, ns, "with-password", u)
+	assertRejected(t, err, "spec.mcpConnection.url", "endpoint_userinfo")
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("the refusal echoes the password: %v", err)
 	}
 }

@@ -87,6 +87,9 @@ app.kubernetes.io/component: gateway
 - --trusted-root-tuf-url={{ $p.trustedRootTUF.url }}
 - --trusted-root-tuf-root=/etc/connector-mcp/tuf/root.json
 {{- end }}
+{{- if .Values.caBundle.configMapName }}
+- --ca-bundle-file=/etc/connector-mcp/ca/ca.crt
+{{- end }}
 {{- end -}}
 
 {{/* Volume mounts for the trust material and the CA bundle. */}}
@@ -159,14 +162,6 @@ app.kubernetes.io/component: gateway
     items:
     - key: {{ .Values.caBundle.key }}
       path: ca.crt
-{{- end }}
-{{- end -}}
-
-{{- define "connector-mcp.caEnv" -}}
-{{- if .Values.caBundle.configMapName -}}
-env:
-- name: SSL_CERT_FILE
-  value: /etc/connector-mcp/ca/ca.crt
 {{- end }}
 {{- end -}}
 

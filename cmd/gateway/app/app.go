@@ -162,6 +162,10 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 	if err != nil {
 		return nil, err
 	}
+	tlsCfg, err := o.Verify.TLSClientConfig()
+	if err != nil {
+		return nil, err
+	}
 	w := &Wired{opts: o}
 	reg := &gateway.Registry{Client: mgr.GetClient(), Resolver: resolver, RetryInterval: o.Verify.RetryInterval, Log: log.WithName("registry")}
 	w.Metrics = gateway.NewMetrics(reg.Len)
@@ -181,6 +185,8 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 			// always-denied apiserver addresses and Service ranges.
 			Ceilings:         &k8sbinding.TrustPolicyCeilings{Reader: mgr.GetClient()},
 			Deny:             &k8sbinding.APIServerDeny{Reader: mgr.GetAPIReader(), Static: serviceCIDRs},
+			ConfigMaps:       mgr.GetAPIReader(),
+			TLSClientConfig:  tlsCfg,
 			IP:               ip,
 			ExchangeTimeout:  o.Verify.ExchangeTimeout,
 			MaxResponseBytes: o.Verify.MaxResponseBytes,

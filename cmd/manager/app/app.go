@@ -6,6 +6,8 @@ package app
 
 import (
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -91,6 +93,10 @@ type Options struct {
 	// DriftWebhookBearerFile (--drift-webhook-bearer-file) holds a bearer token sent with every
 	// notice, read for each delivery (a mounted Secret).
 	DriftWebhookBearerFile string
+	// CABundleFile (--ca-bundle-file) is a PEM file of extra CA certificates trusted, beside the
+	// system roots, for every TLS connection the process makes: OCI registries, the TUF
+	// repository, authorization servers and MCP endpoints without their own caBundleRef.
+	CABundleFile string
 }
 
 // DefaultOptions returns the production defaults.
@@ -150,6 +156,7 @@ func (o *Options) BindVerifyFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AllowLoopbackUnsafe, "allow-loopback-unsafe", o.AllowLoopbackUnsafe, "Development only: allow MCP servers and registries on loopback, over plain HTTP.")
 	fs.DurationVar(&o.ExchangeTimeout, "exchange-timeout", o.ExchangeTimeout, "Deadline of one outbound HTTP exchange.")
 	fs.Int64Var(&o.MaxResponseBytes, "max-response-bytes", o.MaxResponseBytes, "Maximum size of one outbound HTTP response body.")
+	fs.StringVar(&o.CABundleFile, "ca-bundle-file", o.CABundleFile, "PEM file of extra CA certificates trusted beside the system roots by every outbound TLS connection: registries, the TUF repository, authorization servers, and MCP endpoints without their own caBundleRef.")
 }
 
 // Validate checks the options.
@@ -203,6 +210,9 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--drift-webhook-url: %w", err))
 		}
 	}
+	if _, err := o.TLSClientConfig(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -246,9 +256,38 @@ type Wired struct {
 }
 
 // CacheByObject is the manager cache's per-type configuration: the Secret informer sees only
-// Secrets labelled connectors.b10x.io/credential=true. Pass it as cache.Options.ByObject.
+// Secrets labelled connectors.b10x.io/credential=true, the ConfigMap informer only ConfigMaps
+// labelled connectors.b10x.io/ca-bundle=true. Pass it as cache.Options.ByObject.
 func CacheByObject() map[client.Object]cache.ByObject {
-	return map[client.Object]cache.ByObject{&corev1.Secret{}: k8sbinding.CredentialCacheSelector()}
+	return map[client.Object]cache.ByObject{
+		&corev1.Secret{}:    k8sbinding.CredentialCacheSelector(),
+		&corev1.ConfigMap{}: k8sbinding.CABundleCacheSelector(),
+	}
+}
+
+// TLSClientConfig returns the TLS configuration of every outbound connection of o: TLS 1.2 at
+// least, verification always on, and the system roots plus the certificates of
+// --ca-bundle-file; nil when no bundle file is given (the system roots). The file is parsed
+// strictly (k8sbinding.ParseCABundle).
+func (o *Options) TLSClientConfig() (*tls.Config, error) {
+	if o.CABundleFile == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(o.CABundleFile) //nolint:gosec // an operator-given path
+	if err != nil {
+		return nil, fmt.Errorf("--ca-bundle-file: %w", err)
+	}
+	if _, err := k8sbinding.ParseCABundle(data); err != nil {
+		return nil, fmt.Errorf("--ca-bundle-file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("--ca-bundle-file: %w: no certificate", k8sbinding.ErrInvalidCABundle)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
 // LoadCredentialHashKey reads the HMAC key of status.credentialHash from path; an empty path
@@ -311,11 +350,16 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	if err != nil {
 		return nil, err
 	}
+	tlsCfg, err := o.TLSClientConfig()
+	if err != nil {
+		return nil, err
+	}
 	binder := &k8sbinding.Binder{
-		Base:     egress.Policy{IP: ip, Timeout: o.ExchangeTimeout, MaxResponseBytes: o.MaxResponseBytes},
-		Secrets:  mgr.GetClient(),
-		Ceilings: &k8sbinding.TrustPolicyCeilings{Reader: mgr.GetClient()},
-		Deny:     &k8sbinding.APIServerDeny{Reader: mgr.GetAPIReader(), Static: serviceCIDRs},
+		Base:       egress.Policy{IP: ip, TLSClientConfig: tlsCfg, Timeout: o.ExchangeTimeout, MaxResponseBytes: o.MaxResponseBytes},
+		ConfigMaps: mgr.GetClient(),
+		Secrets:    mgr.GetClient(),
+		Ceilings:   &k8sbinding.TrustPolicyCeilings{Reader: mgr.GetClient()},
+		Deny:       &k8sbinding.APIServerDeny{Reader: mgr.GetAPIReader(), Static: serviceCIDRs},
 	}
 	freezer := &adapters.Freezer{
 		Client: mcpclient.NewClient(&mcpclient.Options{Name: "connector-mcp-manager"}),
@@ -355,9 +399,13 @@ func setupDriftWebhook(mgr ctrl.Manager, o Options, ip egress.IPPolicy, w *Wired
 		return nil
 	}
 	log := ctrl.Log.WithName("drift-webhook")
+	tlsCfg, err := o.TLSClientConfig()
+	if err != nil {
+		return err
+	}
 	sink, err := review.NewWebhookSink(review.WebhookOptions{
 		URL: o.DriftWebhookURL, BearerFile: o.DriftWebhookBearerFile,
-		Egress: egress.Policy{IP: ip, Timeout: o.ExchangeTimeout, MaxResponseBytes: 64 << 10},
+		Egress: egress.Policy{IP: ip, TLSClientConfig: tlsCfg, Timeout: o.ExchangeTimeout, MaxResponseBytes: 64 << 10},
 		Log:    func(msg string, kv ...any) { log.Info(msg, kv...) },
 	})
 	if err != nil {
@@ -424,7 +472,11 @@ func ipPolicy(cfg *rest.Config, o Options) (egress.IPPolicy, error) {
 
 // packVerifier builds the OCI pack verifier over an egress-guarded registry client.
 func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy) (*adapters.PackVerifier, error) {
-	hc, err := egress.NewHTTPClient(egress.Policy{IP: ip, Timeout: o.ExchangeTimeout, MaxRedirects: 3})
+	tlsCfg, err := o.TLSClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	hc, err := egress.NewHTTPClient(egress.Policy{IP: ip, TLSClientConfig: tlsCfg, Timeout: o.ExchangeTimeout, MaxRedirects: 3})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,138 @@
+package envtest
+
+// User story: a ServiceDeployment written before the CRD refused URLs with userinfo.
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/controllers"
+	"github.com/b10x/connector-mcp/internal/mcptest"
+)
+
+// setURLValidations replaces the CEL rules of spec.mcpConnection.url (nil: none), as an older
+// CRD without them would have.
+func setURLValidations(t *testing.T, rules apiextensionsv1.ValidationRules) apiextensionsv1.ValidationRules {
+	t.Helper()
+	ctx := context.Background()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := k8sClient.Get(ctx, types.NamespacedName{Name: "servicedeployments.connectors.b10x.io"}, crd); err != nil {
+		t.Fatal(err)
+	}
+	schema := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	spec := schema.Properties["spec"]
+	conn := spec.Properties["mcpConnection"]
+	url := conn.Properties["url"]
+	old := url.XValidations
+	url.XValidations = rules
+	conn.Properties["url"] = url
+	spec.Properties["mcpConnection"] = conn
+	schema.Properties["spec"] = spec
+	if err := k8sClient.Update(ctx, crd); err != nil {
+		t.Fatalf("update CRD: %v", err)
+	}
+	return old
+}
+
+// An operator upgraded connector-mcp: a deployment written earlier carries a password in its URL
+// (the CRD of the time accepted it). The controller refuses it in the Bound stage naming the field
+// and the refusal, never the password, and dials nothing; fixed (a query string is fine), it
+// activates.
+func TestStoryURLWithUserinfoWrittenBeforeTheRule(t *testing.T) {
+	ns := newNamespace(t, "story-old-url")
+	_, h := modernServer(mcptest.DefaultTools())
+	live := startSwitchable(t, h)
+	doc := reviewedProfile(t, live.URL)
+	withPassword := strings.Replace(live.URL, "http://", "http://svc:hunter2@", 1)
+
+	// The older CRD: no rule on the URL.
+	rules := setURLValidations(t, nil)
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			setURLValidations(t, rules)
+		}
+	}
+	t.Cleanup(restore)
+	if len(rules) != 2 {
+		t.Fatalf("the installed CRD has %d rules on the URL, want 2", len(rules))
+	}
+	sd := newDeployment(ns, "old", "old", "old-prod", withPassword, doc, nil, "agents-invoke")
+	deadline := time.Now().Add(storyTimeout)
+	for {
+		err := k8sClient.Create(context.Background(), sd)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the rule-less CRD never accepted the old object: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The upgrade installs the rule again: new writes of such a URL are refused at admission.
+	restore()
+	probe := newDeployment(ns, "probe", "old", "probe-prod", withPassword, doc, nil, "agents-invoke")
+	for {
+		err := k8sClient.Create(context.Background(), probe)
+		if err != nil && strings.Contains(err.Error(), "endpoint_userinfo") {
+			break
+		}
+		if err == nil {
+			_ = k8sClient.Delete(context.Background(), probe)
+			probe = newDeployment(ns, "probe", "old", "probe-prod", withPassword, doc, nil, "agents-invoke")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restored rule never took effect: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	startOperator(t, ns, devOptions())
+	makeGrant(t, ns, "agents-invoke", "old")
+	mustCreate(t, inlineProfile(ns, "old", doc))
+	sd = waitObj(t, sd, storyTimeout, "refused by the controller", func(sd *apiv1.ServiceDeployment) bool {
+		return hasCondition(sd, controllers.TypeBound, metav1.ConditionFalse, controllers.ReasonEndpointRefused)
+	})
+	msg := condOf(sd, controllers.TypeBound).Message
+	if !strings.Contains(msg, controllers.RefusalEndpointUserinfo) || !strings.Contains(msg, "spec.mcpConnection.url") {
+		t.Fatalf("Bound message = %q", msg)
+	}
+	if !hasCondition(sd, controllers.TypeStalled, metav1.ConditionTrue, controllers.ReasonEndpointRefused) {
+		t.Fatalf("not stalled: %s", describeStatus(sd))
+	}
+	if strings.Contains(mustJSON(t, sd.Status), "hunter2") {
+		t.Fatal("status carries the password")
+	}
+	waitEvent(t, ns, "old", "Warning/"+controllers.ReasonEndpointRefused)
+	var evs eventsv1.EventList
+	if err := k8sClient.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if strings.Contains(e.Note, "hunter2") {
+			t.Fatalf("an event carries the password: %q", e.Note)
+		}
+	}
+	hitsBefore := live.hits.Load()
+	time.Sleep(2 * devOptions().RetryInterval)
+	if live.hits.Load() != hitsBefore {
+		t.Fatal("the refused endpoint was dialed")
+	}
+
+	// Twin: the fixed URL (a query string is allowed) activates.
+	mutate(t, sd, func(sd *apiv1.ServiceDeployment) { sd.Spec.MCPConnection.URL = live.URL + "?tenant=a" })
+	sd = waitObj(t, sd, storyTimeout, "Ready once fixed", isReady[*apiv1.ServiceDeployment])
+	if sd.Status.ActiveSnapshotDigest != doc.Snapshot.Digest {
+		t.Fatalf("active %q", sd.Status.ActiveSnapshotDigest)
+	}
+}
