@@ -47,7 +47,7 @@ type MCPConnection struct {
 	// everyone who may read the object (name a bearer with credentialRef instead).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^[:space:]]+$')",message="must be an http or https URL without whitespace",reason=FieldValueForbidden
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*@')",message="must not carry userinfo (user:pass@): configuration names sources, never values; name a bearer with credentialRef (endpoint_userinfo)",reason=FieldValueForbidden
 	// +kubebuilder:validation:XValidation:rule="!self.contains('#')",message="must not carry a fragment (#...) (endpoint_fragment)",reason=FieldValueForbidden
 	URL string `json:"url"`

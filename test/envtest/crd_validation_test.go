@@ -486,7 +486,7 @@ func TestAdmission(t *testing.T) {
 			accepted: set("spec.mcpConnection.url", "http://127.0.0.1:8080/mcp"),
 			rejected: set("spec.mcpConnection.url", "ftp://weather.example.com/mcp"),
 			field:    "spec.mcpConnection.url",
-			msg:      "should match",
+			msg:      "must be an http or https URL",
 		},
 		{
 			name:     "connection URL userinfo (configuration names sources, never values)",
@@ -643,13 +643,16 @@ func TestKubectlApply(t *testing.T) {
 
 // TestUserinfoRefusalDoesNotEchoSecret: the admission refusal of a URL with a password names
 // the field and the rule, never the password.
+// A URL of another scheme is refused the same way (no schema pattern echoes the value).
 func TestUserinfoRefusalDoesNotEchoSecret(t *testing.T) {
 	ns := newNamespace(t, "userinfo")
-	u := loadSample(t, sampleDeployment)
-	set("spec.mcpConnection.url", "https://svc:hunter2@weather.example.com/mcp")(t, u)
-	err := create(t, ns, "with-password", u)
-	assertRejected(t, err, "spec.mcpConnection.url", "endpoint_userinfo")
-	if strings.Contains(err.Error(), "hunter2") {
-		t.Fatalf("the refusal echoes the password: %v", err)
+	for i, url := range []string{"https://svc:hunter2@weather.example.com/mcp", "ftp://svc:hunter2@weather.example.com/mcp"} {
+		u := loadSample(t, sampleDeployment)
+		set("spec.mcpConnection.url", url)(t, u)
+		err := create(t, ns, fmt.Sprintf("with-password-%d", i), u)
+		assertRejected(t, err, "spec.mcpConnection.url", "endpoint_userinfo")
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Fatalf("the refusal of %s echoes the password: %v", url[:strings.Index(url, ":")], err)
+		}
 	}
 }

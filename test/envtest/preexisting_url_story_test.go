@@ -64,8 +64,8 @@ func TestStoryURLWithUserinfoWrittenBeforeTheRule(t *testing.T) {
 		}
 	}
 	t.Cleanup(restore)
-	if len(rules) != 2 {
-		t.Fatalf("the installed CRD has %d rules on the URL, want 2", len(rules))
+	if len(rules) != 3 {
+		t.Fatalf("the installed CRD has %d rules on the URL, want 3 (scheme, userinfo, fragment)", len(rules))
 	}
 	sd := newDeployment(ns, "old", "old", "old-prod", withPassword, doc, nil, "agents-invoke")
 	deadline := time.Now().Add(storyTimeout)
