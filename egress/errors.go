@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 // Stable refusal names returned by the Refusal methods of this package's errors.
@@ -124,7 +126,16 @@ func (e *TooLargeError) Error() string {
 }
 
 // Refusal returns "<kind>_too_large".
-func (e *TooLargeError) Refusal() string { return e.Kind + "_too_large" }
+func (e *TooLargeError) Refusal() string {
+	switch e.Kind {
+	case LimitRequest:
+		return RefusalRequestTooLarge
+	case LimitHeader:
+		return RefusalHeaderTooLarge
+	default:
+		return RefusalResponseTooLarge
+	}
+}
 
 // Unwrap returns the sentinel of the kind: [ErrRequestTooLarge], [ErrResponseTooLarge] or
 // [ErrHeaderTooLarge].
@@ -250,3 +261,13 @@ func tlsRefusal(err error) *TLSError {
 	}
 	return nil
 }
+
+// Every refusal of this package has the shared shape of the refusal package.
+var (
+	_ refusal.Named = (*DestinationError)(nil)
+	_ refusal.Named = (*SchemeError)(nil)
+	_ refusal.Named = (*TooLargeError)(nil)
+	_ refusal.Named = (*RedirectError)(nil)
+	_ refusal.Named = (*DeadlineError)(nil)
+	_ refusal.Named = (*TLSError)(nil)
+)

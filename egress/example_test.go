@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 // The operator's (hosted) IP policy judged on a few addresses: the allow-list opens a private
@@ -71,9 +72,8 @@ func ExampleTransport_Exchange() {
 	// The same port refuses any other destination by name.
 	req, _ = http.NewRequestWithContext(context.Background(), http.MethodPost, "https://169.254.169.254/latest/meta-data", nil)
 	_, err = t.Exchange(context.Background(), req)
-	var r interface{ Refusal() string }
-	if errors.As(err, &r) {
-		fmt.Println("refused:", r.Refusal())
+	if name := refusal.Name(err); name != "" {
+		fmt.Println("refused:", name)
 	}
 	// Output:
 	// 200 {"jsonrpc":"2.0","id":1,"result":{}}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 // EgressTransport is the bounded exchange port: one request in, one bounded, fully read
@@ -367,9 +369,8 @@ func (t *Transport) checkRedirect(req *http.Request, via []*http.Request) error 
 
 // refusalName returns the stable name of a refusal error, or "refused".
 func refusalName(err error) string {
-	var r interface{ Refusal() string }
-	if errors.As(err, &r) {
-		return r.Refusal()
+	if name := refusal.Name(err); name != "" {
+		return name
 	}
 	return "refused"
 }

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/b10x/connector-mcp/refusal"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -317,3 +318,6 @@ func splitPointer(p string) []string {
 
 // urlPattern matches a URL with a scheme, or a bare "www." host.
 var urlPattern = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]{1,31}://[^\s"'<>]+|\bwww\.[^\s"'<>]+|\b(?:javascript|data|mailto):[^\s"'<>]+`)
+
+// Error has the shared refusal shape.
+var _ refusal.Named = (*Error)(nil)

@@ -20,6 +20,7 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 // The CloudEvents attributes of a drift notice.
@@ -324,8 +325,7 @@ func (s *WebhookSink) send(ctx context.Context, body []byte) (retry bool, reason
 	req.Header.Set("Content-Type", CloudEventsContentType)
 	resp, err := s.port.Exchange(ctx, req)
 	if err != nil {
-		var refusal interface{ Refusal() string }
-		if errors.As(err, &refusal) && !errors.Is(err, egress.ErrDeadlineExceeded) {
+		if refusal.Name(err) != "" && !errors.Is(err, egress.ErrDeadlineExceeded) {
 			return false, DropRefused
 		}
 		return true, DropRetriesExhausted
