@@ -325,6 +325,33 @@ func (s *Surface) Invoke(ctx context.Context, req Request) (res *Result, err err
 	return &Result{Operation: req.Operation, Snapshot: s.digest, JSON: raw}, nil
 }
 
+// Call describes and invokes operation for caller in one step: what a gateway answers an
+// agent's tools/call on a deployment route with. It is Describe followed by Invoke with the lease
+// Describe returned, without the lease round trip: the lease would be computed and checked in the
+// same step over the same surface and caller, so it binds nothing more here. Caller, Connection,
+// authorization and exposure are checked once, and one audit event ("invoke") is recorded.
+// Refusals, in order: invalid_caller, wrong_connection, forbidden, not_exposed, invalid_schema,
+// argument_too_large, invalid_arguments, then those of the remote call as for Invoke.
+func (s *Surface) Call(ctx context.Context, caller Caller, operation, connection string, args json.RawMessage) (res *Result, err error) {
+	defer func(start time.Time) { s.audit(ctx, "invoke", caller, operation, connection, start, err) }(s.opts.Clock.Now())
+	op, err := s.admit(ctx, caller, operation, connection)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.opts.Schemas.get(s.digest, op.mapping.RemoteName, op.inputSchema); err != nil {
+		return nil, refuse(RefusalInvalidSchema, operation, err)
+	}
+	args, err = s.checkArguments(op, operation, args)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.call(ctx, operation, op.mapping.RemoteName, args)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Operation: operation, Snapshot: s.digest, JSON: raw}, nil
+}
+
 // admit runs the checks Describe and Invoke share: caller, Connection, authorization, exposure.
 func (s *Surface) admit(ctx context.Context, caller Caller, operation, connection string) (*operation, error) {
 	if err := s.authorize(ctx, caller, operation, connection); err != nil {
