@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -183,15 +184,55 @@ func metaFits(meta json.RawMessage, version string) bool {
 	if pv == nil || pv[0] != '"' || json.Unmarshal(pv, &v) != nil || v != version {
 		return false
 	}
+	if caps == nil || caps[0] != '{' || (ci != nil && ci[0] != '{') {
+		return false
+	}
+	return clientMetaDecodes(caps, ci)
+}
+
+// clientMetaCache remembers which (client capabilities, client info) pairs decode: a client sends
+// the same bytes on every call, and decoding them is most of the cost of parsing a request.
+// Pairs longer than clientMetaCacheKeyBytes are not remembered; the cache is emptied when it holds
+// clientMetaCacheEntries pairs.
+var clientMetaCache struct {
+	sync.Mutex
+	m map[string]bool
+}
+
+const (
+	clientMetaCacheKeyBytes = 512
+	clientMetaCacheEntries  = 256
+)
+
+// clientMetaDecodes reports whether caps decodes as the client capabilities and ci (nil: absent)
+// as the client info of a 2026-07-28 request, as the go-sdk server decodes them (exact-case
+// member names, types checked).
+func clientMetaDecodes(caps, ci json.RawMessage) bool {
+	key := ""
+	if len(caps)+len(ci) < clientMetaCacheKeyBytes {
+		key = string(caps) + "\x00" + string(ci)
+		clientMetaCache.Lock()
+		ok, hit := clientMetaCache.m[key]
+		clientMetaCache.Unlock()
+		if hit {
+			return ok
+		}
+	}
 	var c struct {
 		mcp.ClientCapabilities
 		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
 	}
-	if caps == nil || caps[0] != '{' || snapshot.Unmarshal(caps, &c) != nil {
-		return false
-	}
 	var impl mcp.Implementation
-	return ci == nil || (ci[0] == '{' && snapshot.Unmarshal(ci, &impl) == nil)
+	ok := snapshot.Unmarshal(caps, &c) == nil && (ci == nil || snapshot.Unmarshal(ci, &impl) == nil)
+	if key != "" {
+		clientMetaCache.Lock()
+		if clientMetaCache.m == nil || len(clientMetaCache.m) >= clientMetaCacheEntries {
+			clientMetaCache.m = make(map[string]bool)
+		}
+		clientMetaCache.m[key] = ok
+		clientMetaCache.Unlock()
+	}
+	return ok
 }
 
 // plainID reports whether v is a JSON-RPC id the gateway echoes byte for byte: an integer of at

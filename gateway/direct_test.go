@@ -144,6 +144,13 @@ func TestDirectCallDeclines(t *testing.T) {
 			body: strings.Replace(modernCall("1", "echo", `{}`), `protocolVersion":"2026-07-28"`, `protocolVersion":"2026-07-29"`, 1)}, "does not match"},
 		{rawCall{name: "no client capabilities", version: "2026-07-28", headers: hdr,
 			body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"echo","arguments":{}}}`}, "clientCapabilities"},
+		// Twice: the second verdict comes from the client-meta cache and must be the same.
+		{rawCall{name: "client capabilities of the wrong type", version: "2026-07-28", headers: hdr,
+			body: strings.Replace(modernCall("1", "echo", `{}`), `clientCapabilities":{}`, `clientCapabilities":{"roots":5}`, 1)}, "clientCapabilities"},
+		{rawCall{name: "client capabilities of the wrong type, again", version: "2026-07-28", headers: hdr,
+			body: strings.Replace(modernCall("1", "echo", `{}`), `clientCapabilities":{}`, `clientCapabilities":{"roots":5}`, 1)}, "clientCapabilities"},
+		{rawCall{name: "client info of the wrong type", version: "2026-07-28", headers: hdr,
+			body: strings.Replace(modernCall("1", "echo", `{}`), `"name":"agent"`, `"name":7`, 1)}, "clientInfo"},
 		{rawCall{name: "legacy request carrying the modern _meta", version: "2025-11-25",
 			body: modernCall("1", "echo", `{}`)}, "does not match"},
 		{rawCall{name: "duplicate name member", version: "2025-11-25",
