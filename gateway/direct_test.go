@@ -20,6 +20,7 @@ type rawCall struct {
 	name    string
 	version string            // MCP-Protocol-Version
 	headers map[string]string // extra headers
+	host    string            // Host header ("": the URL's)
 	body    string
 }
 
@@ -46,6 +47,9 @@ func (c rawCall) request(t *testing.T, url string) *http.Request {
 	req.Header.Set("MCP-Protocol-Version", c.version)
 	for k, v := range c.headers {
 		req.Header.Set(k, v)
+	}
+	if c.host != "" {
+		req.Host = c.host
 	}
 	return req
 }
@@ -155,6 +159,9 @@ func TestDirectCallDeclines(t *testing.T) {
 			body: modernCall("1", "echo", `{}`)}, "does not match"},
 		{rawCall{name: "duplicate name member", version: "2025-11-25",
 			body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","name":"transfer","arguments":{}}}`}, ""},
+		// go-sdk's DNS-rebinding protection: a loopback listener answers only loopback names.
+		{rawCall{name: "non-loopback Host on a loopback listener", version: "2026-07-28", headers: hdr, host: "evil.example",
+			body: modernCall("1", "echo", `{}`)}, "invalid Host header"},
 		{rawCall{name: "batch", version: "2025-11-25", body: `[` + legacyCall("1", "echo", `{}`) + `]`}, "batching is not supported"},
 		{rawCall{name: "tools/list", version: "2025-11-25", body: pingBody}, `"tools":[`},
 	} {

@@ -44,8 +44,8 @@ type Options struct {
 	MaxSessionAge time.Duration
 	// Clock is the time source for MaxSessionAge and audit durations (nil: the real clock).
 	Clock clock.PassiveClock
-	// Audit, when set, is called once per Describe, per Invoke and per Call ("invoke"), after the outcome is known
-	// (refusals included), on the caller's goroutine. Keep it fast.
+	// Audit, when set, is called once per Describe, per Invoke and per Call ("invoke"), after the
+	// outcome is known (refusals included), on the caller's goroutine. Keep it fast.
 	Audit func(context.Context, AuditEvent)
 }
 
