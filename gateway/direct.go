@@ -42,13 +42,14 @@ type directCall struct {
 }
 
 // serveDirect answers a tools/call request on a deployment route below the go-sdk server when
-// the request is exactly the common shape: one JSON-RPC request (no batch), method tools/call, an integer or plain
-// string id, params of only name (a non-empty string), arguments (an object) and _meta, and an
-// MCP-Protocol-Version header of 2026-07-28 (with the _meta triple and Mcp-Method/Mcp-Name
-// headers that match the body) or 2025-11-25 (no _meta protocol version). The answer is the one
-// the go-sdk server writes for the same request (status, headers, JSON-RPC envelope); the result
-// member is the upstream's result JSON, byte for byte. The call itself enters the same path
-// (callTool: describe, authorize, lease, schema, egress) as the go-sdk route.
+// the request is exactly the common shape: one JSON-RPC request (no batch), method tools/call,
+// an integer or plain string id, params of only name (a non-empty string), arguments (an object)
+// and _meta, and an MCP-Protocol-Version header of 2026-07-28 (with the _meta triple and
+// Mcp-Method/Mcp-Name headers that match the body) or 2025-11-25 (no _meta protocol version).
+// The answer is the one the go-sdk server writes for the same request (status, headers, JSON-RPC
+// envelope); the result member is the upstream's result JSON, byte for byte. The call itself
+// enters the same path as on the go-sdk route (callTool: authorization, exposure, schema, egress,
+// drift).
 //
 // It returns false, with r's body restored, for any other request: the go-sdk server answers
 // it, refusals and protocol errors included. Parsing is strict (snapshot.Members: unique member
