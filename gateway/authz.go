@@ -3,12 +3,12 @@ package gateway
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"hash"
 	"io"
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -121,16 +121,16 @@ func authzKey(c invocation.Caller, t invocation.Target) [32]byte {
 	return out
 }
 
-// keyHasher writes length-prefixed fields to a hash, so that no two different field sequences
-// hash the same input (user "a" + UID "bc" is not user "ab" + UID "c").
+// keyHasher writes length-prefixed fields to a hash (the decimal length and a colon, then the
+// bytes), so that no two different field sequences hash the same input (user "a" + UID "bc" is
+// not user "ab" + UID "c").
 type keyHasher struct {
 	h   hash.Hash
-	buf [8]byte
+	buf [24]byte
 }
 
 func (k *keyHasher) count(n int) {
-	binary.BigEndian.PutUint64(k.buf[:], uint64(n))
-	_, _ = k.h.Write(k.buf[:])
+	_, _ = k.h.Write(append(strconv.AppendInt(k.buf[:0], int64(n), 10), ':'))
 }
 
 func (k *keyHasher) str(s string) {

@@ -219,9 +219,13 @@ func clientMetaDecodes(caps, ci json.RawMessage) bool {
 			return ok
 		}
 	}
+	// go-sdk decodes the 2026-07-28 capabilities as ClientCapabilities with "roots" a pointer to
+	// {listChanged}; the same shape here, without naming its deprecated type.
 	var c struct {
 		mcp.ClientCapabilities
-		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+		Roots *struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		} `json:"roots,omitempty"`
 	}
 	var impl mcp.Implementation
 	ok := snapshot.Unmarshal(caps, &c) == nil && (ci == nil || snapshot.Unmarshal(ci, &impl) == nil)

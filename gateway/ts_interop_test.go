@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"time"
 
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
