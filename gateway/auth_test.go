@@ -207,3 +207,36 @@ func containsStr(s, sub string) bool {
 		return false
 	})()
 }
+
+// TestAuthzKeyIdentity: the decision cache key is the caller identity and target, whatever the
+// order of groups and extra; the twin: every field, and where one field ends, changes it.
+func TestAuthzKeyIdentity(t *testing.T) {
+	base := invocation.Caller{User: "u", UID: "id", Groups: []string{"b", "a"}, Extra: map[string][]string{"x": {"1", "2"}, "y": {"3"}}}
+	target := invocation.Target{Namespace: "ns", Name: "n"}
+	same := invocation.Caller{User: "u", UID: "id", Groups: []string{"a", "b"}, Extra: map[string][]string{"y": {"3"}, "x": {"1", "2"}}}
+	if authzKey(base, target) != authzKey(same, target) {
+		t.Fatal("group or extra order changed the key")
+	}
+	if base.Groups[0] != "b" {
+		t.Fatal("authzKey sorted the caller's groups in place")
+	}
+	for name, tc := range map[string]struct {
+		c invocation.Caller
+		t invocation.Target
+	}{
+		"user":                {invocation.Caller{User: "v", UID: "id", Groups: base.Groups, Extra: base.Extra}, target},
+		"uid":                 {invocation.Caller{User: "u", UID: "other", Groups: base.Groups, Extra: base.Extra}, target},
+		"user/uid boundary":   {invocation.Caller{User: "ui", UID: "d", Groups: base.Groups, Extra: base.Extra}, target},
+		"group":               {invocation.Caller{User: "u", UID: "id", Groups: []string{"a"}, Extra: base.Extra}, target},
+		"group boundary":      {invocation.Caller{User: "u", UID: "id", Groups: []string{"ab"}, Extra: base.Extra}, target},
+		"extra value":         {invocation.Caller{User: "u", UID: "id", Groups: base.Groups, Extra: map[string][]string{"x": {"1"}, "y": {"3"}}}, target},
+		"extra value moved":   {invocation.Caller{User: "u", UID: "id", Groups: base.Groups, Extra: map[string][]string{"x": {"1"}, "y": {"2", "3"}}}, target},
+		"no extra":            {invocation.Caller{User: "u", UID: "id", Groups: base.Groups}, target},
+		"namespace":           {base, invocation.Target{Namespace: "other", Name: "n"}},
+		"namespace/name edge": {base, invocation.Target{Namespace: "nsn", Name: ""}},
+	} {
+		if authzKey(tc.c, tc.t) == authzKey(base, target) {
+			t.Errorf("%s: same key as the base identity", name)
+		}
+	}
+}

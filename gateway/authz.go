@@ -3,8 +3,12 @@ package gateway
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
+	"hash"
+	"io"
+	"maps"
+	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -91,14 +95,47 @@ func (a *CachingAuthorizer) now() time.Time {
 
 // authzKey hashes everything the SubjectAccessReview is made of.
 func authzKey(c invocation.Caller, t invocation.Target) [32]byte {
-	groups := append([]string(nil), c.Groups...)
-	sort.Strings(groups)
-	b, _ := json.Marshal(struct {
-		U, UID, NS, N string
-		G             []string
-		X             map[string][]string
-	}{c.User, c.UID, t.Namespace, t.Name, groups, c.Extra})
-	return sha256.Sum256(b)
+	k := keyHasher{h: sha256.New()}
+	k.str(c.User)
+	k.str(c.UID)
+	k.str(t.Namespace)
+	k.str(t.Name)
+	groups := c.Groups
+	if !sort.StringsAreSorted(groups) {
+		groups = slices.Sorted(slices.Values(groups))
+	}
+	k.count(len(groups))
+	for _, g := range groups {
+		k.str(g)
+	}
+	k.count(len(c.Extra))
+	for _, name := range slices.Sorted(maps.Keys(c.Extra)) {
+		k.str(name)
+		k.count(len(c.Extra[name]))
+		for _, v := range c.Extra[name] {
+			k.str(v)
+		}
+	}
+	var out [32]byte
+	k.h.Sum(out[:0])
+	return out
+}
+
+// keyHasher writes length-prefixed fields to a hash (the decimal length and a colon, then the
+// bytes), so that no two different field sequences hash the same input (user "a" + UID "bc" is
+// not user "ab" + UID "c").
+type keyHasher struct {
+	h   hash.Hash
+	buf [24]byte
+}
+
+func (k *keyHasher) count(n int) {
+	_, _ = k.h.Write(append(strconv.AppendInt(k.buf[:0], int64(n), 10), ':'))
+}
+
+func (k *keyHasher) str(s string) {
+	k.count(len(s))
+	_, _ = io.WriteString(k.h, s)
 }
 
 // sanitizeAuthz keeps only the kind of an apiserver failure.

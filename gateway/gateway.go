@@ -213,8 +213,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		return
 	}
 	defer g.leave(caller.Seed)
-	ctx := context.WithValue(r.Context(), ctxKey{}, &reqInfo{caller: caller, route: rt})
-	g.mcpH.ServeHTTP(w, r.WithContext(ctx))
+	info := &reqInfo{caller: caller, route: rt}
+	if g.serveDirect(w, r, info) {
+		return
+	}
+	g.mcpH.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, info)))
 }
 
 func (g *Gateway) unauthenticated(w http.ResponseWriter, rt route) {
@@ -256,14 +259,8 @@ func (g *Gateway) server(r *http.Request) *mcp.Server {
 				g.cfg.Metrics.Requests.WithLabelValues(info.route.label(), outcome(err)).Inc()
 				return res, err
 			case "tools/call":
-				start := time.Now()
 				p, _ := req.GetParams().(*mcp.CallToolParamsRaw)
-				res, err := g.callTool(ctx, info, p)
-				o := outcome(err)
-				g.cfg.Metrics.Requests.WithLabelValues(info.route.label(), o).Inc()
-				g.cfg.Metrics.Calls.WithLabelValues(info.route.label(), o).Inc()
-				g.cfg.Metrics.CallDuration.WithLabelValues(info.route.label()).Observe(time.Since(start).Seconds())
-				return res, err
+				return g.handleCall(ctx, info, p)
 			}
 			if f := refusedFeature(method); f != "" {
 				g.cfg.Metrics.Requests.WithLabelValues(info.route.label(), f).Inc()
@@ -386,17 +383,18 @@ func detach(parent context.Context, timeout time.Duration) (context.Context, con
 	return ctx, func() { stop(); cancel() }
 }
 
-// invoke describes (when lease is empty and describe is set) and invokes operation on s.
+// invoke invokes operation on s: with describe set, described and invoked in one step
+// (Surface.Call, the per-deployment route's tools/call); otherwise under lease (the meta route's
+// invoke_operation).
 func (g *Gateway) invoke(ctx context.Context, caller invocation.Caller, s *invocation.Surface, operation, lease string, args json.RawMessage, describe bool) (mcp.Result, error) {
 	conn := s.Connection()
+	var res *invocation.Result
+	var err error
 	if describe {
-		d, err := s.Describe(ctx, caller, operation, conn)
-		if err != nil {
-			return nil, g.callRefusal(ctx, err)
-		}
-		lease = d.Lease
+		res, err = s.Call(ctx, caller, operation, conn, args)
+	} else {
+		res, err = s.Invoke(ctx, invocation.Request{Caller: caller, Lease: lease, Operation: operation, Connection: conn, Arguments: args})
 	}
-	res, err := s.Invoke(ctx, invocation.Request{Caller: caller, Lease: lease, Operation: operation, Connection: conn, Arguments: args})
 	if err != nil {
 		var te *invocation.ToolError
 		if errors.As(err, &te) {

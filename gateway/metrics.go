@@ -18,6 +18,10 @@ type Metrics struct {
 	CacheLookups *prometheus.CounterVec
 	// Surfaces is the number of deployments served.
 	Surfaces prometheus.GaugeFunc
+	// DirectCalls counts the tools/call requests answered below the go-sdk server (the common
+	// request shape of both protocol eras; see docs/gateway.md). They are counted in Requests
+	// and Calls too.
+	DirectCalls prometheus.Counter
 }
 
 // NewMetrics builds the metrics; surfaces reports the number of served deployments (nil: 0).
@@ -38,12 +42,14 @@ func NewMetrics(surfaces func() int) *Metrics {
 			Help: "Token and authorization cache lookups by result."}, []string{"cache", "result"}),
 		Surfaces: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "connector_mcp_gateway_surfaces",
 			Help: "ServiceDeployments served."}, func() float64 { return float64(surfaces()) }),
+		DirectCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "connector_mcp_gateway_direct_calls_total",
+			Help: "tools/call requests answered below the go-sdk server."}),
 	}
 }
 
 // Register registers every metric with reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.Requests, m.Calls, m.CallDuration, m.InFlight, m.CacheLookups, m.Surfaces} {
+	for _, c := range []prometheus.Collector{m.Requests, m.Calls, m.CallDuration, m.InFlight, m.CacheLookups, m.Surfaces, m.DirectCalls} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

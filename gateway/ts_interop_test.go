@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
@@ -93,6 +95,10 @@ func TestTypeScriptClientInterop(t *testing.T) {
 	}
 	if !strings.Contains(string(res["result"]), `from typescript`) || !strings.Contains(string(res["version"]), "connector-mcp-gateway") {
 		t.Fatalf("result = %s, server %s", res["result"], res["version"])
+	}
+	// Its tools/call has the common shape: answered below the go-sdk server.
+	if n := testutil.ToFloat64(w.gw.cfg.Metrics.DirectCalls); n != 1 {
+		t.Fatalf("direct calls = %v, want 1", n)
 	}
 	res = runTS(t, w.url+"/mcp/team-a/files", "", "echo", `{}`)
 	if e := string(res["error"]); !strings.Contains(e, `refused: unauthenticated`) || strings.Contains(string(res["tools"]), "echo") {

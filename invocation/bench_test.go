@@ -80,6 +80,15 @@ func BenchmarkCall(b *testing.B) {
 	}
 	b.Run("describe+invoke", func(b *testing.B) { describeInvoke(b, surface(b, bare)) })
 	b.Run("describe+invoke/egress", func(b *testing.B) { describeInvoke(b, surface(b, loopbackOptions(nil).Connector)) })
+	call := func(b *testing.B, s *invocation.Surface) {
+		for b.Loop() {
+			if _, err := s.Call(ctx, alice, "transfer", "files", args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("call", func(b *testing.B) { call(b, surface(b, bare)) })
+	b.Run("call/egress", func(b *testing.B) { call(b, surface(b, loopbackOptions(nil).Connector)) })
 }
 
 // BenchmarkValidate is the local part of an invocation alone: lease check and schema

@@ -44,8 +44,8 @@ type Options struct {
 	MaxSessionAge time.Duration
 	// Clock is the time source for MaxSessionAge and audit durations (nil: the real clock).
 	Clock clock.PassiveClock
-	// Audit, when set, is called once per Describe and per Invoke, after the outcome is known
-	// (refusals included), on the caller's goroutine. Keep it fast.
+	// Audit, when set, is called once per Describe, per Invoke and per Call ("invoke"), after the
+	// outcome is known (refusals included), on the caller's goroutine. Keep it fast.
 	Audit func(context.Context, AuditEvent)
 }
 
@@ -327,6 +327,33 @@ func (s *Surface) Invoke(ctx context.Context, req Request) (res *Result, err err
 		return nil, err
 	}
 	return &Result{Operation: req.Operation, Snapshot: s.digest, JSON: raw}, nil
+}
+
+// Call describes and invokes operation for caller in one step: what a gateway answers an
+// agent's tools/call on a deployment route with. It is Describe followed by Invoke with the lease
+// Describe returned, without the lease round trip: the lease would be computed and checked in the
+// same step over the same surface and caller, so it binds nothing more here. Caller, Connection,
+// authorization and exposure are checked once, and one audit event ("invoke") is recorded.
+// Refusals, in order: invalid_caller, wrong_connection, forbidden, not_exposed, invalid_schema,
+// argument_too_large, invalid_arguments, then those of the remote call as for Invoke.
+func (s *Surface) Call(ctx context.Context, caller Caller, operation, connection string, args json.RawMessage) (res *Result, err error) {
+	defer func(start time.Time) { s.audit(ctx, "invoke", caller, operation, connection, start, err) }(s.opts.Clock.Now())
+	op, err := s.admit(ctx, caller, operation, connection)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.opts.Schemas.get(s.digest, op.mapping.RemoteName, op.inputSchema); err != nil {
+		return nil, refuse(RefusalInvalidSchema, operation, err)
+	}
+	args, err = s.checkArguments(op, operation, args)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.call(ctx, operation, op.mapping.RemoteName, args)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Operation: operation, Snapshot: s.digest, JSON: raw}, nil
 }
 
 // admit runs the checks Describe and Invoke share: caller, Connection, authorization, exposure.

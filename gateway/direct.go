@@ -1,0 +1,357 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+// The protocol revisions whose tools/call the gateway answers directly.
+const (
+	protocolModern = "2026-07-28"
+	protocolLegacy = "2025-11-25"
+)
+
+// The _meta keys of a 2026-07-28 request.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+)
+
+// directCall is a tools/call request the gateway answers without the go-sdk server.
+type directCall struct {
+	id     json.RawMessage
+	modern bool
+	params mcp.CallToolParamsRaw
+}
+
+// serveDirect answers a tools/call request on a deployment route below the go-sdk server when
+// the request is exactly the common shape: one JSON-RPC request (no batch), method tools/call,
+// an integer or plain string id, params of only name (a non-empty string), arguments (an object)
+// and _meta, and an MCP-Protocol-Version header of 2026-07-28 (with the _meta triple and
+// Mcp-Method/Mcp-Name headers that match the body) or 2025-11-25 (no _meta protocol version).
+// The answer is the one the go-sdk server writes for the same request (status, headers, JSON-RPC
+// envelope); the result member is the upstream's result JSON, byte for byte. The call itself
+// enters the same path as on the go-sdk route (callTool: authorization, exposure, schema, egress,
+// drift).
+//
+// It returns false, with r's body restored, for any other request: the go-sdk server answers
+// it, refusals and protocol errors included. Parsing is strict (snapshot.Members: unique member
+// names, valid UTF-8, exact-case names), so the fast path never reads a request differently from
+// the way the schema check and the upstream read the arguments.
+func (g *Gateway) serveDirect(w http.ResponseWriter, r *http.Request, info *reqInfo) bool {
+	version := r.Header.Get("Mcp-Protocol-Version")
+	if info.route.meta() || r.Method != http.MethodPost || (version != protocolModern && version != protocolLegacy) ||
+		len(r.Header.Values("Last-Event-ID")) > 0 || !jsonContent(r.Header.Get("Content-Type")) ||
+		!acceptsJSONAndStream(r.Header.Values("Accept")) || !g.hostAllowedBySDK(r) {
+		return false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxRequestBytes))
+	_ = r.Body.Close()
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+			return true
+		}
+		http.Error(w, "failed to read body", http.StatusBadRequest)
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	call, ok := parseDirectCall(body, version)
+	if !ok || (call.modern && (r.Header.Get("Mcp-Method") != "tools/call" || r.Header.Get("Mcp-Name") != call.params.Name)) {
+		return false
+	}
+	g.cfg.Metrics.DirectCalls.Inc()
+	res, err := g.handleCall(r.Context(), info, &call.params)
+	writeDirect(w, call, res, err)
+	return true
+}
+
+// handleCall answers one tools/call (either path) and records its metrics.
+func (g *Gateway) handleCall(ctx context.Context, info *reqInfo, p *mcp.CallToolParamsRaw) (mcp.Result, error) {
+	start := time.Now()
+	res, err := g.callTool(ctx, info, p)
+	o := outcome(err)
+	g.cfg.Metrics.Requests.WithLabelValues(info.route.label(), o).Inc()
+	g.cfg.Metrics.Calls.WithLabelValues(info.route.label(), o).Inc()
+	g.cfg.Metrics.CallDuration.WithLabelValues(info.route.label()).Observe(time.Since(start).Seconds())
+	return res, err
+}
+
+// parseDirectCall reads body as a tools/call request of the given protocol revision; false for
+// anything but the shape serveDirect takes.
+func parseDirectCall(body []byte, version string) (*directCall, bool) {
+	top, err := snapshot.Members(body)
+	if err != nil || len(top) != 4 {
+		return nil, false
+	}
+	call := &directCall{modern: version == protocolModern}
+	var params json.RawMessage
+	for _, m := range top {
+		switch m.Name {
+		case "jsonrpc":
+			if string(m.Value) != `"2.0"` {
+				return nil, false
+			}
+		case "method":
+			if string(m.Value) != `"tools/call"` {
+				return nil, false
+			}
+		case "id":
+			if !plainID(m.Value) {
+				return nil, false
+			}
+			call.id = m.Value
+		case "params":
+			params = m.Value
+		default:
+			return nil, false
+		}
+	}
+	if call.id == nil || params == nil {
+		return nil, false
+	}
+	ps, err := snapshot.Members(params)
+	if err != nil {
+		return nil, false
+	}
+	var meta json.RawMessage
+	for _, m := range ps {
+		switch m.Name {
+		case "name":
+			if m.Value[0] != '"' || json.Unmarshal(m.Value, &call.params.Name) != nil || call.params.Name == "" {
+				return nil, false
+			}
+		case "arguments":
+			if m.Value[0] != '{' {
+				return nil, false
+			}
+			call.params.Arguments = m.Value
+		case "_meta":
+			meta = m.Value
+		default:
+			return nil, false
+		}
+	}
+	if call.params.Name == "" || !metaFits(meta, version) {
+		return nil, false
+	}
+	return call, true
+}
+
+// metaFits reports whether _meta is what the go-sdk server accepts for version without a
+// refusal: for 2026-07-28 the protocol version equal to the header, client capabilities and
+// optional client info that decode; for 2025-11-25 no protocol version in _meta at all.
+func metaFits(meta json.RawMessage, version string) bool {
+	if meta == nil {
+		return version == protocolLegacy
+	}
+	ms, err := snapshot.Members(meta)
+	if err != nil {
+		return false
+	}
+	var pv, caps, ci json.RawMessage
+	for _, m := range ms {
+		switch m.Name {
+		case metaProtocolVersion:
+			pv = m.Value
+		case metaClientCapabilities:
+			caps = m.Value
+		case metaClientInfo:
+			ci = m.Value
+		}
+	}
+	if version == protocolLegacy {
+		return pv == nil
+	}
+	var v string
+	if pv == nil || pv[0] != '"' || json.Unmarshal(pv, &v) != nil || v != version {
+		return false
+	}
+	if caps == nil || caps[0] != '{' || (ci != nil && ci[0] != '{') {
+		return false
+	}
+	return clientMetaDecodes(caps, ci)
+}
+
+// clientMetaCache remembers which (client capabilities, client info) pairs decode: a client sends
+// the same bytes on every call, and decoding them is most of the cost of parsing a request.
+// Pairs longer than clientMetaCacheKeyBytes are not remembered; the cache is emptied when it holds
+// clientMetaCacheEntries pairs.
+var clientMetaCache struct {
+	sync.Mutex
+	m map[string]bool
+}
+
+const (
+	clientMetaCacheKeyBytes = 512
+	clientMetaCacheEntries  = 256
+)
+
+// clientMetaDecodes reports whether caps decodes as the client capabilities and ci (nil: absent)
+// as the client info of a 2026-07-28 request, as the go-sdk server decodes them (exact-case
+// member names, types checked).
+func clientMetaDecodes(caps, ci json.RawMessage) bool {
+	key := ""
+	if len(caps)+len(ci) < clientMetaCacheKeyBytes {
+		key = string(caps) + "\x00" + string(ci)
+		clientMetaCache.Lock()
+		ok, hit := clientMetaCache.m[key]
+		clientMetaCache.Unlock()
+		if hit {
+			return ok
+		}
+	}
+	// go-sdk decodes the 2026-07-28 capabilities as ClientCapabilities with "roots" a pointer to
+	// {listChanged}; the same shape here, without naming its deprecated type.
+	var c struct {
+		mcp.ClientCapabilities
+		Roots *struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		} `json:"roots,omitempty"`
+	}
+	var impl mcp.Implementation
+	ok := snapshot.Unmarshal(caps, &c) == nil && (ci == nil || snapshot.Unmarshal(ci, &impl) == nil)
+	if key != "" {
+		clientMetaCache.Lock()
+		if clientMetaCache.m == nil || len(clientMetaCache.m) >= clientMetaCacheEntries {
+			clientMetaCache.m = make(map[string]bool)
+		}
+		clientMetaCache.m[key] = ok
+		clientMetaCache.Unlock()
+	}
+	return ok
+}
+
+// plainID reports whether v is a JSON-RPC id the gateway echoes byte for byte: an integer of at
+// most 15 digits, or a string of printable ASCII without escapes or HTML-significant characters.
+func plainID(v json.RawMessage) bool {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		for _, c := range v[1 : len(v)-1] {
+			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+				return false
+			}
+		}
+		return true
+	}
+	d := v
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 15 || (d[0] == '0' && len(d) > 1) {
+		return false
+	}
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// writeDirect writes the JSON-RPC response to call as the go-sdk server does in JSON-response
+// mode: 200, or for a 2026-07-28 request a protocol-level status (404 method not found, 400
+// invalid params) for an error.
+func writeDirect(w http.ResponseWriter, call *directCall, res mcp.Result, err error) {
+	var b bytes.Buffer
+	status := http.StatusOK
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.Write(call.id)
+	if rr, ok := res.(*rawResult); err == nil && ok {
+		b.WriteString(`,"result":`)
+		b.Write(rr.raw)
+	} else {
+		var we *jsonrpc.Error
+		if err == nil || !errors.As(err, &we) {
+			we = &jsonrpc.Error{Code: CodeRefused, Message: "refused: " + RefusalCallFailed}
+		}
+		if call.modern {
+			switch we.Code {
+			case jsonrpc.CodeMethodNotFound:
+				status = http.StatusNotFound
+			case jsonrpc.CodeInvalidParams:
+				status = http.StatusBadRequest
+			}
+		}
+		e, _ := json.Marshal(we)
+		b.WriteString(`,"error":`)
+		b.Write(e)
+	}
+	b.WriteByte('}')
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}
+
+// jsonContent reports whether a Content-Type is application/json (parameters allowed).
+func jsonContent(v string) bool {
+	mt, _, err := mime.ParseMediaType(v)
+	return err == nil && mt == "application/json"
+}
+
+// acceptsJSONAndStream reports whether the Accept values admit both application/json and
+// text/event-stream, as the Streamable HTTP transport requires of a POST.
+func acceptsJSONAndStream(values []string) bool {
+	var jsonOK, streamOK bool
+	for _, value := range values {
+		for _, raw := range strings.Split(value, ",") {
+			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK && streamOK
+}
+
+// hostAllowedBySDK reports whether go-sdk's DNS-rebinding protection (on when AllowedHosts is
+// empty) admits r: a request arriving on a loopback address must name a loopback host. When in
+// doubt it answers false, and the go-sdk server judges the request.
+func (g *Gateway) hostAllowedBySDK(r *http.Request) bool {
+	if len(g.cfg.AllowedHosts) > 0 {
+		return true // checked in serve; the SDK's protection is off
+	}
+	la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || la == nil || !loopbackAddr(la.String()) {
+		return ok && la != nil
+	}
+	return loopbackAddr(r.Host)
+}
+
+// loopbackAddr reports whether addr names a loopback host, exactly as go-sdk's DNS-rebinding
+// protection judges it: "localhost" or a loopback IP, with or without a port.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
