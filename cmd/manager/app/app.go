@@ -27,6 +27,7 @@ import (
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/mcpclient"
+	"github.com/b10x/connector-mcp/mcpclient/oauth"
 	"github.com/b10x/connector-mcp/ocipack"
 )
 
@@ -82,6 +83,10 @@ type Options struct {
 	// MaxTools and MaxResponseBytes bound a freeze.
 	MaxTools         int
 	MaxResponseBytes int64
+
+	// CredentialRefreshSkew (--credential-refresh-skew) is how long before expiry the OAuth
+	// producer refreshes an McpCredential's access token (spec.refreshSkew overrides it).
+	CredentialRefreshSkew time.Duration
 }
 
 // DefaultOptions returns the production defaults.
@@ -96,6 +101,8 @@ func DefaultOptions() Options {
 		Concurrency:      4,
 		MaxTools:         mcpclient.DefaultMaxTools,
 		MaxResponseBytes: egress.DefaultMaxResponseBytes,
+
+		CredentialRefreshSkew: controllers.DefaultCredentialRefreshSkew,
 	}
 }
 
@@ -111,6 +118,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "Number of ServiceDeployments reconciled (and frozen) in parallel.")
 	fs.IntVar(&o.MaxTools, "max-tools", o.MaxTools, "Maximum number of tools in one live listing.")
 	fs.StringVar(&o.CredentialHashKeyFile, "credential-hash-key-file", o.CredentialHashKeyFile, "File holding the HMAC key (at least 32 bytes) of status.credentialHash; keep it stable across restarts (default: a random key per process).")
+	// OAuth producer (McpCredential).
+	fs.DurationVar(&o.CredentialRefreshSkew, "credential-refresh-skew", o.CredentialRefreshSkew, "How long before expiry the OAuth producer refreshes an McpCredential's access token.")
 }
 
 // BindVerifyFlags registers the cluster trust and egress policy flags: the part of the manager's
@@ -143,6 +152,9 @@ func (o *Options) BindVerifyFlags(fs *pflag.FlagSet) {
 // Validate checks the options.
 func (o *Options) Validate() error {
 	var errs []error
+	if o.CredentialRefreshSkew < 0 {
+		errs = append(errs, errors.New("--credential-refresh-skew must not be negative"))
+	}
 	if (o.DefaultSubject != "" || o.DefaultSubjectRegExp != "") && o.DefaultIssuer == "" {
 		errs = append(errs, errors.New("--default-identity-subject needs --default-identity-issuer"))
 	}
@@ -207,6 +219,8 @@ type Wired struct {
 	Deployments *controllers.DeploymentReconciler
 	// TrustPolicies writes McpTrustPolicy status (Ready, Stalled, observedGeneration).
 	TrustPolicies *controllers.TrustPolicyReconciler
+	// Credentials is the OAuth producer (McpCredential).
+	Credentials *controllers.CredentialReconciler
 	// Metrics are the registered metrics.
 	Metrics *controllers.Metrics
 	// Binder is the shared endpoint-binding construction (freeze and credential reads).
@@ -304,6 +318,18 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	}
 	w.TrustPolicies = &controllers.TrustPolicyReconciler{Client: mgr.GetClient(), Validate: adapters.ValidateTrustPolicy}
 	if err := w.TrustPolicies.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// The OAuth producer's discovery and token requests obey the same dial-time IP policy.
+	oauthClient, err := egress.NewHTTPClient(egress.Policy{IP: ip, Timeout: o.ExchangeTimeout, MaxResponseBytes: oauth.MaxResponseBytes})
+	if err != nil {
+		return nil, err
+	}
+	w.Credentials = &controllers.CredentialReconciler{
+		Client: mgr.GetClient(), HTTPClient: oauthClient, Events: mgr.GetEventRecorder("connector-mcp"),
+		RefreshSkew: o.CredentialRefreshSkew, RetryInterval: o.RetryInterval,
+	}
+	if err := w.Credentials.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	return w, nil
