@@ -143,9 +143,11 @@ type credOutcome struct {
 	expiry  time.Time
 	scopes  []string
 	missing []string
-	// refreshed is set when a token was obtained in this pass.
+	// refreshed is set when a token was written in this pass.
 	refreshed bool
 	requeue   time.Duration
+	// inputs are the Secret versions the verdict was reached on (status.observedSecretVersions).
+	inputs string
 }
 
 func (r *CredentialReconciler) now() time.Time {
@@ -210,14 +212,14 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 		}
 	}
 	client := oauth.ProducerClient{ID: c.Spec.Client.ClientID}
+	var clientSec, refreshSec *corev1.Secret
 	if ref := c.Spec.Client.ClientSecretRef; ref != nil {
-		v, o := r.secretValue(ctx, c.Namespace, ref, "client secret")
+		sec, o := r.secret(ctx, c.Namespace, ref, "client secret")
 		if o != nil {
 			return *o, nil
 		}
-		client.Secret = string(v)
+		clientSec, client.Secret = sec, string(sec.Data[ref.Key])
 	}
-	var refreshSec *corev1.Secret
 	var refreshToken string
 	if c.Spec.Grant != v1.GrantClientCredentials {
 		ref := c.Spec.RefreshTokenSecretRef
@@ -230,10 +232,17 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 		}
 		refreshSec, refreshToken = sec, string(sec.Data[ref.Key])
 	}
+	inputs := secretVersions(refreshSec, clientSec)
+	// A verdict that needs a human stands until the spec or one of its Secrets changes: no
+	// token request is repeated (and no rotated refresh token written) in the meantime.
+	if ready := meta.FindStatusCondition(c.Status.Conditions, TypeReady); ready != nil && ready.Status == metav1.ConditionFalse &&
+		terminalReasons[ready.Reason] && c.Status.ObservedGeneration == c.Generation && c.Status.ObservedSecretVersions == inputs {
+		return credOutcome{reason: ready.Reason, message: ready.Message, missing: c.Status.MissingScopes, inputs: inputs}, nil
+	}
 
 	binding, err := oauth.DiscoverBinding(ctx, r.HTTPClient, c.Spec.Resource, c.Spec.Issuer)
 	if err != nil {
-		return r.unusable(ctx, c, target, tokenFailure(err)), nil
+		return r.unusable(ctx, c, target, tokenFailure(err), inputs), nil
 	}
 	var got *oauth.Credential
 	if c.Spec.Grant == v1.GrantClientCredentials {
@@ -242,7 +251,7 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 		got, err = oauth.Refresh(ctx, r.HTTPClient, binding, client, refreshToken, c.Spec.Scopes)
 	}
 	if err != nil {
-		return r.unusable(ctx, c, target, tokenFailure(err)), nil
+		return r.unusable(ctx, c, target, tokenFailure(err), inputs), nil
 	}
 	// A rotated refresh token is persisted before anything else: the old one is spent.
 	if refreshSec != nil && got.RefreshToken != "" && got.RefreshToken != refreshToken {
@@ -251,23 +260,43 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 		if err := r.Client.Update(ctx, upd); err != nil {
 			return credOutcome{}, fmt.Errorf("persist the rotated refresh token in Secret %s: %s", c.Spec.RefreshTokenSecretRef.Name, apierrors.ReasonForError(err))
 		}
+		inputs = secretVersions(upd, clientSec)
+	}
+	if missing := oauth.MissingScopes(c.Spec.Scopes, got.Scopes); len(missing) > 0 {
+		// The token is not written: there is no silent escalation, a human logs in with the scope.
+		o := credOutcome{reason: ReasonInsufficientScope, state: ReasonInsufficientScope, scopes: got.Scopes, missing: missing,
+			message: "the grant lacks scope " + strings.Join(missing, " ") + "; run mcpctl login --to-secret with --scope " + strings.Join(missing, " --scope ")}
+		return r.unusable(ctx, c, target, o, inputs), nil
 	}
 	o := credOutcome{reason: ReasonTokenFresh, message: freshMessage(c),
-		state: v1.CredentialStateReady, expiry: got.Expiry, scopes: got.Scopes, refreshed: true}
-	if missing := oauth.MissingScopes(c.Spec.Scopes, got.Scopes); len(missing) > 0 {
-		o = credOutcome{reason: ReasonInsufficientScope, state: ReasonInsufficientScope, expiry: got.Expiry, scopes: got.Scopes, missing: missing,
-			message: "the grant lacks scope " + strings.Join(missing, " ") + "; run mcpctl login --to-secret with --scope " + strings.Join(missing, " --scope "), refreshed: true}
-	}
+		state: v1.CredentialStateReady, expiry: got.Expiry, scopes: got.Scopes, refreshed: true, inputs: inputs}
 	if err := r.writeTarget(ctx, c, target, []byte(got.AccessToken), o); errors.Is(err, errTargetConflict) {
 		return credOutcome{reason: ReasonTargetSecretConflict,
 			message: fmt.Sprintf("Secret %q exists and is not produced by this McpCredential; it is never taken over", clip(c.Spec.TargetSecretName))}, nil
 	} else if err != nil {
 		return credOutcome{}, err
 	}
-	if o.reason == ReasonTokenFresh && !got.Expiry.IsZero() {
+	if !got.Expiry.IsZero() {
 		o.requeue = max(got.Expiry.Add(-r.skew(c)).Sub(now), time.Second)
 	}
 	return o, nil
+}
+
+// terminalReasons are the Ready reasons that need a human (Stalled).
+var terminalReasons = map[string]bool{
+	ReasonReauthorizationRequired: true, ReasonIssuerMismatch: true, ReasonResourceMismatch: true, ReasonInsufficientScope: true,
+}
+
+// secretVersions identifies the inputs of a verdict: the resourceVersions of the refresh-token
+// and client-secret Secrets.
+func secretVersions(refresh, clientSecret *corev1.Secret) string {
+	v := func(s *corev1.Secret) string {
+		if s == nil {
+			return "-"
+		}
+		return s.ResourceVersion
+	}
+	return v(refresh) + "/" + v(clientSecret)
 }
 
 // errTargetConflict reports a target Secret that exists but was not created by the McpCredential
@@ -297,7 +326,8 @@ func tokenFailure(err error) credOutcome {
 
 // unusable marks the target Secret (when it exists and is ours) with o's state, so the spender
 // refuses it by name, and returns o with its requeue.
-func (r *CredentialReconciler) unusable(ctx context.Context, c *v1.McpCredential, target *corev1.Secret, o credOutcome) credOutcome {
+func (r *CredentialReconciler) unusable(ctx context.Context, c *v1.McpCredential, target *corev1.Secret, o credOutcome, inputs string) credOutcome {
+	o.inputs = inputs
 	if o.transient {
 		o.requeue = r.retry()
 		return o
@@ -435,7 +465,7 @@ func (r *CredentialReconciler) writeStatus(ctx context.Context, c *v1.McpCredent
 		exp = &metav1.Time{Time: o.expiry.UTC().Truncate(time.Second)}
 	}
 	unchanged := st.ObservedGeneration == c.Generation && conditionsEqual(st.Conditions, want) && !o.refreshed &&
-		equalStrings(st.MissingScopes, o.missing)
+		equalStrings(st.MissingScopes, o.missing) && (o.inputs == "" || st.ObservedSecretVersions == o.inputs)
 	if unchanged {
 		return nil
 	}
@@ -451,8 +481,14 @@ func (r *CredentialReconciler) writeStatus(ctx context.Context, c *v1.McpCredent
 	}
 	c.Status.ObservedGeneration = c.Generation
 	c.Status.MissingScopes = o.missing
+	if o.inputs != "" {
+		c.Status.ObservedSecretVersions = o.inputs
+	}
+	if o.scopes != nil {
+		c.Status.Scopes = o.scopes
+	}
 	if o.refreshed {
-		c.Status.Expiry, c.Status.Scopes = exp, o.scopes
+		c.Status.Expiry = exp
 		c.Status.LastRefreshTime = &metav1.Time{Time: r.now().UTC().Truncate(time.Second)}
 	}
 	if err := r.Client.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {

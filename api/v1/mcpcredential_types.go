@@ -159,6 +159,14 @@ type McpCredentialStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	MissingScopes []string `json:"missingScopes,omitempty"`
 
+	// ObservedSecretVersions are the resourceVersions of the refresh-token and client-secret
+	// Secrets the conditions were decided on: a verdict that needs a human
+	// (ReauthorizationRequired, IssuerMismatch, ResourceMismatch, InsufficientScope) is not
+	// retried until the spec or one of these Secrets changes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	ObservedSecretVersions string `json:"observedSecretVersions,omitempty"`
+
 	// LastRefreshTime is when a token was last obtained.
 	// +optional
 	LastRefreshTime *metav1.Time `json:"lastRefreshTime,omitempty"`
