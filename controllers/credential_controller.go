@@ -203,13 +203,9 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 			message: fmt.Sprintf("Secret %q exists and is not produced by this McpCredential; it is never taken over", clip(c.Spec.TargetSecretName))}, nil
 	}
 	// Fresh: the target holds a Ready token not yet due, for this generation.
-	if target != nil && c.Status.ObservedGeneration == c.Generation && target.Annotations[v1.CredentialStateAnnotation] == v1.CredentialStateReady {
-		if exp, perr := time.Parse(time.RFC3339, target.Annotations[v1.CredentialExpiryAnnotation]); perr == nil {
-			if due := exp.Add(-r.skew(c)); now.Before(due) {
-				return credOutcome{reason: ReasonTokenFresh, message: freshMessage(c), state: v1.CredentialStateReady,
-					expiry: exp, scopes: c.Status.Scopes, requeue: due.Sub(now) + time.Second}, nil
-			}
-		}
+	if due, exp, fresh := RefreshDue(c, target, r.skew(c), now); fresh {
+		return credOutcome{reason: ReasonTokenFresh, message: freshMessage(c), state: v1.CredentialStateReady,
+			expiry: exp, requeue: due.Sub(now) + time.Second}, nil
 	}
 	client := oauth.ProducerClient{ID: c.Spec.Client.ClientID}
 	var clientSec, refreshSec *corev1.Secret
@@ -280,6 +276,21 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 		o.requeue = max(got.Expiry.Add(-r.skew(c)).Sub(now), time.Second)
 	}
 	return o, nil
+}
+
+// RefreshDue is the pure decision whether the target Secret's token may be kept: it is fresh when
+// the Secret is marked Ready with an expiry, the McpCredential's status describes its current
+// generation, and now is before expiry − skew (due). A token of unknown expiry is never fresh.
+func RefreshDue(c *v1.McpCredential, target *corev1.Secret, skew time.Duration, now time.Time) (due, expiry time.Time, fresh bool) {
+	if target == nil || c.Status.ObservedGeneration != c.Generation || target.Annotations[v1.CredentialStateAnnotation] != v1.CredentialStateReady {
+		return time.Time{}, time.Time{}, false
+	}
+	exp, err := time.Parse(time.RFC3339, target.Annotations[v1.CredentialExpiryAnnotation])
+	if err != nil {
+		return time.Time{}, time.Time{}, false
+	}
+	due = exp.Add(-skew)
+	return due, exp, now.Before(due)
 }
 
 // terminalReasons are the Ready reasons that need a human (Stalled).

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
@@ -47,6 +48,13 @@ func Apply(ctx context.Context, c client.Client, ns, name string, cred *oauth.Cr
 	if cred.RefreshToken == "" {
 		return ErrNoRefreshToken
 	}
+	// The manager writes these objects too (status, rotated refresh tokens): retry on conflict.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		return apply(ctx, c, ns, name, cred, registration, scopes)
+	})
+}
+
+func apply(ctx context.Context, c client.Client, ns, name string, cred *oauth.Credential, registration string, scopes []string) error {
 	secName := name + OAuthSecretSuffix
 	sec := &corev1.Secret{}
 	err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: secName}, sec)
@@ -64,6 +72,9 @@ func Apply(ctx context.Context, c client.Client, ns, name string, cred *oauth.Cr
 		sec.Data[apiv1.ClientSecretKey] = []byte(cred.ClientSecret)
 	}
 	if err := createOrUpdate(ctx, c, sec); err != nil {
+		if apierrors.IsConflict(err) {
+			return err
+		}
 		return fmt.Errorf("write Secret %s/%s: %s", ns, secName, apierrors.ReasonForError(err))
 	}
 
@@ -88,6 +99,9 @@ func Apply(ctx context.Context, c client.Client, ns, name string, cred *oauth.Cr
 		mc.Spec.Client.ClientSecretRef = &apiv1.SecretKeyReference{Name: secName, Key: apiv1.ClientSecretKey}
 	}
 	if err := createOrUpdate(ctx, c, mc); err != nil {
+		if apierrors.IsConflict(err) {
+			return err
+		}
 		return fmt.Errorf("write McpCredential %s/%s: %s", ns, name, apierrors.ReasonForError(err))
 	}
 	return nil

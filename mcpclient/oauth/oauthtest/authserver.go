@@ -107,6 +107,7 @@ type AuthServer struct {
 	codeGrants    int
 	refreshes     int
 	clientCreds   int
+	issued        []string
 	requested     [][]string
 }
 
@@ -339,6 +340,7 @@ func (a *AuthServer) token(w http.ResponseWriter, r *http.Request) {
 		g = Grant{Issuer: a.Issuer, ClientID: clientID, Resource: res, Scopes: strings.Fields(r.PostForm.Get("scope"))}
 		g.Expiry = time.Now().Add(a.cfg.AccessTokenTTL)
 		at := "at-" + random()
+		a.issued = append(a.issued, at)
 		a.access[at] = g
 		writeJSON(w, http.StatusOK, map[string]any{
 			"access_token": at, "token_type": "Bearer",
@@ -351,6 +353,7 @@ func (a *AuthServer) token(w http.ResponseWriter, r *http.Request) {
 	}
 	g.Expiry = time.Now().Add(a.cfg.AccessTokenTTL)
 	at, rt := "at-"+random(), "rt-"+random()
+	a.issued = append(a.issued, at, rt)
 	a.access[at] = g
 	a.refresh[rt] = g
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -401,6 +404,14 @@ func (a *AuthServer) Counts() Counts {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return Counts{a.registrations, a.authorizes, a.codeGrants, a.refreshes, a.clientCreds}
+}
+
+// Issued returns every access and refresh token the server has minted, in order (for tests that
+// assert no token leaks).
+func (a *AuthServer) Issued() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.issued)
 }
 
 // RefreshTokens returns the refresh tokens the server would redeem now (rotation drops each one
