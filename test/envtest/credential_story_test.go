@@ -339,6 +339,29 @@ func TestCredentialProducerStory(t *testing.T) {
 		t.Fatal("a token was requested with a client secret from a Secret that does not opt in")
 	}
 
+	// A Secret of the target name that the McpCredential did not create is never taken over,
+	// whether the manager can see it (labelled) or not (unlabelled: its creation fails).
+	mustCreate(t, newSecret(ns, "taken", apiv1.CredentialTokenKey, "someone-elses-token"))
+	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hidden"},
+		Data: map[string][]byte{"password": []byte("database-password")}})
+	for _, target := range []string{"taken", "hidden"} {
+		mustCreate(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "over-" + target}, Spec: apiv1.McpCredentialSpec{
+			Resource: rs.URL, Issuer: as.Issuer, Grant: apiv1.GrantClientCredentials,
+			Client: apiv1.OAuthClientRegistration{Registration: apiv1.RegistrationPreregistered, ClientID: "m2m",
+				ClientSecretRef: &apiv1.SecretKeyReference{Name: "m2m-client", Key: apiv1.ClientSecretKey}},
+			TargetSecretName: target}})
+		waitObj(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "over-" + target}}, storyTimeout, "TargetSecretConflict",
+			func(c *apiv1.McpCredential) bool {
+				return hasCondition(c, controllers.TypeStalled, metav1.ConditionTrue, controllers.ReasonTargetSecretConflict)
+			})
+	}
+	if v := secretValue(t, ns, "taken", apiv1.CredentialTokenKey); v != "someone-elses-token" {
+		t.Fatal("a labelled Secret the McpCredential did not create was overwritten")
+	}
+	if v := secretValue(t, ns, "hidden", "password"); v != "database-password" {
+		t.Fatal("an unlabelled Secret was overwritten")
+	}
+
 	// The secret scan: no token, refresh token or client secret in logs, events, any object
 	// (spec, status, metadata) of the story's kinds, or the metrics.
 	secrets := append(as.Issued(), clientSecret, clientSecret+"-m2m", "rt-evil-refresh-token-not-to-leak", relogin.AccessToken)
@@ -389,3 +412,38 @@ func TestCredentialProducerStory(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// TestMcpCredentialCRDValidation: the sample is accepted; a binding URL with user information
+// or a fragment, and grant/Secret combinations the producer cannot use, are refused at admission,
+// naming the field.
+func TestMcpCredentialCRDValidation(t *testing.T) {
+	ns := newNamespace(t, "mcpcred-crd")
+	if err := create(t, ns, "sample", loadSample(t, "connectors_v1_mcpcredential.yaml")); err != nil {
+		t.Fatalf("the sample is refused: %v", err)
+	}
+	for _, c := range []struct {
+		name, field, msg string
+		m                mutation
+	}{
+		{"userinfo", "spec.resource", "no user information", set("spec.resource", "https://user:pass@mcp.example.com/mcp")},
+		{"fragment", "spec.resource", "no fragment", set("spec.resource", "https://mcp.example.com/mcp#x")},
+		{"relative", "spec.resource", "absolute http(s) URL", set("spec.resource", "mcp.example.com/mcp")},
+		{"issuer-query", "spec.issuer", "no user information, query or fragment", set("spec.issuer", "https://auth.example.com?x=1")},
+		{"no-refresh", "spec", "refreshTokenSecretRef is required", del("spec.refreshTokenSecretRef")},
+		{"cc-with-refresh", "spec", "grant ClientCredentials needs", set("spec.grant", "ClientCredentials")},
+		{"cc-without-secret", "spec", "grant ClientCredentials needs", both(set("spec.grant", "ClientCredentials"), del("spec.refreshTokenSecretRef"), del("spec.client.clientSecretRef"))},
+		{"scope", "spec.scopes[0]", "should match", set("spec.scopes", []any{"bad scope"})},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u := loadSample(t, "connectors_v1_mcpcredential.yaml")
+			c.m(t, u)
+			assertRejected(t, create(t, ns, c.name, u), c.field, c.msg)
+		})
+	}
+	// Twin of the last two: a complete ClientCredentials credential is accepted.
+	u := loadSample(t, "connectors_v1_mcpcredential.yaml")
+	both(set("spec.grant", "ClientCredentials"), del("spec.refreshTokenSecretRef"))(t, u)
+	if err := create(t, ns, "cc-ok", u); err != nil {
+		t.Fatalf("a complete ClientCredentials credential is refused: %v", err)
+	}
+}
