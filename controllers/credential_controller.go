@@ -332,7 +332,12 @@ func tokenFailure(err error) credOutcome {
 		return credOutcome{reason: ReasonReauthorizationRequired, state: ReasonReauthorizationRequired,
 			message: "the authorization server answered invalid_grant: run mcpctl login --to-secret again"}
 	}
-	return credOutcome{reason: ReasonRefreshFailed, transient: true, message: "the token request failed: " + RefusalText(err, "token_request_failed")}
+	detail := RefusalText(err, "token_request_failed")
+	var re *oauth.RefreshError
+	if errors.As(err, &re) && re.Code != "" {
+		detail = re.Code // a registered OAuth error code, never the server's description
+	}
+	return credOutcome{reason: ReasonRefreshFailed, transient: true, message: "the token request failed: " + detail}
 }
 
 // unusable marks the target Secret (when it exists and is ours) with o's state, so the spender

@@ -99,3 +99,13 @@ func TestCredentialConditions(t *testing.T) {
 		t.Errorf("transient: %+v", cs)
 	}
 }
+
+// A refused token request names the registered OAuth error code only.
+func TestTokenFailureNamesRegisteredCode(t *testing.T) {
+	if o := tokenFailure(&oauth.RefreshError{Code: "temporarily_unavailable"}); !strings.HasSuffix(o.message, ": temporarily_unavailable") {
+		t.Fatalf("message %q does not name the code", o.message)
+	}
+	if o := tokenFailure(&oauth.RefreshError{}); !strings.HasSuffix(o.message, ": token_request_failed") {
+		t.Fatalf("message %q, want the fallback name", o.message)
+	}
+}
