@@ -191,6 +191,9 @@ func TestCredentialProducerStory(t *testing.T) {
 		sec.Annotations[apiv1.CredentialStateAnnotation] != apiv1.CredentialStateReady {
 		t.Fatalf("target Secret metadata: labels %v annotations %v", sec.Labels, sec.Annotations)
 	}
+	if ref := metav1.GetControllerOf(sec); ref == nil || ref.Kind != "McpCredential" || ref.UID != mc.UID {
+		t.Fatalf("the target Secret is not owned by its McpCredential: %+v", sec.OwnerReferences)
+	}
 	if tok1 == loginCred.AccessToken {
 		t.Fatal("the workstation's access token was copied into the cluster; the manager must produce its own")
 	}
