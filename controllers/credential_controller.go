@@ -391,14 +391,6 @@ func (r *CredentialReconciler) secret(ctx context.Context, ns string, ref *v1.Se
 	return sec, nil
 }
 
-func (r *CredentialReconciler) secretValue(ctx context.Context, ns string, ref *v1.SecretKeyReference, what string) ([]byte, *credOutcome) {
-	sec, o := r.secret(ctx, ns, ref, what)
-	if o != nil {
-		return nil, o
-	}
-	return sec.Data[ref.Key], nil
-}
-
 // writeTarget creates or updates the target Secret: the access token under "token", opted in
 // for the resource's host only, marked with the producer's state and the expiry.
 func (r *CredentialReconciler) writeTarget(ctx context.Context, c *v1.McpCredential, target *corev1.Secret, token []byte, o credOutcome) error {

@@ -38,7 +38,7 @@ const (
 	GrantAuthorizationCode = "AuthorizationCode"
 	// GrantClientCredentials: machine-to-machine; the manager obtains tokens with the client's
 	// own secret.
-	GrantClientCredentials = "ClientCredentials"
+	GrantClientCredentials = "ClientCredentials" //nolint:gosec // a grant mode name, not a credential
 )
 
 // Client registration kinds of an McpCredential.

@@ -30,7 +30,7 @@ func TestLoginToSecretAndClusterAuthStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := nsObj.Name
-	const secret = "cli-client-s3cret"
+	const secret = "cli-client-s3cret" //nolint:gosec // a test client's secret, asserted never to be printed
 	as := oauthtest.NewAuthServer(t, oauthtest.Config{Preregistered: map[string]string{"connector-mcp": secret}})
 	rs := oauthtest.NewResourceServer(t, as)
 	state := filepath.Join(t.TempDir(), "state")

@@ -102,7 +102,7 @@ func fetchResourceMetadata(ctx context.Context, client *http.Client, res string)
 	if strings.Trim(u.Path, "/") != "" {
 		paths = append(paths, "/.well-known/oauth-protected-resource")
 	}
-	var last error = errors.New("no protected-resource metadata")
+	last := errors.New("no protected-resource metadata")
 	for _, p := range paths {
 		mu := *u
 		mu.Path, mu.RawQuery = p, ""
