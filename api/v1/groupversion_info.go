@@ -30,6 +30,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&ServiceDeployment{}, &ServiceDeploymentList{},
 		&McpTrustPolicy{}, &McpTrustPolicyList{},
 		&McpSnapshotReview{}, &McpSnapshotReviewList{},
+		&McpCredential{}, &McpCredentialList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

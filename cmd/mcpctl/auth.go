@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/b10x/connector-mcp/internal/oauthk8s"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
 )
 
@@ -16,16 +20,25 @@ func newAuthCmd(env *cliEnv) *cobra.Command {
 
 func newAuthStatusCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "status [--url URL]",
-		Short: "List stored OAuth credentials by resource and issuer (never token values)",
+		Use:   "status [--url URL | --secret NAMESPACE/NAME [-o json]]",
+		Short: "List stored OAuth credentials by resource and issuer, or describe an in-cluster McpCredential (never token values)",
 		Args:  cobra.ArbitraryArgs,
 	}
-	var serverURL string
+	var serverURL, secret string
 	cmd.Flags().StringVar(&serverURL, "url", "", "only the credentials of this MCP server")
+	cmd.Flags().StringVar(&secret, "secret", "", "describe the in-cluster credential NAMESPACE/NAME (McpCredential and its target Secret): binding, expiry, scopes, readiness")
+	out := cmd.Flags().StringP("output", "o", "", "output format with --secret: json (default: human)")
+	kube := addKubeFlags(cmd, false)
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
 		if len(args) > 0 {
 			return usagef("auth status: unexpected arguments %q", args)
+		}
+		if secret != "" || *out != "" {
+			if secret == "" || serverURL != "" || (*out != "" && *out != "json") {
+				return usagef("usage: %s", cmd.UseLine())
+			}
+			return clusterAuthStatus(ctx, env, kube, secret, *out == "json")
 		}
 		var resource string
 		if serverURL != "" {
@@ -51,4 +64,48 @@ func newAuthStatusCmd(env *cliEnv) *cobra.Command {
 		return writeJSON(env.stdout, map[string]any{"store": store.Dir(), "credentials": views})
 	})
 	return cmd
+}
+
+// clusterAuthStatus prints the binding, expiry, scopes and readiness of McpCredential arg
+// (NAMESPACE/NAME); it reads only the target Secret's metadata, never a value.
+func clusterAuthStatus(ctx context.Context, env *cliEnv, kube *kubeFlags, arg string, asJSON bool) error {
+	nn, err := parseNSName(arg)
+	if err != nil {
+		return usagef("auth status: --secret: %v", err)
+	}
+	kc, err := kube.client(env)
+	if err != nil {
+		return err
+	}
+	st, err := oauthk8s.Describe(ctx, kc, nn.Namespace, nn.Name)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(env.stdout, st)
+	}
+	expiry := "unknown"
+	if st.Expiry != nil {
+		expiry = st.Expiry.Format(time.RFC3339)
+	}
+	ready := "False"
+	if st.Ready {
+		ready = "True"
+	}
+	w := env.stdout
+	fmt.Fprintf(w, "McpCredential:  %s/%s\n", st.Namespace, safeText(st.Name))
+	fmt.Fprintf(w, "Resource:       %s\n", safeText(st.Resource))
+	fmt.Fprintf(w, "Issuer:         %s\n", safeText(st.Issuer))
+	fmt.Fprintf(w, "Grant:          %s\n", safeText(st.Grant))
+	fmt.Fprintf(w, "Target Secret:  %s\n", safeText(st.TargetSecret))
+	fmt.Fprintf(w, "Scopes:         %s\n", safeText(strings.Join(st.Scopes, " ")))
+	if len(st.MissingScopes) > 0 {
+		fmt.Fprintf(w, "Missing scopes: %s\n", safeText(strings.Join(st.MissingScopes, " ")))
+	}
+	fmt.Fprintf(w, "Expiry:         %s\n", expiry)
+	fmt.Fprintf(w, "Ready:          %s (%s)\n", ready, safeText(st.Reason))
+	if st.Message != "" {
+		fmt.Fprintf(w, "Message:        %s\n", safeText(st.Message))
+	}
+	return nil
 }

@@ -6,7 +6,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/oauthk8s"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
 )
 
@@ -43,12 +46,14 @@ func viewOf(c *oauth.Credential, now time.Time) credentialView {
 
 func newLoginCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "login --url URL",
-		Short: "Authorize mcpctl for an OAuth-protected MCP server; the token is kept in XDG state",
+		Use:   "login --url URL [--to-secret NAMESPACE/NAME]",
+		Short: "Authorize mcpctl for an OAuth-protected MCP server; the token is kept in XDG state, or handed to the cluster's OAuth producer with --to-secret",
 		Args:  cobra.ArbitraryArgs,
 	}
 	fs := cmd.Flags()
 	var f loginFlags
+	f.kube = addKubeFlags(cmd, false)
+	fs.StringVar(&f.toSecret, "to-secret", "", "write the grant into the cluster (kubeconfig) as McpCredential NAMESPACE/NAME, whose access token the manager keeps fresh in Secret NAMESPACE/NAME; nothing is kept locally")
 	fs.StringVar(&f.serverURL, "url", "", "MCP server URL (Streamable HTTP)")
 	fs.StringVar(&f.clientID, "client-id", "", "pre-registered OAuth client id (preferred over the others)")
 	fs.StringVar(&f.secretEnv, "client-secret-env", "", "name of the environment variable holding the pre-registered client's secret")
@@ -68,6 +73,9 @@ type loginFlags struct {
 	scopes                                      []string
 	timeout                                     time.Duration
 	noBrowser                                   bool
+	// toSecret is NAMESPACE/NAME of --to-secret; kube locates the cluster.
+	toSecret string
+	kube     *kubeFlags
 }
 
 // login runs "mcpctl login".
@@ -95,9 +103,22 @@ func login(ctx context.Context, env *cliEnv, args []string, f loginFlags) error 
 			return usagef("login: environment variable %s is empty", secretEnv)
 		}
 	}
-	store, err := oauthStore(env)
-	if err != nil {
-		return err
+	var store oauth.Store
+	var target types.NamespacedName
+	if f.toSecret != "" {
+		t, err := parseNSName(f.toSecret)
+		if err != nil {
+			return usagef("login: --to-secret: %v", err)
+		}
+		target = t
+		// The grant goes to the cluster only: nothing is kept on this machine.
+		store = oauth.NewMemoryStore()
+	} else {
+		xdg, err := oauthStore(env)
+		if err != nil {
+			return err
+		}
+		store = xdg
 	}
 	client, err := oauthHTTPClient(serverURL)
 	if err != nil {
@@ -131,6 +152,24 @@ func login(ctx context.Context, env *cliEnv, args []string, f loginFlags) error 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stderr, "Logged in: %v (stored under %s)\n", cred, store.Dir())
-	return writeJSON(env.stdout, viewOf(cred, time.Now()))
+	if f.toSecret == "" {
+		fmt.Fprintf(env.stderr, "Logged in: %v (stored under %s)\n", cred, store.(*oauth.XDGStore).Dir())
+		return writeJSON(env.stdout, viewOf(cred, time.Now()))
+	}
+	kc, err := f.kube.client(env)
+	if err != nil {
+		return err
+	}
+	reg := apiv1.RegistrationDynamic
+	switch {
+	case clientID != "":
+		reg = apiv1.RegistrationPreregistered
+	case metadataURL != "" && cred.ClientID == metadataURL:
+		reg = apiv1.RegistrationClientIDMetadataDocument
+	}
+	if err := oauthk8s.Apply(ctx, kc, target.Namespace, target.Name, cred, reg, scopes); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stderr, "Logged in: %v (handed to McpCredential %s; the manager writes the access token into Secret %s)\n", cred, target, target)
+	return writeJSON(env.stdout, map[string]any{"credential": viewOf(cred, time.Now()), "mcpCredential": target.String(), "secret": target.String()})
 }

@@ -40,8 +40,9 @@ func isLoopbackURL(raw string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// oauthHTTPClient is the client for OAuth discovery, registration and token requests made on
-// behalf of the MCP server at serverURL: egress's guarded client, refusing private, link-local
+// oauthHTTPClient is the client mcpctl hands package oauth for discovery, registration and token
+// requests made on behalf of the MCP server at serverURL: egress's guarded client (responses
+// bounded to oauth.MaxResponseBytes, redirects refused, no proxy from the environment), refusing private, link-local
 // and metadata addresses always, and loopback unless the MCP server itself is on loopback (local
 // development) — a remote server's metadata can never point mcpctl at the user's own machine.
 func oauthHTTPClient(serverURL string) (*http.Client, error) {
@@ -49,7 +50,7 @@ func oauthHTTPClient(serverURL string) (*http.Client, error) {
 	if isLoopbackURL(serverURL) {
 		ip.Loopback = egress.LoopbackAllowedUnsafe
 	}
-	return oauth.NewHTTPClient(ip)
+	return egress.NewHTTPClient(egress.Policy{IP: ip, MaxResponseBytes: oauth.MaxResponseBytes})
 }
 
 // oauthHandlerFor returns the OAuth handler that presents (and refreshes) stored credentials for

@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -58,6 +59,10 @@ func (k *kubeFlags) client(env *cliEnv) (client.Client, error) {
 	}
 	sch := runtime.NewScheme()
 	if err := apiv1.AddToScheme(sch); err != nil {
+		return nil, err
+	}
+	// Secrets: mcpctl login --to-secret writes the refresh-token Secret.
+	if err := corev1.AddToScheme(sch); err != nil {
 		return nil, err
 	}
 	return client.New(rc, client.Options{Scheme: sch})

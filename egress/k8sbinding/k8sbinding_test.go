@@ -28,6 +28,13 @@ func secret(typ corev1.SecretType, labelled bool, hosts string) *corev1.Secret {
 	return s
 }
 
+// produced is an opted-in Secret an OAuth producer marked with state.
+func produced(state string) *corev1.Secret {
+	s := secret(corev1.SecretTypeOpaque, true, "mcp.example.com")
+	s.Annotations[apiv1.CredentialStateAnnotation] = state
+	return s
+}
+
 // CheckSecret spends only an opted-in Secret for a host it names; each refusal is named and
 // carries nothing of the value.
 func TestCheckSecret(t *testing.T) {
@@ -53,6 +60,9 @@ func TestCheckSecret(t *testing.T) {
 		{"suffix is not the host", secret(corev1.SecretTypeOpaque, true, "example.com"), endpoint, RefusalCredentialHostNotAllowed},
 		{"another port", secret(corev1.SecretTypeOpaque, true, "mcp.example.com:8443"), endpoint, RefusalCredentialHostNotAllowed},
 		{"service-account token", secret(corev1.SecretTypeServiceAccountToken, true, "mcp.example.com"), endpoint, RefusalCredentialServiceAccountToken},
+		{"producer state Ready", produced(apiv1.CredentialStateReady), endpoint, ""},
+		{"producer state ReauthorizationRequired", produced(ReasonReauthorizationRequired), endpoint, RefusalCredentialReauthorizationRequired},
+		{"producer state IssuerMismatch", produced("IssuerMismatch"), endpoint, RefusalCredentialUnusable},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			v, err := CheckSecret(c.sec, ref, c.endpoint)

@@ -30,7 +30,20 @@ const (
 	// RefusalCredentialServiceAccountToken: the Secret is of type
 	// kubernetes.io/service-account-token; such Secrets are never spent.
 	RefusalCredentialServiceAccountToken = "credential_service_account_token" //nolint:gosec // a refusal name, not a credential
+	// RefusalCredentialReauthorizationRequired: the Secret is produced by an McpCredential
+	// whose grant the authorization server no longer honours (invalid_grant); a human must run
+	// "mcpctl login --to-secret" again. Not transient.
+	RefusalCredentialReauthorizationRequired = "credential_reauthorization_required" //nolint:gosec // a refusal name, not a credential
+	// RefusalCredentialUnusable: the Secret is produced by an McpCredential whose producer
+	// marked the token unusable for another reason (issuer or resource mismatch, insufficient
+	// scope, refused Secrets); the McpCredential's Ready condition says which.
+	RefusalCredentialUnusable = "credential_unusable" //nolint:gosec // a refusal name, not a credential
 )
+
+// ReasonReauthorizationRequired is the producer state (apiv1.CredentialStateAnnotation value, and
+// the McpCredential's Ready reason) of a grant the authorization server answered with
+// invalid_grant.
+const ReasonReauthorizationRequired = "ReauthorizationRequired"
 
 // ErrCredentialRefused matches every [*CredentialRefusal].
 var ErrCredentialRefused = errors.New("k8sbinding: credential refused")
@@ -63,6 +76,9 @@ func (e *CredentialRefusal) Transient() bool { return e.Name == RefusalCredentia
 // and returns a copy of the value. It is the single rule every spender applies:
 //   - a kubernetes.io/service-account-token Secret is refused;
 //   - the Secret must carry apiv1.CredentialLabel="true";
+//   - a Secret an OAuth producer (McpCredential) marked with apiv1.CredentialStateAnnotation
+//     other than apiv1.CredentialStateReady is refused: ReauthorizationRequired as
+//     RefusalCredentialReauthorizationRequired, any other state as RefusalCredentialUnusable;
 //   - apiv1.CredentialAllowedHostsAnnotation must name the endpoint's host, as "host" (any
 //     port) or "host:port" (that port; the scheme's default port when the URL names none).
 //     Host comparison is case-insensitive and ignores a trailing dot.
@@ -71,6 +87,12 @@ func (e *CredentialRefusal) Transient() bool { return e.Name == RefusalCredentia
 func CheckSecret(sec *corev1.Secret, ref egress.CredentialRef, endpoint string) ([]byte, error) {
 	if err := CheckOptIn(sec, ref); err != nil {
 		return nil, err
+	}
+	if state, ok := sec.Annotations[apiv1.CredentialStateAnnotation]; ok && state != apiv1.CredentialStateReady {
+		if state == ReasonReauthorizationRequired {
+			return nil, &CredentialRefusal{Ref: ref, Name: RefusalCredentialReauthorizationRequired}
+		}
+		return nil, &CredentialRefusal{Ref: ref, Name: RefusalCredentialUnusable}
 	}
 	host, port, err := endpointHostPort(endpoint)
 	if err != nil || !HostAllowed(sec.Annotations[apiv1.CredentialAllowedHostsAnnotation], host, port) {

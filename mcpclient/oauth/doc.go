@@ -23,9 +23,10 @@
 //   - invalid_grant on refresh leads to a new authorization (or, for a handler without an
 //     interactive fetcher, the "login_required" refusal); a failed refresh never changes the
 //     stored credential.
-//   - SSRF: metadata, registration, token and refresh requests go through [NewHTTPClient], the
-//     egress package's guarded client, whose dial-time IP policy refuses private, link-local,
-//     metadata and (outside development) loopback addresses.
+//   - SSRF: the package owns no socket. Metadata, registration, token and refresh requests go
+//     through the [*http.Client] the caller hands over (Options.HTTPClient): mcpctl and the
+//     manager build it from the egress port, whose dial-time IP policy refuses private,
+//     link-local, metadata and (outside development) loopback addresses.
 //   - Hygiene: errors carry stages and registered OAuth error codes, never tokens,
 //     authorization codes, client secrets or the server's prose.
 //

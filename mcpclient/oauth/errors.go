@@ -27,6 +27,9 @@ var (
 	// ErrInvalidServerURL reports an MCP server URL that cannot key a credential: not http(s),
 	// no host, or carrying user information.
 	ErrInvalidServerURL = errors.New("oauth: the MCP server URL must be an http(s) URL with a host and no user information")
+	// ErrHTTPClientRequired reports a [Handler] (or producer call) given no *http.Client: the
+	// package owns no socket and is always handed the caller's guarded client.
+	ErrHTTPClientRequired = errors.New("oauth: an *http.Client is required (build it from the egress port)")
 	// ErrAuthorizationTimeout reports that the user did not complete the authorization in time.
 	ErrAuthorizationTimeout = errors.New("oauth: authorization not completed before the deadline")
 )

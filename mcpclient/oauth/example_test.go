@@ -3,6 +3,7 @@ package oauth_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -20,8 +21,9 @@ func ExampleNewHandler() {
 		return
 	}
 	h, err := oauth.NewHandler(oauth.Options{
-		ServerURL: "https://mcp.example.com/mcp",
-		Store:     oauth.NewXDGStore(dir),
+		ServerURL:  "https://mcp.example.com/mcp",
+		Store:      oauth.NewXDGStore(dir),
+		HTTPClient: guardedClient(), // the caller's egress-built client
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -48,6 +50,7 @@ func ExampleHandler_Login() {
 	h, err := oauth.NewHandler(oauth.Options{
 		ServerURL:   "https://mcp.example.com/mcp",
 		Store:       oauth.NewMemoryStore(),
+		HTTPClient:  guardedClient(), // the caller's egress-built client
 		RedirectURL: lb.URL(),
 		Fetcher:     lb.Fetcher(open, os.Stderr, 5*time.Minute),
 	})
@@ -60,4 +63,10 @@ func ExampleHandler_Login() {
 	if cred, err := h.Login(ctx); err == nil {
 		fmt.Println("stored", cred) // prints resource and issuer, never the token
 	}
+}
+
+// guardedClient stands for the caller's egress-built client (in mcpctl and the manager:
+// egress.NewHTTPClient with the dial-time IP policy and oauth.MaxResponseBytes).
+func guardedClient() *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }

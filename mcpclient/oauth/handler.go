@@ -13,8 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
-
-	"github.com/b10x/connector-mcp/egress"
 )
 
 // Options configure a [Handler] for one MCP server.
@@ -47,8 +45,12 @@ type Options struct {
 	// stored credentials, and answers a needed authorization with a [*LoginRequiredError].
 	Fetcher auth.AuthorizationCodeFetcher
 
-	// HTTPClient carries metadata, registration, token and refresh requests. Nil means
-	// NewHTTPClient(egress.IPPolicy{}): the guarded egress dialer with loopback refused.
+	// HTTPClient carries the probe, metadata, registration, token and refresh requests.
+	// Required: the package owns no socket. Callers hand it the egress port's guarded client
+	// (egress.NewHTTPClient with MaxResponseBytes), whose dial-time IP policy refuses private,
+	// link-local, metadata and (outside development) loopback addresses, ignores the proxy
+	// environment and refuses redirects; go-sdk's own discovery checks step aside for a client
+	// with its own transport, so this client carries the whole policy.
 	HTTPClient *http.Client
 }
 
@@ -94,16 +96,11 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.ClientName == "" {
 		opts.ClientName = "connector-mcp"
 	}
-	h := &Handler{opts: opts, resource: res, refusals: &refusalRecorder{}}
-	h.client = opts.HTTPClient
-	if h.client == nil {
-		c, err := NewHTTPClient(egress.IPPolicy{})
-		if err != nil {
-			return nil, err
-		}
-		h.client = c
+	if opts.HTTPClient == nil {
+		return nil, ErrHTTPClientRequired
 	}
-	h.client = h.refusals.wrap(h.client)
+	h := &Handler{opts: opts, resource: res, refusals: &refusalRecorder{}}
+	h.client = h.refusals.wrap(opts.HTTPClient)
 	return h, nil
 }
 

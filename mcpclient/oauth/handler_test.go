@@ -12,18 +12,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
 	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
 )
 
-// devClient reaches the loopback test servers (development mode).
+// devClient reaches the loopback test servers: a plain client that follows no redirect, as the
+// egress-built clients of mcpctl and the manager do not (this package owns no socket; its
+// callers' egress clients are tested beside them).
 func devClient() *http.Client {
-	c, err := oauth.NewHTTPClient(egress.IPPolicy{Loopback: egress.LoopbackAllowedUnsafe})
-	if err != nil {
-		panic(err)
+	return &http.Client{
+		Timeout:       30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return c
 }
 
 const redirect = "http://127.0.0.1:8976/callback"

@@ -9,23 +9,16 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
-// maxOAuthResponse bounds every metadata, registration and token response.
-const maxOAuthResponse = 1 << 20
+// MaxResponseBytes is the bound this package applies to every metadata, registration and token
+// response it reads itself; the [*http.Client] a caller hands over should bound responses to it
+// too (egress.Policy.MaxResponseBytes).
+const MaxResponseBytes = 1 << 20
 
-// NewHTTPClient returns the HTTP client for OAuth discovery, registration, token and refresh
-// requests: egress's guarded client with no endpoint binding, so the IP policy is judged at
-// dial time on the resolved address (private, link-local, metadata and — unless ip.Loopback
-// allows it, for development — loopback are refused), the proxy environment is ignored,
-// redirects are refused, and responses are bounded to 1 MiB with egress's default deadline. The
-// zero IPPolicy is the strict one. go-sdk's own discovery checks step aside for a client with
-// its own transport, so this one carries the whole policy.
-func NewHTTPClient(ip egress.IPPolicy) (*http.Client, error) {
-	return egress.NewHTTPClient(egress.Policy{IP: ip, MaxResponseBytes: maxOAuthResponse})
-}
+// maxOAuthResponse bounds every metadata, registration and token response.
+const maxOAuthResponse = MaxResponseBytes
 
 // refusalRecorder remembers the last named refusal of the transport (an egress policy refusal,
 // free of secrets and prose) so a failed discovery can say why, although the SDK flattens the

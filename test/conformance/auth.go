@@ -72,7 +72,7 @@ func headlessBrowser(ctx context.Context, args *auth.AuthorizationArgs) (*auth.A
 
 // authFlow connects with an OAuth handler, lists the tools and calls test-tool.
 func authFlow(ctx context.Context, serverURL string, conf map[string]any) error {
-	hc, err := oauth.NewHTTPClient(egress.IPPolicy{Loopback: egress.LoopbackAllowedUnsafe})
+	hc, err := egress.NewHTTPClient(egress.Policy{IP: egress.IPPolicy{Loopback: egress.LoopbackAllowedUnsafe}, MaxResponseBytes: oauth.MaxResponseBytes})
 	if err != nil {
 		return err
 	}

@@ -110,7 +110,7 @@ func TestArgoCDConfigMapCarriesTheScript(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &cm); err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{"McpServiceProfile", "ServiceDeployment"} {
+	for _, kind := range []string{"McpServiceProfile", "ServiceDeployment", "McpCredential"} {
 		key := "resource.customizations.health.connectors.b10x.io_" + kind
 		if cm.Data[key] != script {
 			t.Errorf("argocd-cm %s differs from config/argocd/health.lua", key)

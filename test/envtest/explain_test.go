@@ -46,7 +46,7 @@ func undescribed(path string, s *apiextensionsv1.JSONSchemaProps) []string {
 // TestKubectlExplainDescribesEveryField: every field of both kinds, as served by the apiserver,
 // has a description (`kubectl explain mcpsp.spec...` never comes back empty).
 func TestKubectlExplainDescribesEveryField(t *testing.T) {
-	for _, name := range []string{"mcpserviceprofiles.connectors.b10x.io", "servicedeployments.connectors.b10x.io"} {
+	for _, name := range []string{"mcpserviceprofiles.connectors.b10x.io", "servicedeployments.connectors.b10x.io", "mcpcredentials.connectors.b10x.io"} {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
 			t.Fatal(err)

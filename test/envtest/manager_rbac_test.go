@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -26,7 +27,9 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/cmd/manager/app"
+	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
 )
 
 // forbiddenLog records every 403 answer the apiserver gives a rest.Config's requests.
@@ -171,6 +174,23 @@ func TestManagerRunsUnderChartRBAC(t *testing.T) {
 	mustCreate(t, sd)
 	waitObj(t, sd, storyTimeout, "Ready under the chart's RBAC", isReady[*apiv1.ServiceDeployment])
 	waitEvent(t, ns, "svc", "Normal/Activated")
+
+	// The OAuth producer under the same RBAC: it reads the refresh-token Secret, creates the
+	// target Secret, persists the rotated refresh token and updates the target on the next
+	// refresh (the token is due 3 s after issue with the default 5 min skew).
+	as := oauthtest.NewAuthServer(t, oauthtest.Config{AccessTokenTTL: controllers.DefaultCredentialRefreshSkew + 3*time.Second,
+		Preregistered: map[string]string{"connector-mcp": "rbac-client-secret"}})
+	rs := oauthtest.NewResourceServer(t, as)
+	workstationLogin(t, rs, ns, "oauth", "connector-mcp", "rbac-client-secret", []string{oauthtest.BaseScope})
+	mc := waitObj(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "oauth"}}, storyTimeout, "Ready under the chart's RBAC", isReady[*apiv1.McpCredential])
+	first, _ := targetToken(t, ns, "oauth")
+	eventually(t, storyTimeout, "the target Secret updated by a refresh", func() error {
+		if tok, _ := targetToken(t, ns, "oauth"); tok == first || tok == "" {
+			return errString("not refreshed yet")
+		}
+		return nil
+	})
+	waitEvent(t, ns, mc.Name, "Normal/"+controllers.ReasonTokenFresh)
 	if f := forbidden.list(); len(f) > 0 {
 		t.Errorf("the manager was refused %d request(s) under the chart's RBAC: %v", len(f), f)
 	}
@@ -195,6 +215,41 @@ func TestManagerRBACGapIsCaught(t *testing.T) {
 	})
 	forbidden := startChartManager(t, ns, sa)
 	want := "POST /api/v1/namespaces/" + ns + "/events"
+	deadline := time.Now().Add(storyTimeout)
+	for time.Now().Before(deadline) {
+		for _, f := range forbidden.list() {
+			if f == want {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("no 403 on %q recorded; forbidden requests: %v", want, forbidden.list())
+}
+
+// TestCredentialProducerRBACGapIsCaught is the producer's twin: with the Secret rule of before
+// the producer (read-only Secrets) the target Secret's creation is refused, and the recorder sees
+// that 403.
+func TestCredentialProducerRBACGapIsCaught(t *testing.T) {
+	ns := newNamespace(t, "chart-rbac-cred-gap")
+	sa := installChartRBAC(t, ns, func(o *unstructured.Unstructured) {
+		if o.GetKind() != "ClusterRole" {
+			return
+		}
+		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+		for _, r := range rules {
+			rule := r.(map[string]any)
+			if fmt.Sprint(rule["resources"]) == "[secrets]" {
+				rule["verbs"] = []any{"get", "list", "watch"}
+			}
+		}
+		_ = unstructured.SetNestedSlice(o.Object, rules, "rules")
+	})
+	forbidden := startChartManager(t, ns, sa)
+	as := oauthtest.NewAuthServer(t, oauthtest.Config{Preregistered: map[string]string{"connector-mcp": "rbac-client-secret"}})
+	rs := oauthtest.NewResourceServer(t, as)
+	workstationLogin(t, rs, ns, "oauth", "connector-mcp", "rbac-client-secret", []string{oauthtest.BaseScope})
+	want := "PUT /api/v1/namespaces/" + ns + "/secrets/oauth-oauth"
 	deadline := time.Now().Add(storyTimeout)
 	for time.Now().Before(deadline) {
 		for _, f := range forbidden.list() {

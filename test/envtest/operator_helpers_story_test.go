@@ -280,6 +280,8 @@ func describeStatus(o client.Object) string {
 		return fmt.Sprintf("%+v", x.Status)
 	case *apiv1.McpServiceProfile:
 		return fmt.Sprintf("%+v", x.Status)
+	case *apiv1.McpCredential:
+		return fmt.Sprintf("%+v", x.Status)
 	}
 	return ""
 }
@@ -291,6 +293,8 @@ func conditionsOf(o client.Object) []metav1.Condition {
 	case *apiv1.McpServiceProfile:
 		return x.Status.Conditions
 	case *apiv1.McpTrustPolicy:
+		return x.Status.Conditions
+	case *apiv1.McpCredential:
 		return x.Status.Conditions
 	}
 	return nil
@@ -321,6 +325,8 @@ func observedGen(o client.Object) int64 {
 	case *apiv1.McpServiceProfile:
 		return x.Status.ObservedGeneration
 	case *apiv1.McpTrustPolicy:
+		return x.Status.ObservedGeneration
+	case *apiv1.McpCredential:
 		return x.Status.ObservedGeneration
 	}
 	return -1

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -29,6 +30,7 @@ import (
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/mcpclient"
+	"github.com/b10x/connector-mcp/mcpclient/oauth"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/review"
 )
@@ -97,6 +99,9 @@ type Options struct {
 	// system roots, for every TLS connection the process makes: OCI registries, the TUF
 	// repository, authorization servers and MCP endpoints without their own caBundleRef.
 	CABundleFile string
+	// CredentialRefreshSkew (--credential-refresh-skew) is how long before expiry the OAuth
+	// producer refreshes an McpCredential's access token (spec.refreshSkew overrides it).
+	CredentialRefreshSkew time.Duration
 }
 
 // DefaultOptions returns the production defaults.
@@ -111,6 +116,8 @@ func DefaultOptions() Options {
 		Concurrency:      4,
 		MaxTools:         mcpclient.DefaultMaxTools,
 		MaxResponseBytes: egress.DefaultMaxResponseBytes,
+
+		CredentialRefreshSkew: controllers.DefaultCredentialRefreshSkew,
 	}
 }
 
@@ -129,6 +136,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DriftWebhookURL, "drift-webhook-url", o.DriftWebhookURL, "HTTPS receiver of drift notices (CloudEvents JSON naming the deployment, classes and candidate digest), sent through egress; empty disables it.")
 	fs.StringVar(&o.DriftWebhookBearerFile, "drift-webhook-bearer-file", o.DriftWebhookBearerFile, "File holding a bearer token for the drift webhook, read for each delivery.")
 	fs.StringVar(&o.CredentialHashKeyFile, "credential-hash-key-file", o.CredentialHashKeyFile, "File holding the HMAC key (at least 32 bytes) of status.credentialHash; keep it stable across restarts (default: a random key per process).")
+	// OAuth producer (McpCredential).
+	fs.DurationVar(&o.CredentialRefreshSkew, "credential-refresh-skew", o.CredentialRefreshSkew, "How long before expiry the OAuth producer refreshes an McpCredential's access token.")
 }
 
 // BindVerifyFlags registers the cluster trust and egress policy flags: the part of the manager's
@@ -162,6 +171,9 @@ func (o *Options) BindVerifyFlags(fs *pflag.FlagSet) {
 // Validate checks the options.
 func (o *Options) Validate() error {
 	var errs []error
+	if o.CredentialRefreshSkew < 0 {
+		errs = append(errs, errors.New("--credential-refresh-skew must not be negative"))
+	}
 	if (o.DefaultSubject != "" || o.DefaultSubjectRegExp != "") && o.DefaultIssuer == "" {
 		errs = append(errs, errors.New("--default-identity-subject needs --default-identity-issuer"))
 	}
@@ -242,6 +254,8 @@ type Wired struct {
 	Deployments *controllers.DeploymentReconciler
 	// TrustPolicies writes McpTrustPolicy status (Ready, Stalled, observedGeneration).
 	TrustPolicies *controllers.TrustPolicyReconciler
+	// Credentials is the OAuth producer (McpCredential).
+	Credentials *controllers.CredentialReconciler
 	// Metrics are the registered metrics.
 	Metrics *controllers.Metrics
 	// Refused is the connector_mcp_refused_deployments collector over the manager's cache.
@@ -387,6 +401,22 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	}
 	w.TrustPolicies = &controllers.TrustPolicyReconciler{Client: mgr.GetClient(), Validate: adapters.ValidateTrustPolicy}
 	if err := w.TrustPolicies.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// The OAuth producer's discovery and token requests obey the same dial-time IP policy; an
+	// McpCredential's URLs are a tenant's choice, so the Service CIDRs (--service-cidr, where the
+	// apiserver's ClusterIP lives) are denied as for freezes.
+	oauthIP := ip
+	oauthIP.DenyPrefixes = append(slices.Clone(ip.DenyPrefixes), serviceCIDRs...)
+	oauthClient, err := egress.NewHTTPClient(egress.Policy{IP: oauthIP, TLSClientConfig: tlsCfg, Timeout: o.ExchangeTimeout, MaxResponseBytes: oauth.MaxResponseBytes})
+	if err != nil {
+		return nil, err
+	}
+	w.Credentials = &controllers.CredentialReconciler{
+		Client: mgr.GetClient(), HTTPClient: oauthClient, Events: mgr.GetEventRecorder("connector-mcp"),
+		RefreshSkew: o.CredentialRefreshSkew, RetryInterval: o.RetryInterval,
+	}
+	if err := w.Credentials.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	return w, nil

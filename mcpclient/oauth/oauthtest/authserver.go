@@ -63,6 +63,13 @@ type Config struct {
 	// WrongIss makes the authorization response carry another issuer's identifier in "iss"
 	// (an RFC 9207 mix-up).
 	WrongIss bool
+	// TokenEndpoint, when set, is advertised in the metadata instead of the server's own
+	// /token (e.g. another authorization server's token endpoint: a metadata document that
+	// would send refresh tokens elsewhere).
+	TokenEndpoint string
+	// ClientCredentialsResource is the resource indicator a client_credentials token is minted
+	// for when the request names none.
+	ClientCredentialsResource string
 	// Addr is the listen address (default "127.0.0.1:0"); another 127.0.0.x address puts the
 	// server on a loopback alias, to test per-address dial policies.
 	Addr string
@@ -99,6 +106,8 @@ type AuthServer struct {
 	authorizes    int
 	codeGrants    int
 	refreshes     int
+	clientCreds   int
+	issued        []string
 	requested     [][]string
 }
 
@@ -146,10 +155,13 @@ func (a *AuthServer) metadata(w http.ResponseWriter, _ *http.Request) {
 		"authorization_endpoint":                         a.Issuer + "/authorize",
 		"token_endpoint":                                 a.Issuer + "/token",
 		"response_types_supported":                       []string{"code"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token", "client_credentials"},
 		"code_challenge_methods_supported":               []string{"S256"},
 		"token_endpoint_auth_methods_supported":          []string{"client_secret_post", "client_secret_basic", "none"},
 		"authorization_response_iss_parameter_supported": true,
+	}
+	if a.cfg.TokenEndpoint != "" {
+		m["token_endpoint"] = a.cfg.TokenEndpoint
 	}
 	if len(a.cfg.ScopesSupported) > 0 {
 		m["scopes_supported"] = a.cfg.ScopesSupported
@@ -314,12 +326,34 @@ func (a *AuthServer) token(w http.ResponseWriter, r *http.Request) {
 		delete(a.refresh, r.PostForm.Get("refresh_token")) // rotation
 		a.refreshes++
 		g = old
+	case "client_credentials":
+		// Confidential pre-registered clients only; the token carries the requested scopes.
+		if a.clients[clientID].secret == "" {
+			oauthError(w, http.StatusUnauthorized, "invalid_client")
+			return
+		}
+		res := r.PostForm.Get("resource")
+		if res == "" {
+			res = a.cfg.ClientCredentialsResource
+		}
+		a.clientCreds++
+		g = Grant{Issuer: a.Issuer, ClientID: clientID, Resource: res, Scopes: strings.Fields(r.PostForm.Get("scope"))}
+		g.Expiry = time.Now().Add(a.cfg.AccessTokenTTL)
+		at := "at-" + random()
+		a.issued = append(a.issued, at)
+		a.access[at] = g
+		writeJSON(w, http.StatusOK, map[string]any{
+			"access_token": at, "token_type": "Bearer",
+			"expires_in": int(a.cfg.AccessTokenTTL / time.Second), "scope": strings.Join(g.Scopes, " "),
+		})
+		return
 	default:
 		oauthError(w, http.StatusBadRequest, "unsupported_grant_type")
 		return
 	}
 	g.Expiry = time.Now().Add(a.cfg.AccessTokenTTL)
 	at, rt := "at-"+random(), "rt-"+random()
+	a.issued = append(a.issued, at, rt)
 	a.access[at] = g
 	a.refresh[rt] = g
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -360,16 +394,36 @@ func (a *AuthServer) DenyNext() {
 }
 
 // Counts reports how often each endpoint completed: client registrations, authorization
-// requests, authorization-code grants and refresh grants.
+// requests, authorization-code grants, refresh grants and client-credentials grants.
 type Counts struct {
-	Registrations, Authorizations, CodeGrants, Refreshes int
+	Registrations, Authorizations, CodeGrants, Refreshes, ClientCredentials int
 }
 
 // Counts returns the endpoint counters.
 func (a *AuthServer) Counts() Counts {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return Counts{a.registrations, a.authorizes, a.codeGrants, a.refreshes}
+	return Counts{a.registrations, a.authorizes, a.codeGrants, a.refreshes, a.clientCreds}
+}
+
+// Issued returns every access and refresh token the server has minted, in order (for tests that
+// assert no token leaks).
+func (a *AuthServer) Issued() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.issued)
+}
+
+// RefreshTokens returns the refresh tokens the server would redeem now (rotation drops each one
+// once it is used).
+func (a *AuthServer) RefreshTokens() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]string, 0, len(a.refresh))
+	for rt := range a.refresh {
+		out = append(out, rt)
+	}
+	return out
 }
 
 // RequestedScopes returns the scope sets of every authorization request, in order.

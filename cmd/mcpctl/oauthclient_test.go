@@ -1,4 +1,4 @@
-package oauth_test
+package main
 
 import (
 	"context"
@@ -11,8 +11,10 @@ import (
 	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
 )
 
-// The MCP server is on 127.0.0.1, the authorization server its metadata names on 127.0.0.2.
-// With only 127.0.0.1 allowed (loopback treated like a private range), discovery of the
+const ssrfRedirect = "http://127.0.0.1:8976/callback"
+
+// mcpctl hands package oauth an egress-built client. The MCP server is on 127.0.0.1, the
+// authorization server its metadata names on 127.0.0.2. With only 127.0.0.1 allowed (loopback treated like a private range), discovery of the
 // authorization server is refused at dial time by egress's policy; allowing both lets it through.
 func TestDiscoveryDialsThroughEgressPolicy(t *testing.T) {
 	as := oauthtest.NewAuthServer(t, oauthtest.Config{Addr: "127.0.0.2:0"})
@@ -22,12 +24,12 @@ func TestDiscoveryDialsThroughEgressPolicy(t *testing.T) {
 		for _, a := range allow {
 			cidrs = append(cidrs, netip.MustParsePrefix(a))
 		}
-		client, err := oauth.NewHTTPClient(egress.IPPolicy{Loopback: egress.LoopbackByCIDRUnsafe, AllowCIDRs: cidrs})
+		client, err := egress.NewHTTPClient(egress.Policy{IP: egress.IPPolicy{Loopback: egress.LoopbackByCIDRUnsafe, AllowCIDRs: cidrs}, MaxResponseBytes: oauth.MaxResponseBytes})
 		if err != nil {
 			t.Fatal(err)
 		}
 		h, err := oauth.NewHandler(oauth.Options{ServerURL: rs.URL, Store: oauth.NewMemoryStore(), HTTPClient: client,
-			RedirectURL: redirect, Fetcher: oauthtest.Fetcher})
+			RedirectURL: ssrfRedirect, Fetcher: oauthtest.Fetcher})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,12 +52,20 @@ func TestDiscoveryDialsThroughEgressPolicy(t *testing.T) {
 	}
 }
 
-// In the default (hosted-strength) policy, plain http and loopback are refused outright: the MCP
-// server itself is not even probed.
-func TestDefaultClientRefusesLoopback(t *testing.T) {
+// mcpctl's client for a remote (non-loopback) server URL is the strict policy: plain http and
+// loopback are refused outright, so the loopback MCP server reached through it is not even
+// probed; package oauth itself refuses to run without a client.
+func TestStrictClientRefusesLoopback(t *testing.T) {
 	as := oauthtest.NewAuthServer(t, oauthtest.Config{})
 	rs := oauthtest.NewResourceServer(t, as)
-	h, err := oauth.NewHandler(oauth.Options{ServerURL: rs.URL, Store: oauth.NewMemoryStore(), RedirectURL: redirect, Fetcher: oauthtest.Fetcher})
+	if _, err := oauth.NewHandler(oauth.Options{ServerURL: rs.URL, Store: oauth.NewMemoryStore()}); !errors.Is(err, oauth.ErrHTTPClientRequired) {
+		t.Fatalf("no client: got %v, want ErrHTTPClientRequired", err)
+	}
+	strict, err := oauthHTTPClient("https://mcp.example.com/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := oauth.NewHandler(oauth.Options{ServerURL: rs.URL, Store: oauth.NewMemoryStore(), HTTPClient: strict, RedirectURL: ssrfRedirect, Fetcher: oauthtest.Fetcher})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,530 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
+	"github.com/b10x/connector-mcp/mcpclient/oauth"
+)
+
+// Reasons of the McpCredential Ready condition (also the events' reasons and, except
+// TokenFresh, the target Secret's connectors.b10x.io/credential-state).
+const (
+	// ReasonTokenFresh: the target Secret holds an access token that is not yet due for refresh.
+	ReasonTokenFresh = "TokenFresh"
+	// ReasonReauthorizationRequired: the authorization server answered invalid_grant; a human
+	// must run "mcpctl login --to-secret" again. Stalled.
+	ReasonReauthorizationRequired = k8sbinding.ReasonReauthorizationRequired
+	// ReasonIssuerMismatch: the resource no longer names the issuer, the issuer's metadata is
+	// not its own, or its token endpoint is on another origin. Stalled; nothing was sent.
+	ReasonIssuerMismatch = "IssuerMismatch"
+	// ReasonResourceMismatch: the protected-resource metadata describes another resource.
+	// Stalled; nothing was sent.
+	ReasonResourceMismatch = "ResourceMismatch"
+	// ReasonInsufficientScope: the grant lacks a requested scope (named in the message and in
+	// status.missingScopes); a human must log in again with it. Stalled: no silent escalation.
+	ReasonInsufficientScope = "InsufficientScope"
+	// ReasonSecretRefused: the refresh-token or client-secret Secret is missing, not labelled
+	// connectors.b10x.io/credential=true, a ServiceAccount token, or lacks its key. Retried when
+	// the Secret changes.
+	ReasonSecretRefused = "SecretRefused"
+	// ReasonTargetSecretConflict: a Secret of the target name exists that this McpCredential
+	// did not create; it is never taken over. Stalled.
+	ReasonTargetSecretConflict = "TargetSecretConflict"
+	// ReasonRefreshFailed: the token request failed for another reason (transport, egress
+	// refusal, server error); retried.
+	ReasonRefreshFailed = "RefreshFailed"
+)
+
+// DefaultCredentialRefreshSkew is the default of --credential-refresh-skew.
+const DefaultCredentialRefreshSkew = 5 * time.Minute
+
+// CredentialReconciler is the hosted OAuth producer: it keeps the access token of every
+// McpCredential fresh in its target Secret (the Secret a ServiceDeployment's credentialRef
+// names), obtaining it only from the bound issuer for the bound resource, through the egress
+// port, and persisting rotated refresh tokens. The spender (egress/k8sbinding) is unchanged; it
+// refuses a Secret this reconciler marked unusable.
+type CredentialReconciler struct {
+	// Client reads McpCredentials and, through the manager's label-filtered cache, Secrets; it
+	// writes the target and refresh-token Secrets and the status.
+	Client client.Client
+	// HTTPClient carries discovery and token requests: egress's guarded client (dial-time IP
+	// policy, no proxy, no redirects, bounded responses). Required.
+	HTTPClient *http.Client
+	// Events records events whose reasons equal condition reasons. Optional.
+	Events events.EventRecorder
+	// Clock is injected for tests; nil means the real clock.
+	Clock clock.PassiveClock
+	// RefreshSkew is how long before expiry a token is refreshed (spec.refreshSkew overrides it).
+	RefreshSkew time.Duration
+	// RetryInterval is the delay before retrying a transient failure.
+	RetryInterval time.Duration
+}
+
+// +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpcredentials,verbs=get;list;watch
+// +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpcredentials/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+
+// SetupWithManager watches McpCredentials (spec changes) and the opted-in Secrets they name.
+func (r *CredentialReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1.McpCredential{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Named("mcpcredential").
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bySecret)).
+		Complete(r)
+}
+
+// bySecret enqueues the McpCredentials of the Secret's namespace that name it.
+func (r *CredentialReconciler) bySecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1.McpCredentialList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if slicesContains(credentialSecretNames(&list.Items[i]), o.GetName()) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: list.Items[i].Name}})
+		}
+	}
+	return out
+}
+
+func credentialSecretNames(c *v1.McpCredential) []string {
+	names := []string{c.Spec.TargetSecretName}
+	if c.Spec.RefreshTokenSecretRef != nil {
+		names = append(names, c.Spec.RefreshTokenSecretRef.Name)
+	}
+	if c.Spec.Client.ClientSecretRef != nil {
+		names = append(names, c.Spec.Client.ClientSecretRef.Name)
+	}
+	return names
+}
+
+func slicesContains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// credOutcome is the verdict of one pass.
+type credOutcome struct {
+	reason    string
+	message   string
+	transient bool
+	// state is written to the target Secret's credential-state annotation ("" leaves it).
+	state   string
+	expiry  time.Time
+	scopes  []string
+	missing []string
+	// refreshed is set when a token was written in this pass.
+	refreshed bool
+	requeue   time.Duration
+	// inputs are the Secret versions the verdict was reached on (status.observedSecretVersions).
+	inputs string
+}
+
+func (r *CredentialReconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}
+
+// Reconcile keeps one McpCredential's token fresh and writes its status when it changes.
+func (r *CredentialReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cred := &v1.McpCredential{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cred); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	o, err := r.produce(ctx, cred)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.writeStatus(ctx, cred, o); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: o.requeue}, nil
+}
+
+func (r *CredentialReconciler) skew(c *v1.McpCredential) time.Duration {
+	if c.Spec.RefreshSkew != nil && c.Spec.RefreshSkew.Duration > 0 {
+		return c.Spec.RefreshSkew.Duration
+	}
+	if r.RefreshSkew > 0 {
+		return r.RefreshSkew
+	}
+	return DefaultCredentialRefreshSkew
+}
+
+func (r *CredentialReconciler) retry() time.Duration {
+	if r.RetryInterval > 0 {
+		return r.RetryInterval
+	}
+	return 30 * time.Second
+}
+
+// produce runs one pass: Secrets, the fresh check, discovery, the token request, the writes.
+// Returned errors are API errors worth a requeue with backoff; every other failure is an outcome.
+func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential) (credOutcome, error) {
+	now := r.now()
+	target, owned, err := r.target(ctx, c)
+	if err != nil {
+		return credOutcome{}, err
+	}
+	if target != nil && !owned {
+		return credOutcome{reason: ReasonTargetSecretConflict,
+			message: fmt.Sprintf("Secret %q exists and is not produced by this McpCredential; it is never taken over", clip(c.Spec.TargetSecretName))}, nil
+	}
+	// Fresh: the target holds a Ready token not yet due, for this generation.
+	if due, exp, fresh := RefreshDue(c, target, r.skew(c), now); fresh {
+		return credOutcome{reason: ReasonTokenFresh, message: freshMessage(c), state: v1.CredentialStateReady,
+			expiry: exp, requeue: due.Sub(now) + time.Second}, nil
+	}
+	client := oauth.ProducerClient{ID: c.Spec.Client.ClientID}
+	var clientSec, refreshSec *corev1.Secret
+	if ref := c.Spec.Client.ClientSecretRef; ref != nil {
+		sec, o := r.secret(ctx, c.Namespace, ref, "client secret")
+		if o != nil {
+			return *o, nil
+		}
+		clientSec, client.Secret = sec, string(sec.Data[ref.Key])
+	}
+	var refreshToken string
+	if c.Spec.Grant != v1.GrantClientCredentials {
+		ref := c.Spec.RefreshTokenSecretRef
+		if ref == nil {
+			return credOutcome{reason: ReasonSecretRefused, message: "spec.refreshTokenSecretRef is required with grant AuthorizationCode"}, nil
+		}
+		sec, o := r.secret(ctx, c.Namespace, ref, "refresh token")
+		if o != nil {
+			return *o, nil
+		}
+		refreshSec, refreshToken = sec, string(sec.Data[ref.Key])
+	}
+	inputs := secretVersions(refreshSec, clientSec)
+	// A verdict that needs a human stands until the spec or one of its Secrets changes: no
+	// token request is repeated (and no rotated refresh token written) in the meantime.
+	if ready := meta.FindStatusCondition(c.Status.Conditions, TypeReady); ready != nil && ready.Status == metav1.ConditionFalse &&
+		terminalReasons[ready.Reason] && c.Status.ObservedGeneration == c.Generation && c.Status.ObservedSecretVersions == inputs {
+		return credOutcome{reason: ready.Reason, message: ready.Message, missing: c.Status.MissingScopes, inputs: inputs}, nil
+	}
+
+	binding, err := oauth.DiscoverBinding(ctx, r.HTTPClient, c.Spec.Resource, c.Spec.Issuer)
+	if err != nil {
+		return r.unusable(ctx, c, target, tokenFailure(err), inputs), nil
+	}
+	var got *oauth.Credential
+	if c.Spec.Grant == v1.GrantClientCredentials {
+		got, err = oauth.ClientCredentials(ctx, r.HTTPClient, binding, client, c.Spec.Scopes)
+	} else {
+		got, err = oauth.Refresh(ctx, r.HTTPClient, binding, client, refreshToken, c.Spec.Scopes)
+	}
+	if err != nil {
+		return r.unusable(ctx, c, target, tokenFailure(err), inputs), nil
+	}
+	// A rotated refresh token is persisted before anything else: the old one is spent.
+	if refreshSec != nil && got.RefreshToken != "" && got.RefreshToken != refreshToken {
+		upd := refreshSec.DeepCopy()
+		upd.Data[c.Spec.RefreshTokenSecretRef.Key] = []byte(got.RefreshToken)
+		if err := r.Client.Update(ctx, upd); err != nil {
+			return credOutcome{}, fmt.Errorf("persist the rotated refresh token in Secret %s: %s", c.Spec.RefreshTokenSecretRef.Name, apierrors.ReasonForError(err))
+		}
+		inputs = secretVersions(upd, clientSec)
+	}
+	if missing := oauth.MissingScopes(c.Spec.Scopes, got.Scopes); len(missing) > 0 {
+		// The token is not written: there is no silent escalation, a human logs in with the scope.
+		o := credOutcome{reason: ReasonInsufficientScope, state: ReasonInsufficientScope, scopes: got.Scopes, missing: missing,
+			message: "the grant lacks scope " + strings.Join(missing, " ") + "; run mcpctl login --to-secret with --scope " + strings.Join(missing, " --scope ")}
+		return r.unusable(ctx, c, target, o, inputs), nil
+	}
+	o := credOutcome{reason: ReasonTokenFresh, message: freshMessage(c),
+		state: v1.CredentialStateReady, expiry: got.Expiry, scopes: got.Scopes, refreshed: true, inputs: inputs}
+	if err := r.writeTarget(ctx, c, target, []byte(got.AccessToken), o); errors.Is(err, errTargetConflict) {
+		return credOutcome{reason: ReasonTargetSecretConflict,
+			message: fmt.Sprintf("Secret %q exists and is not produced by this McpCredential; it is never taken over", clip(c.Spec.TargetSecretName))}, nil
+	} else if err != nil {
+		return credOutcome{}, err
+	}
+	if !got.Expiry.IsZero() {
+		o.requeue = max(got.Expiry.Add(-r.skew(c)).Sub(now), time.Second)
+	}
+	return o, nil
+}
+
+// RefreshDue is the pure decision whether the target Secret's token may be kept: it is fresh when
+// the Secret is marked Ready with an expiry, the McpCredential's status describes its current
+// generation, and now is before expiry − skew (due). A token of unknown expiry is never fresh.
+func RefreshDue(c *v1.McpCredential, target *corev1.Secret, skew time.Duration, now time.Time) (due, expiry time.Time, fresh bool) {
+	if target == nil || c.Status.ObservedGeneration != c.Generation || target.Annotations[v1.CredentialStateAnnotation] != v1.CredentialStateReady {
+		return time.Time{}, time.Time{}, false
+	}
+	exp, err := time.Parse(time.RFC3339, target.Annotations[v1.CredentialExpiryAnnotation])
+	if err != nil {
+		return time.Time{}, time.Time{}, false
+	}
+	due = exp.Add(-skew)
+	return due, exp, now.Before(due)
+}
+
+// terminalReasons are the Ready reasons that need a human (Stalled).
+var terminalReasons = map[string]bool{
+	ReasonReauthorizationRequired: true, ReasonIssuerMismatch: true, ReasonResourceMismatch: true, ReasonInsufficientScope: true,
+}
+
+// secretVersions identifies the inputs of a verdict: the resourceVersions of the refresh-token
+// and client-secret Secrets.
+func secretVersions(refresh, clientSecret *corev1.Secret) string {
+	v := func(s *corev1.Secret) string {
+		if s == nil {
+			return "-"
+		}
+		return s.ResourceVersion
+	}
+	return v(refresh) + "/" + v(clientSecret)
+}
+
+// errTargetConflict reports a target Secret that exists but was not created by the McpCredential
+// (the label-filtered cache does not see an unlabelled one; its creation then fails).
+var errTargetConflict = errors.New("target Secret exists")
+
+func freshMessage(c *v1.McpCredential) string {
+	return "a fresh access token is in Secret " + clip(c.Spec.TargetSecretName)
+}
+
+// tokenFailure maps a discovery or token error onto an outcome (reason, message, transient).
+func tokenFailure(err error) credOutcome {
+	var be *oauth.BindingError
+	switch {
+	case errors.As(err, &be) && be.What == "resource":
+		return credOutcome{reason: ReasonResourceMismatch, state: ReasonResourceMismatch,
+			message: oauth.RefusalBindingMismatch + ": the protected-resource metadata describes another resource; nothing was sent"}
+	case errors.As(err, &be):
+		return credOutcome{reason: ReasonIssuerMismatch, state: ReasonIssuerMismatch,
+			message: oauth.RefusalBindingMismatch + ": " + be.What + " is not the bound issuer's; no token was requested"}
+	case oauth.IsInvalidGrant(err):
+		return credOutcome{reason: ReasonReauthorizationRequired, state: ReasonReauthorizationRequired,
+			message: "the authorization server answered invalid_grant: run mcpctl login --to-secret again"}
+	}
+	detail := RefusalText(err, "token_request_failed")
+	var re *oauth.RefreshError
+	if errors.As(err, &re) && re.Code != "" {
+		detail = re.Code // a registered OAuth error code, never the server's description
+	}
+	return credOutcome{reason: ReasonRefreshFailed, transient: true, message: "the token request failed: " + detail}
+}
+
+// unusable marks the target Secret (when it exists and is ours) with o's state, so the spender
+// refuses it by name, and returns o with its requeue.
+func (r *CredentialReconciler) unusable(ctx context.Context, c *v1.McpCredential, target *corev1.Secret, o credOutcome, inputs string) credOutcome {
+	o.inputs = inputs
+	if o.transient {
+		o.requeue = r.retry()
+		return o
+	}
+	if target != nil && o.state != "" && target.Annotations[v1.CredentialStateAnnotation] != o.state {
+		upd := target.DeepCopy()
+		upd.Annotations[v1.CredentialStateAnnotation] = o.state
+		if err := r.Client.Patch(ctx, upd, client.MergeFrom(target)); err != nil {
+			o.requeue = r.retry()
+		}
+	}
+	return o
+}
+
+// target returns the target Secret (nil when absent) and whether this McpCredential owns it.
+func (r *CredentialReconciler) target(ctx context.Context, c *v1.McpCredential) (*corev1.Secret, bool, error) {
+	sec := &corev1.Secret{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.TargetSecretName}, sec)
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return sec, sec.Labels[v1.CredentialProducerLabel] == c.Name && metav1.IsControlledBy(sec, c), nil
+}
+
+// secret reads an opted-in Secret holding ref's key, or returns the SecretRefused outcome.
+func (r *CredentialReconciler) secret(ctx context.Context, ns string, ref *v1.SecretKeyReference, what string) (*corev1.Secret, *credOutcome) {
+	sec := &corev1.Secret{}
+	eref := egress.CredentialRef{Name: ref.Name, Key: ref.Key}
+	refused := func(name string) *credOutcome {
+		return &credOutcome{reason: ReasonSecretRefused, requeue: r.retry(),
+			message: fmt.Sprintf("%s Secret %q: %s (it must exist, carry %s=true and hold key %q)", what, clip(ref.Name), name, v1.CredentialLabel, clip(ref.Key))}
+	}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, sec); err != nil {
+		return nil, refused(k8sbinding.RefusalCredentialNotOptedIn)
+	}
+	if err := k8sbinding.CheckOptIn(sec, eref); err != nil {
+		return nil, refused(RefusalText(err, k8sbinding.RefusalCredentialNotOptedIn))
+	}
+	if len(sec.Data[ref.Key]) == 0 {
+		return nil, refused("key_not_found")
+	}
+	return sec, nil
+}
+
+// writeTarget creates or updates the target Secret: the access token under "token", opted in
+// for the resource's host only, marked with the producer's state and the expiry.
+func (r *CredentialReconciler) writeTarget(ctx context.Context, c *v1.McpCredential, target *corev1.Secret, token []byte, o credOutcome) error {
+	host, err := allowedHost(c.Spec.Resource)
+	if err != nil {
+		return err
+	}
+	create := target == nil
+	if create {
+		target = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Spec.TargetSecretName}, Type: corev1.SecretTypeOpaque}
+		if err := controllerutil.SetControllerReference(c, target, r.Client.Scheme()); err != nil {
+			return err
+		}
+	} else {
+		target = target.DeepCopy()
+	}
+	if target.Labels == nil {
+		target.Labels = map[string]string{}
+	}
+	if target.Annotations == nil {
+		target.Annotations = map[string]string{}
+	}
+	target.Labels[v1.CredentialLabel] = "true"
+	target.Labels[v1.CredentialProducerLabel] = c.Name
+	target.Annotations[v1.CredentialAllowedHostsAnnotation] = host
+	target.Annotations[v1.CredentialStateAnnotation] = o.state
+	if o.expiry.IsZero() {
+		delete(target.Annotations, v1.CredentialExpiryAnnotation)
+	} else {
+		target.Annotations[v1.CredentialExpiryAnnotation] = o.expiry.UTC().Format(time.RFC3339)
+	}
+	target.Data = map[string][]byte{v1.CredentialTokenKey: token}
+	if create {
+		err = r.Client.Create(ctx, target)
+		if apierrors.IsAlreadyExists(err) {
+			return errTargetConflict
+		}
+	} else {
+		err = r.Client.Update(ctx, target)
+	}
+	if err != nil {
+		return fmt.Errorf("write target Secret %s: %s", c.Spec.TargetSecretName, apierrors.ReasonForError(err))
+	}
+	return nil
+}
+
+// allowedHost is the allowed-hosts entry of a resource URL: its host, with the port when the URL
+// names one.
+func allowedHost(resource string) (string, error) {
+	u, err := url.Parse(resource)
+	if err != nil || u.Hostname() == "" {
+		return "", errors.New("spec.resource is not an absolute URL")
+	}
+	return strings.ToLower(u.Host), nil
+}
+
+// CredentialConditions is the pure decision of the conditions of an outcome: Ready True
+// (TokenFresh) or False with the reason; Stalled True for a failure that needs a human;
+// Reconciling True for one that is retried.
+func CredentialConditions(reason, message string, transient bool) []metav1.Condition {
+	if reason == ReasonTokenFresh {
+		return []metav1.Condition{{Type: TypeReady, Status: metav1.ConditionTrue, Reason: reason, Message: message}}
+	}
+	other := TypeStalled
+	if transient || reason == ReasonSecretRefused {
+		other = TypeReconciling
+	}
+	return []metav1.Condition{
+		{Type: TypeReady, Status: metav1.ConditionFalse, Reason: reason, Message: message},
+		{Type: other, Status: metav1.ConditionTrue, Reason: reason, Message: message},
+	}
+}
+
+// writeStatus patches the status when anything observable changed (a no-op pass writes nothing).
+func (r *CredentialReconciler) writeStatus(ctx context.Context, c *v1.McpCredential, o credOutcome) error {
+	want := CredentialConditions(o.reason, o.message, o.transient)
+	st := c.Status
+	var exp *metav1.Time
+	if !o.expiry.IsZero() {
+		exp = &metav1.Time{Time: o.expiry.UTC().Truncate(time.Second)}
+	}
+	unchanged := st.ObservedGeneration == c.Generation && conditionsEqual(st.Conditions, want) && !o.refreshed &&
+		equalStrings(st.MissingScopes, o.missing) && (o.inputs == "" || st.ObservedSecretVersions == o.inputs)
+	if unchanged {
+		return nil
+	}
+	before := c.DeepCopy()
+	for _, t := range []string{TypeReady, TypeStalled, TypeReconciling} {
+		if !hasType(want, t) {
+			meta.RemoveStatusCondition(&c.Status.Conditions, t)
+		}
+	}
+	for _, w := range want {
+		w.ObservedGeneration = c.Generation
+		meta.SetStatusCondition(&c.Status.Conditions, w)
+	}
+	c.Status.ObservedGeneration = c.Generation
+	c.Status.MissingScopes = o.missing
+	if o.inputs != "" {
+		c.Status.ObservedSecretVersions = o.inputs
+	}
+	if o.scopes != nil {
+		c.Status.Scopes = o.scopes
+	}
+	if o.refreshed {
+		c.Status.Expiry = exp
+		c.Status.LastRefreshTime = &metav1.Time{Time: r.now().UTC().Truncate(time.Second)}
+	}
+	if err := r.Client.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	typ := corev1.EventTypeNormal
+	if o.reason != ReasonTokenFresh {
+		typ = corev1.EventTypeWarning
+		log.FromContext(ctx).Info("An McpCredential cannot produce a token", "mcpCredential", c.Name, "reason", o.reason)
+	}
+	if r.Events != nil {
+		r.Events.Eventf(c, nil, typ, o.reason, "Produce", "%s", o.message)
+	}
+	return nil
+}
+
+func hasType(cs []metav1.Condition, t string) bool {
+	return meta.FindStatusCondition(cs, t) != nil
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
