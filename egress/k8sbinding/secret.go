@@ -15,6 +15,7 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 // Stable refusal names of a credential Secret that may not be spent.
@@ -203,3 +204,10 @@ func (s *SecretStore) Get(ctx context.Context, ref egress.CredentialRef) ([]byte
 	}
 	return CheckSecret(&sec, ref, s.Endpoint)
 }
+
+// Every refusal of this package has the shared shape of the refusal package.
+var (
+	_ refusal.Named = (*CABundleError)(nil)
+	_ refusal.Named = (*CeilingError)(nil)
+	_ refusal.Named = (*CredentialRefusal)(nil)
+)

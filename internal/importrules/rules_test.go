@@ -52,12 +52,7 @@ var rules = []rule{
 // allowed are known violations being removed by work in flight. Each entry names the rule, the
 // importing package and the forbidden package it reaches, and why it is still here. An entry that
 // no longer matches a violation fails the test, so it is deleted as soon as the code is fixed.
-var allowed = []violation{
-	// TEMPORARY (issue 11, "Egress knows no Kubernetes": "mcpclient/oauth takes an *http.Client;
-	// mcpctl builds it from egress"). mcpclient/oauth still builds its own egress client in
-	// httpclient.go; the OAuth work in flight changes it. Delete this entry with that change.
-	{Rule: "mcpclient_is_handed_its_port", From: module + "/mcpclient/oauth", To: module + "/egress"},
-}
+var allowed = []violation{}
 
 // pkg is the part of `go list -json` output the rules need.
 type pkg struct {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/url"
 	"slices"
+
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 // Sentinel errors of package oauth, matched with [errors.Is]. None of the errors of this package
@@ -200,3 +202,11 @@ func sanitizeCode(code string) string {
 	}
 	return ""
 }
+
+// Every refusal of this package has the shared shape of the refusal package.
+var (
+	_ refusal.Named = (*StoreError)(nil)
+	_ refusal.Named = (*LoginRequiredError)(nil)
+	_ refusal.Named = (*BindingError)(nil)
+	_ refusal.Named = (*DeniedError)(nil)
+)

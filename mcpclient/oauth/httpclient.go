@@ -2,13 +2,13 @@ package oauth
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/b10x/connector-mcp/refusal"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -38,10 +38,9 @@ func (r *refusalRecorder) reset() {
 // RoundTrip implements [http.RoundTripper].
 func (r *refusalRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.next.RoundTrip(req)
-	var named interface{ Refusal() string }
-	if err != nil && errors.As(err, &named) {
+	if named, ok := refusal.As(err); ok {
 		r.mu.Lock()
-		r.last = named.(error)
+		r.last = named
 		r.mu.Unlock()
 	}
 	return resp, err
