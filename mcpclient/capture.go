@@ -41,6 +41,10 @@ type callState struct {
 	rpcCode int64
 	rpcData json.RawMessage
 	status  int
+	// scopes is set (possibly empty) when a 403 carried an insufficient_scope challenge.
+	scopes []string
+	// insufficientScope records that challenge.
+	insufficientScope bool
 }
 
 func (st *callState) deliver(result json.RawMessage, isErr bool, code int64, data json.RawMessage) {
@@ -57,9 +61,12 @@ func (st *callState) deliver(result json.RawMessage, isErr bool, code int64, dat
 	st.result = bytes.Clone(result)
 }
 
-func (st *callState) setStatus(code int) {
+func (st *callState) setStatus(code int, h http.Header) {
 	st.mu.Lock()
 	st.status = code
+	if code == http.StatusForbidden {
+		st.scopes, st.insufficientScope = insufficientScope(h.Values("WWW-Authenticate"))
+	}
 	st.mu.Unlock()
 }
 
@@ -326,7 +333,7 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if st != nil {
-		st.setStatus(resp.StatusCode)
+		st.setStatus(resp.StatusCode, resp.Header)
 	}
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return resp, nil

@@ -296,9 +296,13 @@ func (s *Session) outcomeErr(op string, ctx context.Context, st *callState, err 
 	if st != nil {
 		st.mu.Lock()
 		rpcErr, code, status := st.rpcErr, st.rpcCode, st.status
+		insufficient, scopes := st.insufficientScope, st.scopes
 		st.mu.Unlock()
 		if rpcErr {
 			return &ServerError{Op: op, Code: code}
+		}
+		if status == http.StatusForbidden && insufficient {
+			return &TransportError{Op: op, Status: status, Err: ErrInsufficientScope, Scopes: scopes}
 		}
 		if status == http.StatusUnauthorized {
 			return &TransportError{Op: op, Status: status, Err: ErrUnauthorized}

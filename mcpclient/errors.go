@@ -25,6 +25,9 @@ const (
 	RefusalArgumentTooLarge = "argument_too_large"
 	// RefusalResultTooLarge: a tools/call result exceeded Limits.MaxResultBytes.
 	RefusalResultTooLarge = "result_too_large"
+	// RefusalInsufficientScope: the server answered 403 insufficient_scope (ErrInsufficientScope);
+	// the name callers show with the scopes of the *TransportError.
+	RefusalInsufficientScope = "insufficient_scope"
 	// RefusalProbeTimeout: negotiation did not finish within Limits.ProbeTimeout.
 	RefusalProbeTimeout = "probe_timeout"
 	// RefusalCallTimeout: a request did not finish within Limits.CallTimeout.
@@ -126,6 +129,10 @@ var (
 	// ErrUnauthorized: the server answered 401; it requires authorization this client did not
 	// present (for mcpctl: run "mcpctl login --url URL" first).
 	ErrUnauthorized = errors.New("server requires authorization")
+	// ErrInsufficientScope: the server answered 403 with a Bearer challenge
+	// error="insufficient_scope" (RFC 6750 §3.1): the credential lacks a scope. The
+	// *TransportError's Scopes name what the server asked for; nothing escalates by itself.
+	ErrInsufficientScope = errors.New("server requires a scope the credential lacks")
 	// ErrServerError: the server answered a request with a JSON-RPC error.
 	ErrServerError = errors.New("server returned a JSON-RPC error")
 	// ErrToolError: the tool result has isError set; see *ToolError.
@@ -237,7 +244,18 @@ type TransportError struct {
 	Status int
 	// Err is the sentinel reason (ErrConnectionClosed, ErrHTTPStatus, ErrSpawn, ...).
 	Err error
+	// Scopes are, for ErrInsufficientScope, the scopes the server's challenge named: each a
+	// valid RFC 6749 scope-token of at most MaxChallengeScopeLen bytes, at most
+	// MaxChallengeScopes of them; empty when the challenge named none or anything else.
+	Scopes []string
 }
+
+// Bounds of the scopes read from an insufficient_scope challenge: a server's challenge is
+// untrusted text, so only short, well-formed scope tokens are kept.
+const (
+	MaxChallengeScopes   = 16
+	MaxChallengeScopeLen = 128
+)
 
 // Unwrap returns the sentinel reason.
 func (e *TransportError) Unwrap() error { return e.Err }

@@ -40,6 +40,9 @@ func TestClassifyFreezeErrors(t *testing.T) {
 		// A certificate that does not verify needs a human (a CA bundle, or an impostor).
 		{"private CA without its bundle", fmt.Errorf("connect: %w", &egress.TLSError{Name: egress.RefusalTLSUnknownAuthority}), controllers.ReasonFreezeRefused, false},
 		{"certificate for another host", &egress.TLSError{Name: egress.RefusalTLSHostnameMismatch}, controllers.ReasonFreezeRefused, false},
+		// Step-up needs a human: the credential lacks a scope.
+		{"insufficient scope", &mcpclient.TransportError{Op: "connect", Status: 403, Err: mcpclient.ErrInsufficientScope, Scopes: []string{"repo:write"}}, controllers.ReasonFreezeRefused, false},
+		{"plain 403", &mcpclient.TransportError{Op: "connect", Status: 403, Err: mcpclient.ErrHTTPStatus}, controllers.ReasonServerUnreachable, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,6 +55,9 @@ func TestClassifyFreezeErrors(t *testing.T) {
 			}
 			if strings.Contains(serr.Message, "127.0.0.1:1") || strings.Contains(serr.Message, "connection refused") {
 				t.Fatalf("message carries a raw transport error: %q", serr.Message)
+			}
+			if tc.name == "insufficient scope" && !strings.Contains(serr.Message, "requires scope repo:write") {
+				t.Fatalf("the step-up message does not name the scope: %q", serr.Message)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/egress"
@@ -81,6 +82,16 @@ func classify(err error, where string) error {
 		// configured (spec.mcpConnection.caBundleRef), or an impostor. A human must act.
 		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonFreezeRefused, Err: err,
 			Message: fmt.Sprintf("the TLS certificate of %s was refused: %s (name the endpoint's CA bundle in spec.mcpConnection.caBundleRef)", where, refusal(err))}
+	case errors.Is(err, mcpclient.ErrInsufficientScope):
+		// Step-up: the credential lacks a scope. The condition names what the server asked for,
+		// so a human can log in again with it; the cluster never escalates a scope by itself.
+		asked := "a scope it did not name"
+		var te *mcpclient.TransportError
+		if errors.As(err, &te) && len(te.Scopes) > 0 {
+			asked = "scope " + strings.Join(te.Scopes, " ")
+		}
+		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonFreezeRefused, Err: err,
+			Message: fmt.Sprintf("%s requires %s that the credential lacks (%s): log in again with it (mcpctl login --to-secret ... --scope ...); the cluster never escalates scopes", where, asked, mcpclient.RefusalInsufficientScope)}
 	case errors.Is(err, egress.ErrDestinationRefused):
 		// A destination refused at dial time (a name resolving into a denied or unallowed
 		// range, or not resolving) reads exactly like a closed port: status is no port scanner.
