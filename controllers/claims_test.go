@@ -1,0 +1,216 @@
+package controllers
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
+)
+
+func indexed(name, provider, url string, created time.Time, ops ...string) *v1.ServiceDeployment {
+	sd := &v1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Generation: 1,
+		CreationTimestamp: metav1.NewTime(created)},
+		Spec: v1.ServiceDeploymentSpec{ProviderID: provider, ProfileRef: v1.LocalObjectReference{Name: name}, MCPConnection: v1.MCPConnection{URL: url}}}
+	for _, o := range ops {
+		sd.Spec.Operations = append(sd.Spec.Operations, v1.OperationBinding{OperationRef: o})
+	}
+	return sd
+}
+
+func namesOf(ns []types.NamespacedName) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, n.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A change re-enqueues only the later deployments that share a full claim key with the old or
+// the new claim; a status-only update re-enqueues nothing.
+func TestClaimIndexRequeuesSharersOnly(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var x claimIndex
+	a := indexed("a", "prov-a", "https://a.example.com/mcp", t0)
+	b := indexed("b", "prov-a", "https://b.example.com/mcp", t0.Add(time.Minute))  // shares a's provider
+	c := indexed("c", "prov-c", "https://a.example.com:443/mcp", t0.Add(2*time.Minute)) // shares a's authority
+	d := indexed("d", "prov-d", "https://d.example.com/mcp", t0.Add(3*time.Minute))    // shares nothing
+	for _, sd := range []*v1.ServiceDeployment{a, b, c, d} {
+		x.observe(sd)
+	}
+	if got := namesOf(x.observe(a)); got != nil {
+		t.Fatalf("an unchanged claim re-enqueued %v", got)
+	}
+	status := a.DeepCopy()
+	status.Status.ObservedGeneration = 1
+	if got := namesOf(x.observe(status)); got != nil {
+		t.Fatalf("a status update re-enqueued %v", got)
+	}
+	// a moves to d's endpoint: b (old provider), c (old authority) and d (new authority, later).
+	moved := a.DeepCopy()
+	moved.Generation, moved.Spec.MCPConnection.URL = 2, "https://d.example.com/mcp"
+	if got := namesOf(x.observe(moved)); !slices.Equal(got, []string{"b", "c", "d"}) {
+		t.Fatalf("a's move re-enqueued %v, want [b c d]", got)
+	}
+	// d changes its provider to one nobody holds: only later sharers count, and a came first.
+	d2 := d.DeepCopy()
+	d2.Generation, d2.Spec.ProviderID = 2, "prov-d2"
+	if got := namesOf(x.observe(d2)); got != nil {
+		t.Fatalf("d's change re-enqueued %v, want none (a is earlier)", got)
+	}
+	if got := namesOf(x.forget(client.ObjectKeyFromObject(a))); !slices.Equal(got, []string{"b", "d"}) {
+		t.Fatalf("a's deletion re-enqueued %v, want [b d]", got)
+	}
+	gone := b.DeepCopy()
+	now := metav1.NewTime(t0)
+	gone.DeletionTimestamp = &now
+	x.observe(gone)
+	if x.size() != 2 {
+		t.Fatalf("a deployment being deleted still holds a claim: %d entries", x.size())
+	}
+}
+
+// Operation claims are keyed by the full "connectionRef/operationRef": deployments sharing
+// operation names under other Connections share no key, so a pass reads none of their claims.
+func TestClaimIndexFullOperationKey(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var x claimIndex
+	x.observe(indexed("a", "pa", "https://a.example.com/mcp", t0))
+	x.observe(indexed("b", "pb", "https://b.example.com/mcp", t0.Add(time.Minute)))
+	x.mu.Lock()
+	for n, ops := range map[string][]string{"a": {"conn-a/op-a", "conn-a/op-b"}, "b": {"conn-b/op-a"}} {
+		e := x.entries[types.NamespacedName{Namespace: "ns", Name: n}]
+		x.link(types.NamespacedName{Namespace: "ns", Name: n}, &e.claim, false)
+		e.claim.Operations = ops
+		x.link(types.NamespacedName{Namespace: "ns", Name: n}, &e.claim, true)
+	}
+	x.mu.Unlock()
+	later := Claim{Key: "ns/c", Created: metav1.NewTime(t0.Add(time.Hour)), Provider: "pc", Authority: "https://c.example.com:443/mcp",
+		Operations: []string{"conn-c/op-a", "conn-c/op-b"}}
+	if got := x.earlierSharing(later); len(got) != 0 {
+		t.Fatalf("claims read for unrelated deployments: %+v", got)
+	}
+	later.Operations = []string{"conn-a/op-b"}
+	got := x.earlierSharing(later)
+	if len(got) != 1 || got[0].Key != "ns/a" {
+		t.Fatalf("claims sharing conn-a/op-b = %+v, want ns/a", got)
+	}
+	if serr := FindCollision(later, got); serr == nil || serr.Reason != ReasonOperationCollision || !strings.Contains(serr.Message, `"conn-a/op-b" is held by ServiceDeployment ns/a`) {
+		t.Fatalf("FindCollision = %+v", serr)
+	}
+}
+
+// Another deployment's claim is derived once per (generation, profile): passes over an
+// unchanged cluster derive nothing; a profile event derives the claims of its deployments only.
+func TestClaimDerivedOncePerGenerationAndProfile(t *testing.T) {
+	_, objs := world(t)
+	for _, o := range objs {
+		if r, ok := o.(*rbacv1.Role); ok {
+			r.Rules[0].ResourceNames = nil
+		}
+	}
+	first := sdOf(objs)
+	var extra []client.Object
+	for _, n := range []string{"sd2", "sd3"} {
+		o := first.DeepCopy()
+		o.Name, o.UID = n, types.UID(n+"-uid")
+		o.CreationTimestamp = metav1.NewTime(first.CreationTimestamp.Add(time.Minute))
+		o.Spec.ProviderID, o.Spec.MCPConnection.URL = "prov-"+n, "https://"+n+".example.com/mcp"
+		extra = append(extra, o)
+	}
+	h := newHarness(t, append(objs, extra...)...)
+	h.activate()
+	if got := h.dep.claims.derivations; got != 3 {
+		t.Fatalf("first pass derived %d claims, want 3 (every deployment once)", got)
+	}
+	h.reconcileDeployment("sd2")
+	h.reconcileDeployment("sd")
+	if got := h.dep.claims.derivations; got != 3 {
+		t.Fatalf("passes over an unchanged cluster derived %d claims in all, want still 3", got)
+	}
+	if c := cond(h.deployment("sd2").Status.Conditions, TypeBound); c.Reason != ReasonOperationCollision {
+		t.Fatalf("sd2 Bound = %+v", c)
+	}
+	// The profile changes: its deployments are derived again (all three reference it).
+	h.dep.byProfile(context.Background(), h.profile("svc"))
+	h.reconcileProfile("svc")
+	h.reconcileDeployment("sd")
+	if got := h.dep.claims.derivations; got != 3 {
+		// same generation and digest: the memo holds, nothing is resolved again
+		t.Fatalf("an unchanged profile event re-derived: %d", got)
+	}
+	p := h.profile("svc")
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == TypeReady {
+			p.Status.Conditions[i].Status = metav1.ConditionFalse
+		}
+	}
+	if err := h.c.Status().Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	h.dep.byProfile(context.Background(), p)
+	h.reconcileDeployment("sd3")
+	if got := h.dep.claims.derivations; got != 6 {
+		t.Fatalf("a changed profile derived %d claims in all, want 6 (its three deployments again)", got)
+	}
+	// Its operations no longer count (profile not Ready): sd2 holds nothing against sd3.
+	if got := h.dep.claims.earlierSharing(Claim{Key: "team/sd3", Created: metav1.NewTime(time.Now()), Provider: "prov-sd3",
+		Operations: []string{"conn/op-a"}}); len(got) != 0 {
+		t.Fatalf("claims of a deployment whose profile is not Ready: %+v", got)
+	}
+}
+
+// Retries back off exponentially up to the cap, jittered into [d/2, d).
+func TestRetryBackoff(t *testing.T) {
+	base, capd := 2*time.Second, 30*time.Second
+	for _, tc := range []struct {
+		failures int
+		u        float64
+		want     time.Duration
+	}{
+		{1, 0, time.Second}, {1, 0.5, 1500 * time.Millisecond}, {2, 0, 2 * time.Second}, {3, 0, 4 * time.Second},
+		{5, 0, 15 * time.Second}, {6, 0, 15 * time.Second}, {60, 0.999999, 30*time.Second - 15*time.Microsecond},
+		{1, 1.5, time.Second}, // out-of-range draw: no jitter
+	} {
+		if got := RetryBackoff(base, capd, tc.failures, tc.u); got != tc.want {
+			t.Errorf("RetryBackoff(%d, %v) = %v, want %v", tc.failures, tc.u, got, tc.want)
+		}
+	}
+}
+
+// Many deployments failing on one dead server draw different delays (no lockstep); one
+// deployment's delay grows with its failures, and resets after a pass without a failure.
+func TestRetryJitterSpreadsDeployments(t *testing.T) {
+	seen := map[time.Duration]bool{}
+	for i := range 100 {
+		uid := types.UID("uid-" + string(rune('a'+i%26)) + string(rune('a'+i/26)))
+		d := RetryBackoff(10*time.Second, time.Hour, 3, retryJitter(uid, 3))
+		if d < 20*time.Second || d >= 40*time.Second {
+			t.Fatalf("delay %v outside [20s, 40s)", d)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 90 {
+		t.Fatalf("100 deployments drew only %d distinct delays: they retry in lockstep", len(seen))
+	}
+	if retryJitter("x", 1) == retryJitter("x", 2) {
+		t.Fatal("one deployment draws the same jitter on every attempt")
+	}
+	var c retryCounter
+	n := types.NamespacedName{Namespace: "ns", Name: "a"}
+	if c.next(n) != 1 || c.next(n) != 2 {
+		t.Fatal("failures are not counted")
+	}
+	c.reset(n)
+	if c.next(n) != 1 {
+		t.Fatal("a reset does not restart the backoff")
+	}
+}
