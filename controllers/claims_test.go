@@ -40,9 +40,9 @@ func TestClaimIndexRequeuesSharersOnly(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	var x claimIndex
 	a := indexed("a", "prov-a", "https://a.example.com/mcp", t0)
-	b := indexed("b", "prov-a", "https://b.example.com/mcp", t0.Add(time.Minute))  // shares a's provider
+	b := indexed("b", "prov-a", "https://b.example.com/mcp", t0.Add(time.Minute))       // shares a's provider
 	c := indexed("c", "prov-c", "https://a.example.com:443/mcp", t0.Add(2*time.Minute)) // shares a's authority
-	d := indexed("d", "prov-d", "https://d.example.com/mcp", t0.Add(3*time.Minute))    // shares nothing
+	d := indexed("d", "prov-d", "https://d.example.com/mcp", t0.Add(3*time.Minute))     // shares nothing
 	for _, sd := range []*v1.ServiceDeployment{a, b, c, d} {
 		x.observe(sd)
 	}
