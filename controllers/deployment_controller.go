@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -78,6 +79,10 @@ type DeploymentReconciler struct {
 	Metrics *Metrics
 	// MaxConcurrentReconciles bounds parallel passes (freezes wait on the network); zero means 1.
 	MaxConcurrentReconciles int
+	// Shard selects the deployments this manager reconciles (--watch-label-selector); nil means
+	// all. Collisions are judged across shards: the claim index holds every deployment of the
+	// cluster, whichever shard reconciles it.
+	Shard labels.Selector
 	// RetryMaxInterval caps the exponential retry delay of transient failures (zero:
 	// DefaultRetryMaxInterval). See RetryBackoff.
 	RetryMaxInterval time.Duration
@@ -118,7 +123,7 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.claimEvents = make(chan event.TypedGenericEvent[*v1.ServiceDeployment], 1024)
 	r.informerFed = true
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1.ServiceDeployment{}).
+		For(&v1.ServiceDeployment{}, builder.WithPredicates(shardPredicate(r.Shard))).
 		Named("servicedeployment").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Watches(&v1.McpServiceProfile{}, handler.EnqueueRequestsFromMapFunc(r.byProfile)).
@@ -279,6 +284,9 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			r.retries.reset(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !inShard(r.Shard, sd) {
+		return ctrl.Result{}, nil // another shard's manager reconciles it
 	}
 	// Nothing outside the cluster needs cleanup, so there is no finalizer; an in-flight freeze
 	// is bounded by FreezeTimeout and cancelled on shutdown.

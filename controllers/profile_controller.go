@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,6 +41,8 @@ type ProfileReconciler struct {
 	RetryInterval time.Duration
 	// Metrics is optional.
 	Metrics *Metrics
+	// Shard selects the profiles this manager verifies (--watch-label-selector); nil means all.
+	Shard labels.Selector
 }
 
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpserviceprofiles,verbs=get;list;watch
@@ -49,7 +52,8 @@ type ProfileReconciler struct {
 // SetupWithManager registers the reconciler.
 func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1.McpServiceProfile{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1.McpServiceProfile{}, builder.WithPredicates(shardPredicate(r.Shard),
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Named("mcpserviceprofile").
 		Watches(&v1.McpTrustPolicy{}, handler.EnqueueRequestsFromMapFunc(r.packProfiles),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})). // not on its own status writes
@@ -91,6 +95,9 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	p := &v1.McpServiceProfile{}
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !inShard(r.Shard, p) {
+		return ctrl.Result{}, nil // another shard's manager verifies it
 	}
 	if !p.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil

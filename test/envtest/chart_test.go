@@ -330,7 +330,7 @@ var fullValues = map[string]any{"policy": map[string]any{
 	"serviceCIDRs": []string{"10.96.0.0/12"}, "credentialHashKeySecret": "hash-key",
 	"trustedRootTUF":       map[string]any{"url": "https://tuf.example", "rootConfigMap": "tuf-root"},
 	"skipProvenanceUnsafe": true, "keylessWithoutTlogUnsafe": true, "keylessRequireSignedTimestamp": true,
-}}
+}, "sharding": map[string]any{"watchLabelSelector": "sharding.connectors.b10x.io/key in (shard1)"}}
 
 func managerArgs(t *testing.T, values map[string]any) []string {
 	t.Helper()

@@ -6,15 +6,18 @@ package app
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -82,6 +85,12 @@ type Options struct {
 	// MaxTools and MaxResponseBytes bound a freeze.
 	MaxTools         int
 	MaxResponseBytes int64
+
+	// WatchLabelSelector (--watch-label-selector) shards the work: this manager verifies and
+	// activates only the McpServiceProfiles and ServiceDeployments whose labels match it, e.g.
+	// "sharding.connectors.b10x.io/key in (shard1)". Empty: all of them. Collisions are still
+	// judged across shards (the claim index holds every deployment). See docs/operator.md.
+	WatchLabelSelector string
 }
 
 // DefaultOptions returns the production defaults.
@@ -110,6 +119,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline of protocol era negotiation.")
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "Number of ServiceDeployments reconciled (and frozen) in parallel.")
 	fs.IntVar(&o.MaxTools, "max-tools", o.MaxTools, "Maximum number of tools in one live listing.")
+	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Label selector of the McpServiceProfiles and ServiceDeployments this manager reconciles (sharding), e.g. \"sharding.connectors.b10x.io/key in (shard1)\"; empty: all. Collisions are judged across shards.")
 	fs.StringVar(&o.CredentialHashKeyFile, "credential-hash-key-file", o.CredentialHashKeyFile, "File holding the HMAC key (at least 32 bytes) of status.credentialHash; keep it stable across restarts (default: a random key per process).")
 }
 
@@ -172,6 +182,9 @@ func (o *Options) Validate() error {
 	if o.ReverifyJitter < 0 || o.ReverifyJitter > 1 {
 		errs = append(errs, errors.New("--reverify-jitter must be within 0..1"))
 	}
+	if _, err := o.ShardSelector(); err != nil {
+		errs = append(errs, err)
+	}
 	if _, err := egress.ParseCIDRs(o.EgressAllowCIDRs); err != nil {
 		errs = append(errs, fmt.Errorf("--egress-allow-cidr: %w", err))
 	}
@@ -220,6 +233,41 @@ type Wired struct {
 // Secrets labelled connectors.b10x.io/credential=true. Pass it as cache.Options.ByObject.
 func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{&corev1.Secret{}: k8sbinding.CredentialCacheSelector()}
+}
+
+// ErrWatchLabelSelector is returned (wrapped) by Options.Validate and ShardSelector for a
+// --watch-label-selector that does not parse.
+var ErrWatchLabelSelector = errors.New("--watch-label-selector does not parse as a label selector")
+
+// ShardSelector parses WatchLabelSelector: nil when empty (every object).
+func (o *Options) ShardSelector() (labels.Selector, error) {
+	if strings.TrimSpace(o.WatchLabelSelector) == "" {
+		return nil, nil
+	}
+	sel, err := labels.Parse(o.WatchLabelSelector)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrWatchLabelSelector, err)
+	}
+	return sel, nil
+}
+
+// CacheOptions is the manager cache configuration: CacheByObject (only opted-in Secrets), and
+// managedFields stripped from every cached object (no controller reads them; they are often the
+// larger part of an object). Every shard caches every profile and deployment: collisions are
+// judged across shards.
+func CacheOptions() cache.Options {
+	return cache.Options{ByObject: CacheByObject(), DefaultTransform: cache.TransformStripManagedFields()}
+}
+
+// LeaderElectionID is the leader election lease name of a manager watching selector: the
+// shards of one installation each elect their own leader (as Flux's shards do).
+func LeaderElectionID(selector string) string {
+	const base = "connector-mcp.connectors.b10x.io"
+	if strings.TrimSpace(selector) == "" {
+		return base
+	}
+	sum := sha256.Sum256([]byte(selector))
+	return fmt.Sprintf("%x-%s", sum[:4], base)
 }
 
 // LoadCredentialHashKey reads the HMAC key of status.credentialHash from path; an empty path
@@ -287,9 +335,13 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		Limits: mcpclient.Limits{ProbeTimeout: o.ProbeTimeout, CallTimeout: o.FreezeTimeout, MaxTools: o.MaxTools},
 	}
 	w := &Wired{Metrics: m, Binder: binder, EphemeralCredentialHashKey: ephemeral}
+	shard, err := o.ShardSelector()
+	if err != nil {
+		return nil, err
+	}
 	w.Profiles = &controllers.ProfileReconciler{
 		Client: mgr.GetClient(), Events: mgr.GetEventRecorder("connector-mcp"), Resolver: resolver,
-		RetryInterval: o.RetryInterval, Metrics: m,
+		RetryInterval: o.RetryInterval, Metrics: m, Shard: shard,
 	}
 	if err := w.Profiles.SetupWithManager(mgr); err != nil {
 		return nil, err
@@ -298,6 +350,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		Client: mgr.GetClient(), SecretReader: mgr.GetClient(), Binder: binder, CredentialHashKey: key, Events: mgr.GetEventRecorder("connector-mcp"),
 		Resolver: resolver, Freezer: freezer, ReverifyInterval: o.ReverifyInterval, ReverifyJitter: o.ReverifyJitter,
 		FreezeTimeout: o.FreezeTimeout, RetryInterval: o.RetryInterval, Metrics: m, MaxConcurrentReconciles: o.Concurrency,
+		Shard: shard,
 	}
 	if err := w.Deployments.SetupWithManager(mgr); err != nil {
 		return nil, err
