@@ -121,6 +121,10 @@ bench: ## Run benchmarks (-benchmem) and write $(BENCH_OUT) for benchstat.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) $(PKGS) | tee $(BENCH_OUT)
 	@echo "bench: figures in $(BENCH_OUT); compare runs with: go run golang.org/x/perf/cmd/benchstat@latest old.txt $(BENCH_OUT)"
 
+.PHONY: bench-scale
+bench-scale: ## Time 10,000 ServiceDeployments to all-Ready (envtest; long) into bench-scale.out.
+	BENCH_DEPLOYMENTS=10000 KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -run '^$$' -bench 'BenchmarkStoryActivateDeployments$$' -benchtime 1x -timeout 60m ./test/envtest/ | tee bench-scale.out
+
 ##@ Tools and demo
 
 .PHONY: tools

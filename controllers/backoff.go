@@ -1,12 +1,18 @@
 package controllers
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"hash/fnv"
 	"strconv"
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
 )
 
 // DefaultRetryMaxInterval caps the retry delay of transient failures when
@@ -69,4 +75,64 @@ func (c *retryCounter) reset(name types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, name)
+}
+
+// writtenStatus remembers, per deployment, a digest of the last status this manager wrote and
+// the generation it was written for. A pass that computes exactly that status again while the
+// informer cache still shows another one is reading a cache that has not caught up with the
+// write: it writes nothing (the write's own watch event brings a fresh pass). The memory is
+// used once, so a status changed by someone else is still corrected by the pass after.
+type writtenStatus struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]writtenEntry
+}
+
+type writtenEntry struct {
+	generation int64
+	digest     [32]byte
+}
+
+// statusDigest digests sd's status without its timestamps (a repeat computed a moment later
+// stamps them anew).
+func statusDigest(sd *v1.ServiceDeployment) ([32]byte, bool) {
+	st := sd.Status.DeepCopy()
+	st.LastFrozenTime = nil
+	for i := range st.Conditions {
+		st.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return [32]byte{}, false
+	}
+	return sha256.Sum256(b), true
+}
+
+// record remembers the status just written for sd.
+func (w *writtenStatus) record(sd *v1.ServiceDeployment) {
+	d, ok := statusDigest(sd)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[types.NamespacedName]writtenEntry{}
+	}
+	name := client.ObjectKeyFromObject(sd)
+	if !ok {
+		delete(w.m, name)
+		return
+	}
+	w.m[name] = writtenEntry{generation: sd.Generation, digest: d}
+}
+
+// staleRepeat reports (once) that the cache does not show the status last written for sd's
+// generation (orig is the cached object) while the pass computed that very status again (sd).
+// Timestamps are left out of the comparison.
+func (w *writtenStatus) staleRepeat(orig, sd *v1.ServiceDeployment) bool {
+	d, ok := statusDigest(sd)
+	cached, okCached := statusDigest(orig)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	name := client.ObjectKeyFromObject(sd)
+	e, found := w.m[name]
+	delete(w.m, name)
+	return ok && okCached && found && e.generation == sd.Generation && e.digest == d && cached != d
 }

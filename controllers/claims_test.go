@@ -9,6 +9,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -212,5 +213,91 @@ func TestRetryJitterSpreadsDeployments(t *testing.T) {
 	c.reset(n)
 	if c.next(n) != 1 {
 		t.Fatal("a reset does not restart the backoff")
+	}
+}
+
+// A new deployment whose profile was not reconciled yet writes nothing until the profile's
+// first status, so it reaches Ready with one write; the twins (a profile nobody reconciled for
+// longer than ProfileUnseenGrace, or one in another shard) write ProfileNotReady at once.
+func TestNewDeploymentWaitsForUnseenProfileWithoutWriting(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		age     time.Duration
+		shard   string
+		waits   bool
+		profile map[string]string
+	}{
+		{name: "young profile in this shard", age: time.Second, waits: true},
+		{name: "profile unseen for longer than the grace", age: ProfileUnseenGrace + time.Second},
+		{name: "profile in another shard", age: time.Second, shard: ShardLabel + "=shard1", profile: map[string]string{ShardLabel: "shard2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, objs := world(t)
+			h := newHarness(t)
+			for _, o := range objs {
+				if p, ok := o.(*v1.McpServiceProfile); ok {
+					p.CreationTimestamp = metav1.NewTime(h.clock.Now().Add(-tc.age))
+					p.Labels = tc.profile
+				}
+				if sd, ok := o.(*v1.ServiceDeployment); ok && tc.shard != "" {
+					sd.Labels = map[string]string{ShardLabel: "shard1"}
+				}
+				if err := h.c.Create(context.Background(), o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.shard != "" {
+				sel, err := labels.Parse(tc.shard)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h.dep.Shard = sel
+			}
+			h.writes = 0
+			res := h.reconcileDeployment("sd")
+			sd := h.deployment("sd")
+			if !tc.waits {
+				if c := cond(sd.Status.Conditions, TypeReady); c.Reason != ReasonProfileNotReady || h.writes != 1 {
+					t.Fatalf("Ready = %+v after %d writes, want ProfileNotReady written", c, h.writes)
+				}
+				return
+			}
+			if h.writes != 0 || len(sd.Status.Conditions) != 0 || res.RequeueAfter <= 0 {
+				t.Fatalf("%d writes, conditions %+v, requeue %v: want no write and a retry", h.writes, sd.Status.Conditions, res.RequeueAfter)
+			}
+			h.activate()
+			if h.writes != 2 {
+				t.Fatalf("%d writes to Ready, want 2 (the profile's status and the deployment's)", h.writes)
+			}
+		})
+	}
+}
+
+// A pass that reads a cache not yet showing the status the previous pass wrote computes that
+// status again: it writes nothing and emits no second event. The memory is used once: the pass
+// after writes again if the cache still differs (someone else changed the status).
+func TestStaleCacheRepeatWritesNothing(t *testing.T) {
+	_, objs := world(t)
+	h := newHarness(t, objs...)
+	h.activate()
+	ready := h.deployment("sd")
+	before, events := h.writes, len(h.events.Events)
+	// The cache "loses" the write: status as before the pass.
+	stale := ready.DeepCopy()
+	stale.Status = v1.ServiceDeploymentStatus{}
+	if err := h.c.Status().Update(context.Background(), stale); err != nil {
+		t.Fatal(err)
+	}
+	h.writes = before
+	h.dep.written.record(ready) // as the activating pass left it
+	h.clock.SetTime(h.clock.Now().Add(3 * time.Second))
+	h.reconcileDeployment("sd")
+	if h.writes != before || len(h.events.Events) != events {
+		t.Fatalf("a stale repeat wrote %d times and emitted %d events", h.writes-before, len(h.events.Events)-events)
+	}
+	// Twin: the next pass (memory used) writes the status again.
+	h.reconcileDeployment("sd")
+	if h.writes != before+1 || cond(h.deployment("sd").Status.Conditions, TypeReady).Status != metav1.ConditionTrue {
+		t.Fatalf("the pass after a stale repeat wrote %d times; Ready %+v", h.writes-before, cond(h.deployment("sd").Status.Conditions, TypeReady))
 	}
 }

@@ -96,6 +96,8 @@ type DeploymentReconciler struct {
 	informerFed bool
 	// retries counts consecutive transient failures per deployment (see RetryBackoff).
 	retries retryCounter
+	// written remembers the last status written per deployment (stale-cache repeats).
+	written writtenStatus
 }
 
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments,verbs=get;list;watch
@@ -265,6 +267,10 @@ type pass struct {
 	reverify bool
 	// reverifyWait is how long until a request stamped slightly in the future becomes due.
 	reverifyWait time.Duration
+	// profileUnseen is true when the referenced profile exists in this manager's shard, was
+	// created less than ProfileUnseenGrace ago and its reconciler has not written its status
+	// yet (no condition, observedGeneration 0).
+	profileUnseen bool
 }
 
 // Reconcile runs the activation pipeline once and writes status once, only when it changed.
@@ -325,13 +331,25 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		st.ObservedGeneration = sd.Generation
 	}
 
+	if waitsForProfile(orig, failed, p) {
+		// A new deployment whose profile was not looked at yet: the profile's first status
+		// write enqueues it (byProfile), so no transient ProfileNotReady is written in between
+		// (one write per object to Ready). The retry is a safety net only.
+		return r.result(sd, failed), nil
+	}
 	if !equality.Semantic.DeepEqual(orig.Status, sd.Status) {
+		if r.written.staleRepeat(orig, sd) {
+			// This very status was written by the previous pass and the cache has not caught
+			// up: its watch event brings the next pass. No second write, no second event.
+			return r.result(sd, failed), nil
+		}
 		if err := r.Client.Status().Patch(ctx, sd, client.MergeFrom(orig)); err != nil {
 			if apierrors.IsNotFound(err) {
 				return ctrl.Result{}, nil
 			}
 			return ctrl.Result{}, err
 		}
+		r.written.record(sd)
 		r.announce(ctx, sd, orig, o, p)
 	}
 	res := r.result(sd, failed)
@@ -339,6 +357,17 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		res.RequeueAfter = w
 	}
 	return res, nil
+}
+
+// ProfileUnseenGrace is how long after a profile's creation a new deployment referencing it
+// waits, without writing a status, for the profile's first status (see waitsForProfile).
+const ProfileUnseenGrace = 30 * time.Second
+
+// waitsForProfile reports a pass that should write nothing: the deployment has no status yet and
+// failed only because its profile, which exists, has not been reconciled yet.
+func waitsForProfile(orig *v1.ServiceDeployment, failed *StageError, p *pass) bool {
+	return failed != nil && failed.Reason == ReasonProfileNotReady && failed.Transient && p.profileUnseen &&
+		len(orig.Status.Conditions) == 0 && orig.Status.ObservedGeneration == 0
 }
 
 // result schedules the next pass: an exponential, jittered retry for transient failures, else the next jittered
@@ -378,6 +407,10 @@ func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *Stag
 		return retry(TypeProfileVerified, ReasonProfileNotReady, err, "McpServiceProfile %q could not be read", key.Name)
 	}
 	ready := meta.FindStatusCondition(prof.Status.Conditions, TypeReady)
+	// Unseen: no status yet, in this manager's shard (its reconciler will write one), and young
+	// (a profile nobody reconciles must not leave the deployment without a status for long).
+	p.profileUnseen = len(prof.Status.Conditions) == 0 && prof.Status.ObservedGeneration == 0 && inShard(r.Shard, prof) &&
+		p.now.Sub(prof.CreationTimestamp.Time) < ProfileUnseenGrace
 	if ready == nil || ready.Status != metav1.ConditionTrue || prof.Status.ObservedGeneration != prof.Generation {
 		serr := &StageError{Condition: TypeProfileVerified, Reason: ReasonProfileNotReady, Transient: true,
 			Message: fmt.Sprintf("McpServiceProfile %q is not verified", key.Name)}
