@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -299,5 +300,32 @@ func TestStaleCacheRepeatWritesNothing(t *testing.T) {
 	h.reconcileDeployment("sd")
 	if h.writes != before+1 || cond(h.deployment("sd").Status.Conditions, TypeReady).Status != metav1.ConditionTrue {
 		t.Fatalf("the pass after a stale repeat wrote %d times; Ready %+v", h.writes-before, cond(h.deployment("sd").Status.Conditions, TypeReady))
+	}
+}
+
+// failingVerifier answers every pack with a transient error (a registry outage).
+type failingVerifier struct{}
+
+func (failingVerifier) VerifyPack(context.Context, VerifyRequest) (*VerifiedSource, error) {
+	return nil, errors.New("dial tcp: connection refused")
+}
+
+// A profile whose registry is down retries with the same exponential, jittered backoff as a
+// deployment (no fixed interval); a verified profile is not retried at all.
+func TestProfileRegistryOutageBacksOff(t *testing.T) {
+	prof := &v1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "svc", UID: "prof-uid", Generation: 1},
+		Spec: v1.McpServiceProfileSpec{Source: v1.ProfileSource{OCI: &v1.OCISource{Ref: "registry.example/p@sha256:" + strings.Repeat("ab", 32)}}}}
+	h := newHarness(t, prof)
+	h.prof.Resolver.Verifier = failingVerifier{}
+	first := h.reconcileProfile("svc")
+	second := h.reconcileProfile("svc")
+	if first.RequeueAfter < 2500*time.Millisecond || first.RequeueAfter >= 5*time.Second {
+		t.Fatalf("first retry after %v, want within [2.5s, 5s)", first.RequeueAfter)
+	}
+	if second.RequeueAfter < 5*time.Second || second.RequeueAfter >= 10*time.Second {
+		t.Fatalf("second retry after %v, want within [5s, 10s)", second.RequeueAfter)
+	}
+	if c := cond(h.profile("svc").Status.Conditions, TypeReady); c.Reason != ReasonRegistryUnavailable {
+		t.Fatalf("Ready = %+v", c)
 	}
 }

@@ -37,12 +37,16 @@ type ProfileReconciler struct {
 	// RefusedRetryInterval re-verifies a refused OCI source (a missing key Secret or signature
 	// may appear); zero means 5 minutes. Successful verifications are cached and not repeated.
 	RefusedRetryInterval time.Duration
-	// RetryInterval is the delay before retrying a transient failure.
+	// RetryInterval is the first step of the exponential, jittered retry of a transient failure
+	// (see RetryBackoff; capped at DefaultRetryMaxInterval).
 	RetryInterval time.Duration
 	// Metrics is optional.
 	Metrics *Metrics
 	// Shard selects the profiles this manager verifies (--watch-label-selector); nil means all.
 	Shard labels.Selector
+
+	// retries counts consecutive transient failures per profile.
+	retries retryCounter
 }
 
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpserviceprofiles,verbs=get;list;watch
@@ -136,9 +140,16 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		r.announce(ctx, p, readyReason(orig.Status.Conditions), o)
 	}
 
+	name := client.ObjectKeyFromObject(p)
+	if failed == nil || !failed.Transient {
+		r.retries.reset(name)
+	}
 	switch {
 	case failed != nil && failed.Transient:
-		return ctrl.Result{RequeueAfter: r.retryInterval()}, nil
+		// Exponential, jittered per profile (RetryBackoff): a registry outage is not retried by
+		// every profile at once, every RetryInterval.
+		n := r.retries.next(name)
+		return ctrl.Result{RequeueAfter: RetryBackoff(r.retryInterval(), DefaultRetryMaxInterval, n, retryJitter(p.UID, n))}, nil
 	case failed != nil && p.Spec.Source.OCI != nil:
 		if r.RefusedRetryInterval > 0 {
 			return ctrl.Result{RequeueAfter: r.RefusedRetryInterval}, nil
