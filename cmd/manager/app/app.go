@@ -239,7 +239,7 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	secrets := k8sbinding.CredentialCacheSelector()
 	secrets.Transform = leanSecret
 	return map[client.Object]cache.ByObject{
-		&corev1.Secret{}:       secrets,
+		&corev1.Secret{}:      secrets,
 		&rbacv1.RoleBinding{}: {Transform: leanRoleBinding},
 	}
 }
