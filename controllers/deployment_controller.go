@@ -77,6 +77,8 @@ type DeploymentReconciler struct {
 	RetryInterval time.Duration
 	// Metrics is optional.
 	Metrics *Metrics
+	// DriftNotifier, optional, is told of every McpSnapshotReview written (review.go).
+	DriftNotifier DriftNotifier
 	// MaxConcurrentReconciles bounds parallel passes (freezes wait on the network); zero means 1.
 	MaxConcurrentReconciles int
 	// Shard selects the deployments this manager reconciles (--watch-label-selector); nil means

@@ -1,7 +1,16 @@
 package controllers
 
 import (
+	"context"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
 )
 
 // Metrics are the operator's Prometheus metrics. Register them once with Register.
@@ -51,4 +60,94 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 		}
 	}
 	return nil
+}
+
+// RefusedDeploymentsMetric is the name of the refused gauge: ServiceDeployments whose Stalled
+// condition is True (a refusal that needs a human), per namespace and Stalled reason. The
+// namespace label is "deployment_namespace": a "namespace" label would collide with the target
+// label Prometheus adds when it scrapes the manager (and be renamed "exported_namespace").
+const RefusedDeploymentsMetric = "connector_mcp_refused_deployments"
+
+// RefusedReasonOther is the reason label of a Stalled reason this operator does not write (the
+// label set stays bounded whatever a status writer puts there).
+const RefusedReasonOther = "Other"
+
+// refusedReasons are the reasons a Stalled condition may carry, kept as labels.
+var refusedReasons = map[string]bool{
+	ReasonInlineSourceRefused: true, ReasonVerificationFailed: true, ReasonUntrustedSigner: true,
+	ReasonProvenanceMissing: true, ReasonPackInvalid: true, ReasonRegistryUnavailable: true,
+	ReasonProfileInvalid: true, ReasonSnapshotDigestMismatch: true, ReasonProfileNotFound: true,
+	ReasonProfileNotReady: true, ReasonOperationSetMismatch: true, ReasonEndpointRefInvalid: true,
+	ReasonCredentialRefMismatch: true, ReasonGrantNotFound: true, ReasonGrantDenied: true,
+	ReasonProviderCollision: true, ReasonAuthorityCollision: true, ReasonOperationCollision: true,
+	ReasonEndpointRefused: true, ReasonCredentialNotFound: true, ReasonCredentialRefused: true,
+	ReasonServerUnreachable: true, ReasonFreezeRefused: true, ReasonSnapshotDrift: true,
+}
+
+// RefusedKey is one series of the refused gauge.
+type RefusedKey struct {
+	// Namespace is the deployments' namespace.
+	Namespace string
+	// Reason is the Stalled reason, or RefusedReasonOther.
+	Reason string
+}
+
+// CountRefused counts the refused deployments of items (Stalled=True) by namespace and reason.
+// It is the pure part of RefusedCollector.
+func CountRefused(items []v1.ServiceDeployment) map[RefusedKey]int {
+	out := map[RefusedKey]int{}
+	for i := range items {
+		c := meta.FindStatusCondition(items[i].Status.Conditions, TypeStalled)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			continue
+		}
+		reason := c.Reason
+		if !refusedReasons[reason] {
+			reason = RefusedReasonOther
+		}
+		out[RefusedKey{Namespace: items[i].Namespace, Reason: reason}]++
+	}
+	return out
+}
+
+// RefusedCollector is the Prometheus collector of
+// connector_mcp_refused_deployments{deployment_namespace, reason}. Each scrape lists ServiceDeployments from Reader (the manager's informer cache) and
+// counts the refused ones, so the gauge is right after deletes and after a manager restart:
+// nothing is incremented or decremented. A namespace without a refused deployment has no series
+// (absent means zero). When the cache cannot be read within Timeout the scrape carries no
+// series of this gauge, and the failure is logged.
+type RefusedCollector struct {
+	// Reader lists ServiceDeployments (the manager's cache).
+	Reader client.Reader
+	// Timeout bounds one list (default 5s).
+	Timeout time.Duration
+	desc    *prometheus.Desc
+}
+
+// NewRefusedCollector returns a collector reading from r.
+func NewRefusedCollector(r client.Reader) *RefusedCollector {
+	return &RefusedCollector{Reader: r, Timeout: 5 * time.Second, desc: prometheus.NewDesc(RefusedDeploymentsMetric,
+		"ServiceDeployments refused (Stalled=True) by namespace and reason, derived from the informer cache at each scrape.",
+		[]string{"deployment_namespace", "reason"}, nil)}
+}
+
+// Describe sends the gauge's descriptor.
+func (c *RefusedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect lists the deployments and sends one gauge per namespace and reason with refusals.
+func (c *RefusedCollector) Collect(ch chan<- prometheus.Metric) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var list v1.ServiceDeploymentList
+	if err := c.Reader.List(ctx, &list); err != nil {
+		ctrllog.Log.WithName("metrics").Error(err, "Cannot list ServiceDeployments for the refused gauge")
+		return
+	}
+	for k, n := range CountRefused(list.Items) {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), k.Namespace, k.Reason)
+	}
 }

@@ -20,6 +20,14 @@ import (
 
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpsnapshotreviews,verbs=create;get;list;watch;update;patch;delete
 
+// DriftNotifier is told of every drift candidate recorded in an McpSnapshotReview (a new one, or
+// a new candidate in an existing one), after the write. It must not block: *review.WebhookSink
+// queues and drops when full.
+type DriftNotifier interface {
+	// Notify offers the notice; it returns at once.
+	Notify(n review.DriftNotice)
+}
+
 // BuildReview returns the McpSnapshotReview spec and Recorded condition for a drift from reviewed
 // to live frozen at now, and the class counts. A candidate whose descriptors and changes exceed
 // v1.MaxReviewDescriptorBytes is recorded without them and the condition says
@@ -153,6 +161,9 @@ func (r *DeploymentReconciler) recordReview(ctx context.Context, p *pass) {
 		for c := range spec.Classes {
 			r.Metrics.DriftClasses.WithLabelValues(c).Inc()
 		}
+	}
+	if r.DriftNotifier != nil {
+		r.DriftNotifier.Notify(review.NoticeOf(sd.Namespace, &spec, cond.Reason))
 	}
 	log.FromContext(ctx).Info("Snapshot review recorded", "review", key.String(), "candidateSnapshot", spec.CandidateSnapshotDigest, "reason", cond.Reason)
 	if cond.Status == metav1.ConditionFalse && r.Events != nil {

@@ -93,3 +93,44 @@ func TestBuildReviewTooLargeIsNamedNotCut(t *testing.T) {
 		t.Fatalf("spec is %d bytes", len(b))
 	}
 }
+
+// noticeRecorder is a DriftNotifier that keeps the notices.
+type noticeRecorder struct{ notices []review.DriftNotice }
+
+func (r *noticeRecorder) Notify(n review.DriftNotice) { r.notices = append(r.notices, n) }
+
+// The drift notifier hears of each recorded candidate once: not of a matching freeze, not of the
+// same candidate frozen again, and again for a new candidate.
+func TestRecordedReviewNotifiesOncePerCandidate(t *testing.T) {
+	_, objs := world(t)
+	h := newHarness(t, objs...)
+	rec := &noticeRecorder{}
+	h.dep.DriftNotifier = rec
+	h.activate()
+	if len(rec.notices) != 0 {
+		t.Fatalf("a matching freeze notified %+v", rec.notices)
+	}
+	live := liveSnapshot(t, "2026-07-28", toolAx, toolB, toolC)
+	h.freezer.set(live, nil)
+	h.clock.SetTime(h.clock.Now().Add(2 * time.Hour))
+	h.reconcileDeployment("sd")
+	if len(rec.notices) != 1 {
+		t.Fatalf("notices after drift = %d, want 1", len(rec.notices))
+	}
+	n := rec.notices[0]
+	if n.Namespace != ns || n.Deployment != "sd" || n.CandidateSnapshotDigest != live.Digest || n.Recorded != v1.ReasonCandidateComplete ||
+		n.Classes[review.ClassNewTool] != 1 || n.ReviewedSnapshotDigest == "" {
+		t.Fatalf("notice = %+v", n)
+	}
+	h.clock.SetTime(h.clock.Now().Add(2 * time.Hour))
+	h.reconcileDeployment("sd")
+	if len(rec.notices) != 1 {
+		t.Fatalf("the same candidate frozen again notified again (%d notices)", len(rec.notices))
+	}
+	h.freezer.set(liveSnapshot(t, "2026-07-28", toolAx, toolB), nil)
+	h.clock.SetTime(h.clock.Now().Add(2 * time.Hour))
+	h.reconcileDeployment("sd")
+	if len(rec.notices) != 2 || rec.notices[1].Classes[review.ClassNewTool] != 0 {
+		t.Fatalf("a new candidate: notices = %+v, want a second one without new_tool", rec.notices)
+	}
+}

@@ -5,6 +5,13 @@ import (
 	"fmt"
 )
 
+// RefusalUnreviewed is the refusal name of a profile that still carries the placeholder effect
+// "unreviewed" (a draft from "mcpctl profile init" or a document from "mcpctl review repin"). It
+// is the same word as the placeholder, so the refusal names what the reviewer must replace.
+// Earlier builds named this refusal "unreviewed_effect"; only the name printed changed, no file
+// ever carried it.
+const RefusalUnreviewed = "unreviewed"
+
 // Sentinel reasons of the package, matched with errors.Is. Every refusal is a *RefusalError whose
 // Refusal method returns a stable snake_case name; its Err is one of these sentinels.
 var (
@@ -28,7 +35,7 @@ var (
 	// "duplicate_operation_ref").
 	ErrDuplicateOperationRef = errors.New("duplicate operationRef")
 	// ErrUnreviewedEffect is the reason for an operation whose effect is still the draft placeholder
-	// "unreviewed" (refusal "unreviewed_effect").
+	// "unreviewed" (refusal "unreviewed").
 	ErrUnreviewedEffect = errors.New("operation effect not reviewed")
 	// ErrInvalidEffect is the reason for an effect outside read, write, destructive (refusal
 	// "invalid_effect").

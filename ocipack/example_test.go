@@ -64,7 +64,7 @@ func Example() {
 		fmt.Println("other branch:", refusal.Refusal())
 	}
 	// Output:
-	// draft: ocipack: unreviewed_effect at operations[0].effect: operation effect not reviewed
+	// draft: ocipack: unreviewed at operations[0].effect: operation effect not reviewed
 	// pinned: true
 	// built from: refs/heads/main at 4f2a9c1
 	// operations: list_issues read

@@ -405,13 +405,13 @@ func ValidateDigests(doc *apiv1.ProfileDocument) error {
 }
 
 // ValidateEffects checks that every effect is a reviewed one: read, write or destructive. The draft
-// placeholder "unreviewed" is refused as "unreviewed_effect", anything else as "invalid_effect".
+// placeholder "unreviewed" is refused as "unreviewed", anything else as "invalid_effect".
 func ValidateEffects(doc *apiv1.ProfileDocument) error {
 	for i, o := range doc.Operations {
 		switch o.Effect {
 		case apiv1.EffectRead, apiv1.EffectWrite, apiv1.EffectDestructive:
 		case apiv1.EffectUnreviewed:
-			return refuse("unreviewed_effect", fmt.Sprintf("operations[%d].effect", i), ErrUnreviewedEffect)
+			return refuse(RefusalUnreviewed, fmt.Sprintf("operations[%d].effect", i), ErrUnreviewedEffect)
 		default:
 			return refuse("invalid_effect", fmt.Sprintf("operations[%d].effect", i), ErrInvalidEffect)
 		}

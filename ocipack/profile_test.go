@@ -49,8 +49,8 @@ func TestDraftValidatesAsDraftButNotReviewed(t *testing.T) {
 		t.Fatalf("draft must pass draft checks: %v", err)
 	}
 	err := Validate(doc)
-	if refusalName(err) != "unreviewed_effect" || !errors.Is(err, ErrUnreviewedEffect) {
-		t.Fatalf("draft must be refused as unreviewed_effect, got %v", err)
+	if refusalName(err) != "unreviewed" || !errors.Is(err, ErrUnreviewedEffect) {
+		t.Fatalf("draft must be refused as unreviewed, got %v", err)
 	}
 	if doc.Service.Ref != "acme-issues" || doc.Operations[0].OperationRef != "delete_issue" {
 		t.Fatalf("unexpected derived references: %+v %+v", doc.Service, doc.Operations[0])
@@ -172,7 +172,7 @@ func TestValidateRefusals(t *testing.T) {
 		}, "digest_mismatch", ErrSnapshotMismatch, "snapshot.digest"},
 		{"descriptor renamed", func(d *apiv1.ProfileDocument) { d.Snapshot.Tools[1].Name = "other" }, "unknown_tool", ErrUnknownTool, "operations[1].remoteName"},
 		{"invalid effect", func(d *apiv1.ProfileDocument) { d.Operations[0].Effect = "harmless" }, "invalid_effect", ErrInvalidEffect, "operations[0].effect"},
-		{"unreviewed effect", func(d *apiv1.ProfileDocument) { d.Operations[1].Effect = apiv1.EffectUnreviewed }, "unreviewed_effect", ErrUnreviewedEffect, "operations[1].effect"},
+		{"unreviewed effect", func(d *apiv1.ProfileDocument) { d.Operations[1].Effect = apiv1.EffectUnreviewed }, "unreviewed", ErrUnreviewedEffect, "operations[1].effect"},
 		{"bad operationRef", func(d *apiv1.ProfileDocument) { d.Operations[0].OperationRef = "Bad Ref" }, "invalid_field", ErrInvalidField, "operations[0].operationRef"},
 		{"wrong contract", func(d *apiv1.ProfileDocument) { d.Contract = "x" }, "wrong_contract", ErrWrongContract, "contract"},
 	}

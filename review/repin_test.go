@@ -67,7 +67,7 @@ func TestRepin(t *testing.T) {
 		t.Fatalf("repinned document is not a valid draft: %v", err)
 	}
 	if err := ocipack.Validate(nd); !errors.Is(err, ocipack.ErrUnreviewedEffect) {
-		t.Fatalf("Validate(repinned) = %v, want unreviewed_effect", err)
+		t.Fatalf("Validate(repinned) = %v, want unreviewed", err)
 	}
 	for i := range nd.Operations {
 		if nd.Operations[i].Effect == apiv1.EffectUnreviewed {

@@ -250,7 +250,7 @@ func TestPackCLIRefusals(t *testing.T) {
 	draft := writeProfile(t, dir, "draft", false)
 	reg := ocitest.New(ocitest.Options{Referrers: true})
 	defer reg.Close()
-	runCLI(t, nil, "pack", "push", draft, "--to", reg.Host+"/team/acme", "--plain-http").wantRefusal(t, "unreviewed_effect")
+	runCLI(t, nil, "pack", "push", draft, "--to", reg.Host+"/team/acme", "--plain-http").wantRefusal(t, "unreviewed")
 	runCLI(t, nil, "pack", "push", writeProfile(t, dir, "ok", true), "--to", "registry.example.com/team/acme", "--plain-http").wantRefusal(t, "plain_http_not_loopback")
 	runCLI(t, nil, "pack", "pull", reg.Host+"/team/acme:v1", "--plain-http").wantRefusal(t, "digest_required")
 	key, _ := cosignKeyPair(t)

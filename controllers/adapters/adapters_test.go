@@ -65,7 +65,7 @@ func TestClassifyPackErrors(t *testing.T) {
 		{&ocipack.RefusalError{Name: "wrong_source_ref", Err: ocipack.ErrWrongSourceRef}, controllers.ReasonVerificationFailed, false},
 		{&ocipack.RefusalError{Name: "wrong_identity", Err: ocipack.ErrWrongIdentity}, controllers.ReasonVerificationFailed, false},
 		{&ocipack.RefusalError{Name: "blob_digest_mismatch", Err: ocipack.ErrBlobDigestMismatch}, controllers.ReasonPackInvalid, false},
-		{&ocipack.RefusalError{Name: "unreviewed_effect", Path: "operations[0].effect", Err: ocipack.ErrUnreviewedEffect}, controllers.ReasonPackInvalid, false},
+		{&ocipack.RefusalError{Name: "unreviewed", Path: "operations[0].effect", Err: ocipack.ErrUnreviewedEffect}, controllers.ReasonPackInvalid, false},
 		{&ocipack.RegistryError{Op: "fetch", Err: errors.New("boom")}, controllers.ReasonRegistryUnavailable, true},
 		{errors.New("something else"), controllers.ReasonRegistryUnavailable, true},
 	}

@@ -147,6 +147,8 @@ func TestChartSchemaRefusals(t *testing.T) {
 		{"tag as digest", map[string]any{"image": map[string]any{"digest": "latest"}}, "digest"},
 		{"bad duration", map[string]any{"policy": map[string]any{"reverifyInterval": "10 minutes"}}, "reverifyInterval"},
 		{"bad CIDR", map[string]any{"policy": map[string]any{"egressAllowCIDRs": []string{"10.0.0.0"}}}, "egressAllowCIDRs"},
+		{"drift webhook over plain http", map[string]any{"driftWebhook": map[string]any{"url": "http://hooks.example.com/drift"}}, "driftWebhook/url"},
+		{"drift webhook token in the URL", map[string]any{"driftWebhook": map[string]any{"url": "https://hooks.example.com/drift?token=x"}}, "driftWebhook/url"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := helmRun(t, tc.values, "lint", "--strict", chartDir())
@@ -330,7 +332,12 @@ var fullValues = map[string]any{"policy": map[string]any{
 	"serviceCIDRs": []string{"10.96.0.0/12"}, "credentialHashKeySecret": "hash-key",
 	"trustedRootTUF":       map[string]any{"url": "https://tuf.example", "rootConfigMap": "tuf-root"},
 	"skipProvenanceUnsafe": true, "keylessWithoutTlogUnsafe": true, "keylessRequireSignedTimestamp": true,
-}, "sharding": map[string]any{"watchLabelSelector": "sharding.connectors.b10x.io/key in (shard1)"}}
+},
+	// review: drift webhook sink.
+	"driftWebhook": map[string]any{"url": "https://hooks.example.com/drift", "bearerSecret": map[string]any{"name": "hook-token"}},
+	// scale: sharding.
+	"sharding": map[string]any{"watchLabelSelector": "sharding.connectors.b10x.io/key in (shard1)"},
+}
 
 func managerArgs(t *testing.T, values map[string]any) []string {
 	t.Helper()

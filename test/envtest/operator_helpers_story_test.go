@@ -46,7 +46,9 @@ import (
 
 // operator is a running manager for one test namespace.
 type operator struct {
-	wired  *app.Wired
+	wired *app.Wired
+	// stop stops the manager (idempotent; also run at the end of the test).
+	stop   func()
 	writes atomic.Int64
 	// gets counts the manager's reads of each ServiceDeployment ("ns/name"), i.e. reconciles.
 	mu   sync.Mutex
@@ -127,7 +129,7 @@ func startOperatorIn(t testing.TB, restCfg *rest.Config, namespaces []string, o 
 	if op.wired, err = app.Setup(mgr, o, false); err != nil {
 		t.Fatalf("setup: %v", err)
 	}
-	runManager(t, mgr)
+	op.stop = runManager(t, mgr)
 	return op
 }
 

@@ -9,7 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +38,12 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 	o := devOptions()
 	o.ReverifyInterval = time.Second
 	o.ReverifyJitter = 0
+	// The drift webhook, as the manager wires it (plain HTTP to loopback in a development
+	// cluster; HTTPS is exercised by the review package's tests).
+	hook := newHookReceiver(t)
+	o.DriftWebhookURL = hook.srv.URL + "/drift"
+	o.DriftWebhookBearerFile = filepath.Join(t.TempDir(), "hook-token")
+	writeFile(t, o.DriftWebhookBearerFile, []byte(hookToken+"\n"))
 	op := startOperator(t, ns, o)
 	srv, h := modernServer(mcptest.DefaultTools())
 	live := startSwitchable(t, h)
@@ -98,6 +110,19 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 	if c := meta.FindStatusCondition(rv.Status.Conditions, apiv1.ReviewConditionRecorded); c == nil || c.Status != metav1.ConditionTrue || c.Reason != apiv1.ReasonCandidateComplete {
 		t.Fatalf("Recorded = %+v", c)
 	}
+	// The webhook received the candidate as a CloudEvent, with the bearer, without prose.
+	ev := hook.waitFor(t, sp.CandidateSnapshotDigest)
+	if ev.SpecVersion != "1.0" || ev.Type != review.DriftEventType || ev.Subject != ns+"/svc" || !equalCounts(ev.Data.Classes, wantClasses) ||
+		ev.Authorization != "Bearer "+hookToken {
+		t.Fatalf("webhook event = %+v", ev)
+	}
+	for _, body := range hook.all() {
+		for _, bad := range []string{"attacker.example", longName[:50], "exfiltrate", hookToken, "Echo the arguments"} {
+			if strings.Contains(body, bad) {
+				t.Fatalf("webhook payload carries %q:\n%s", bad, body)
+			}
+		}
+	}
 	// connector_mcp_drift_total{class}: one per class of the recorded candidate.
 	for _, c := range []string{review.ClassTextOnly, review.ClassSchemaWidened, review.ClassNewTool, review.ClassRemovedTool} {
 		if n := testutil.ToFloat64(op.wired.Metrics.DriftClasses.WithLabelValues(c)); n < 1 {
@@ -122,25 +147,45 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 	rv = waitObj(t, rv, storyTimeout, "review of the new candidate", func(rv *apiv1.McpSnapshotReview) bool {
 		return len(rv.Spec.Added) == 1 && rv.Spec.Added[0].Name == "exfiltrate"
 	})
-	cand, err := review.CandidateOf(doc, rv)
-	if err != nil {
-		t.Fatalf("candidate of the recorded review: %v", err)
-	}
-	repinned, err := review.Repin(doc, cand)
+	// The reviewer's real command, against exactly the recorded candidate.
+	c := newCLI(t)
+	dir := t.TempDir()
+	reviewedPath, newPath := filepath.Join(dir, "svc.yaml"), filepath.Join(dir, "svc-new.yaml")
+	enc, err := ocipack.EncodeProfile(doc, ocipack.FormatYAML)
 	if err != nil {
 		t.Fatal(err)
 	}
-	newDoc := repinned.Document
+	writeFile(t, reviewedPath, enc)
+	_, repinErr, code := c.run(t, "review", "repin", ns+"/svc", "--profile", reviewedPath, "-o", newPath)
+	if code != 0 {
+		t.Fatalf("review repin: exit %d: %s", code, repinErr)
+	}
+	for _, want := range []string{`re-review "echo" (operation echo, was read) [text_only]`, `re-review "add" (operation add, was read) [schema_widened]`,
+		`review new "exfiltrate" (operation exfiltrate) [new_tool]`, "dropped operation fail (tool removed)"} {
+		if !strings.Contains(repinErr, want+"\n") {
+			t.Errorf("review repin stderr lacks %q:\n%s", want, repinErr)
+		}
+	}
+	b, err := os.ReadFile(newPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newDoc, err := ocipack.DecodeProfile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := ocipack.Validate(newDoc); !errors.Is(err, ocipack.ErrUnreviewedEffect) {
 		t.Fatalf("a repinned profile must await review, Validate = %v", err)
 	}
-	if len(repinned.Marks) != 3 { // echo, add changed; exfiltrate new
-		t.Fatalf("marks = %+v", repinned.Marks)
-	}
+	marked := 0
 	for i := range newDoc.Operations {
 		if newDoc.Operations[i].Effect == apiv1.EffectUnreviewed {
 			newDoc.Operations[i].Effect = apiv1.EffectRead
+			marked++
 		}
+	}
+	if marked != 3 { // echo, add changed; exfiltrate new
+		t.Fatalf("%d operations marked for review, want 3", marked)
 	}
 	if err := ocipack.Validate(newDoc); err != nil {
 		t.Fatalf("reviewed repinned profile: %v", err)
@@ -179,12 +224,12 @@ func equalCounts(got, want map[string]int32) bool {
 
 // The size-bound twin: a candidate whose descriptors exceed the review bound is recorded with
 // every name, digest and class, without descriptors, under a named condition and event.
-func TestStoryOversizedCandidateIsNamedNotCut(t *testing.T) {
+func TestStoryReviewOversizedCandidateIsNamedNotCut(t *testing.T) {
 	ns := newNamespace(t, "story-review-big")
 	o := devOptions()
 	o.ReverifyInterval = time.Second
 	o.ReverifyJitter = 0
-	startOperator(t, ns, o)
+	op := startOperator(t, ns, o)
 	srv, h := modernServer(mcptest.DefaultTools())
 	live := startSwitchable(t, h)
 	doc := reviewedProfile(t, live.URL)
@@ -220,4 +265,82 @@ func TestStoryOversizedCandidateIsNamedNotCut(t *testing.T) {
 		}
 	}
 	waitEvent(t, ns, "svc", "Warning/"+apiv1.ReasonCandidateTooLarge)
+
+	// The refused gauge follows the informer: the deleted deployment leaves it at once (no
+	// decrement to miss).
+	if got := refusedSeries(t, op.wired.Refused, ns); got[controllers.ReasonSnapshotDrift] != 1 {
+		t.Fatalf("refused gauge = %v, want SnapshotDrift 1", got)
+	}
+	if err := k8sClient.Delete(context.Background(), sd); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(storyTimeout)
+	for got := refusedSeries(t, op.wired.Refused, ns); len(got) != 0; got = refusedSeries(t, op.wired.Refused, ns) {
+		if time.Now().After(deadline) {
+			t.Fatalf("refused gauge after the deployment was deleted = %v, want no series", got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+const hookToken = "hook-bearer-5c1d" //nolint:gosec // G101: a test token
+
+// hookReceiver is a loopback webhook receiver that keeps every request.
+type hookReceiver struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	bodies []string
+	auths  []string
+}
+
+// hookEvent is the part of a received drift CloudEvent the stories check.
+type hookEvent struct {
+	SpecVersion   string             `json:"specversion"`
+	Type          string             `json:"type"`
+	Subject       string             `json:"subject"`
+	Data          review.DriftNotice `json:"data"`
+	Authorization string             `json:"-"`
+}
+
+func newHookReceiver(t *testing.T) *hookReceiver {
+	t.Helper()
+	h := &hookReceiver{}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		h.mu.Lock()
+		h.bodies = append(h.bodies, string(b))
+		h.auths = append(h.auths, r.Header.Get("Authorization"))
+		h.mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *hookReceiver) all() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.bodies...)
+}
+
+// waitFor returns the first event received for candidate.
+func (h *hookReceiver) waitFor(t *testing.T, candidate string) hookEvent {
+	t.Helper()
+	deadline := time.Now().Add(storyTimeout)
+	for {
+		h.mu.Lock()
+		for i, b := range h.bodies {
+			var ev hookEvent
+			if json.Unmarshal([]byte(b), &ev) == nil && ev.Data.CandidateSnapshotDigest == candidate {
+				ev.Authorization = h.auths[i]
+				h.mu.Unlock()
+				return ev
+			}
+		}
+		h.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("no webhook event for candidate %s (received %d)", candidate, len(h.all()))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/review"
 )
 
 // Options is the cluster policy and tuning of the manager.
@@ -87,6 +88,14 @@ type Options struct {
 	MaxTools         int
 	MaxResponseBytes int64
 
+	// review: the optional drift webhook sink.
+	// DriftWebhookURL (--drift-webhook-url) is an https receiver of drift notices (CloudEvents
+	// JSON, structured mode), sent through egress under the freezes' IP policy; empty: none.
+	DriftWebhookURL string
+	// DriftWebhookBearerFile (--drift-webhook-bearer-file) holds a bearer token sent with every
+	// notice, read for each delivery (a mounted Secret).
+	DriftWebhookBearerFile string
+
 	// WatchLabelSelector (--watch-label-selector) shards the work: this manager verifies and
 	// activates only the McpServiceProfiles and ServiceDeployments whose labels match it, e.g.
 	// "sharding.connectors.b10x.io/key in (shard1)". Empty: all of them. Collisions are still
@@ -120,6 +129,10 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline of protocol era negotiation.")
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "Number of ServiceDeployments reconciled (and frozen) in parallel.")
 	fs.IntVar(&o.MaxTools, "max-tools", o.MaxTools, "Maximum number of tools in one live listing.")
+	// review: drift webhook sink.
+	fs.StringVar(&o.DriftWebhookURL, "drift-webhook-url", o.DriftWebhookURL, "HTTPS receiver of drift notices (CloudEvents JSON naming the deployment, classes and candidate digest), sent through egress; empty disables it.")
+	fs.StringVar(&o.DriftWebhookBearerFile, "drift-webhook-bearer-file", o.DriftWebhookBearerFile, "File holding a bearer token for the drift webhook, read for each delivery.")
+	// scale: sharding.
 	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Label selector of the McpServiceProfiles and ServiceDeployments this manager reconciles (sharding), e.g. \"sharding.connectors.b10x.io/key in (shard1)\"; empty: all. Collisions are judged across shards.")
 	fs.StringVar(&o.CredentialHashKeyFile, "credential-hash-key-file", o.CredentialHashKeyFile, "File holding the HMAC key (at least 32 bytes) of status.credentialHash; keep it stable across restarts (default: a random key per process).")
 }
@@ -192,6 +205,19 @@ func (o *Options) Validate() error {
 	if _, err := egress.ParseCIDRs(o.ServiceCIDRs); err != nil {
 		errs = append(errs, fmt.Errorf("--service-cidr: %w", err))
 	}
+	// review: drift webhook sink.
+	if o.DriftWebhookBearerFile != "" && o.DriftWebhookURL == "" {
+		errs = append(errs, errors.New("--drift-webhook-bearer-file needs --drift-webhook-url"))
+	}
+	if o.DriftWebhookURL != "" {
+		ip := egress.IPPolicy{}
+		if o.AllowLoopbackUnsafe {
+			ip.Loopback = egress.LoopbackAllowedUnsafe
+		}
+		if _, err := review.NewWebhookSink(review.WebhookOptions{URL: o.DriftWebhookURL, Egress: egress.Policy{IP: ip}}); err != nil {
+			errs = append(errs, fmt.Errorf("--drift-webhook-url: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -223,6 +249,10 @@ type Wired struct {
 	TrustPolicies *controllers.TrustPolicyReconciler
 	// Metrics are the registered metrics.
 	Metrics *controllers.Metrics
+	// Refused is the connector_mcp_refused_deployments collector over the manager's cache.
+	Refused *controllers.RefusedCollector
+	// DriftWebhook is the drift webhook sink, nil without --drift-webhook-url.
+	DriftWebhook *review.WebhookSink
 	// Binder is the shared endpoint-binding construction (freeze and credential reads).
 	Binder *k8sbinding.Binder
 	// EphemeralCredentialHashKey is true when no --credential-hash-key-file was given and a
@@ -343,6 +373,13 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 			return nil, err
 		}
 	}
+	// review: the refused gauge is derived from the informer cache at each scrape.
+	refused := controllers.NewRefusedCollector(mgr.GetCache())
+	if registerMetrics {
+		if err := metrics.Registry.Register(refused); err != nil {
+			return nil, err
+		}
+	}
 	resolver, err := newResolver(mgr, o, ip, m)
 	if err != nil {
 		return nil, err
@@ -366,7 +403,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		Binder: binder,
 		Limits: mcpclient.Limits{ProbeTimeout: o.ProbeTimeout, CallTimeout: o.FreezeTimeout, MaxTools: o.MaxTools},
 	}
-	w := &Wired{Metrics: m, Binder: binder, EphemeralCredentialHashKey: ephemeral}
+	w := &Wired{Metrics: m, Refused: refused, Binder: binder, EphemeralCredentialHashKey: ephemeral}
 	shard, err := o.ShardSelector()
 	if err != nil {
 		return nil, err
@@ -384,6 +421,9 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		FreezeTimeout: o.FreezeTimeout, RetryInterval: o.RetryInterval, Metrics: m, MaxConcurrentReconciles: o.Concurrency,
 		Shard: shard,
 	}
+	if err := setupDriftWebhook(mgr, o, ip, w, registerMetrics); err != nil {
+		return nil, err
+	}
 	if err := w.Deployments.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
@@ -392,6 +432,34 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// setupDriftWebhook builds the drift webhook sink of o (none when no URL is set), runs it with
+// mgr and hands it to the deployment reconciler.
+func setupDriftWebhook(mgr ctrl.Manager, o Options, ip egress.IPPolicy, w *Wired, registerMetrics bool) error {
+	if o.DriftWebhookURL == "" {
+		return nil
+	}
+	log := ctrl.Log.WithName("drift-webhook")
+	sink, err := review.NewWebhookSink(review.WebhookOptions{
+		URL: o.DriftWebhookURL, BearerFile: o.DriftWebhookBearerFile,
+		Egress: egress.Policy{IP: ip, Timeout: o.ExchangeTimeout, MaxResponseBytes: 64 << 10},
+		Log:    func(msg string, kv ...any) { log.Info(msg, kv...) },
+	})
+	if err != nil {
+		return fmt.Errorf("--drift-webhook-url: %w", err)
+	}
+	if registerMetrics {
+		if err := sink.Metrics().Register(metrics.Registry); err != nil {
+			return err
+		}
+	}
+	if err := mgr.Add(sink); err != nil {
+		return err
+	}
+	w.DriftWebhook = sink
+	w.Deployments.DriftNotifier = sink
+	return nil
 }
 
 // NewResolver builds the profile resolver the manager uses: the pack verifier over the

@@ -76,6 +76,13 @@ func TestValidate(t *testing.T) {
 			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/.*$"
 		}, ""},
 		{"issuer without subject", func(o *Options) { o.DefaultIssuer = "https://i" }, "needs --default-identity-subject"},
+		// review: drift webhook sink.
+		{"drift webhook", func(o *Options) {
+			o.DriftWebhookURL, o.DriftWebhookBearerFile = "https://hooks.example.com/drift", "/etc/token"
+		}, ""},
+		{"drift webhook bearer without URL", func(o *Options) { o.DriftWebhookBearerFile = "/etc/token" }, "needs --drift-webhook-url"},
+		{"drift webhook over plain http", func(o *Options) { o.DriftWebhookURL = "http://hooks.example.com/drift" }, "--drift-webhook-url"},
+		{"drift webhook token in the query", func(o *Options) { o.DriftWebhookURL = "https://hooks.example.com/drift?token=x" }, "userinfo, a query"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
