@@ -281,9 +281,7 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 func leanSecret(o any) (any, error) {
 	if s, ok := o.(*corev1.Secret); ok {
 		s.ManagedFields = nil
-		if _, found := s.Annotations[lastAppliedAnnotation]; found {
-			delete(s.Annotations, lastAppliedAnnotation)
-		}
+		delete(s.Annotations, lastAppliedAnnotation)
 	}
 	return o, nil
 }
