@@ -362,8 +362,11 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 }
 
 // ProfileUnseenGrace is how long after a profile's creation a new deployment referencing it
-// waits, without writing a status, for the profile's first status (see waitsForProfile).
-const ProfileUnseenGrace = 30 * time.Second
+// waits, without writing a status, for the profile's first status (see waitsForProfile): long
+// enough for a manager working through thousands of new profiles (with 5,000 created at once,
+// 30 s was not). A profile outside this manager's shard is never waited for; the grace bounds
+// only a profile reconciler that is stuck.
+const ProfileUnseenGrace = 10 * time.Minute
 
 // waitsForProfile reports a pass that should write nothing: the deployment has no status yet and
 // failed only because its profile, which exists, has not been reconciled yet.
