@@ -253,7 +253,9 @@ func (x *claimIndex) size() int {
 // deriveClaims derives the operation keys of every entry marked for derivation, from the
 // deployment and its profile in the cache (read-only views), and re-enqueues the deployments
 // after each one whose keys changed. Operations count only when the profile is Ready and
-// resolves, as they always have.
+// resolves, as they always have. A later deployment that gains the same key in the same drain
+// is not re-enqueued by it: it was marked by its own event, which enqueued it, and every pass
+// drains before it judges.
 func (r *DeploymentReconciler) deriveClaims(ctx context.Context) error {
 	x := &r.claims
 	x.drainMu.Lock()
@@ -262,7 +264,7 @@ func (r *DeploymentReconciler) deriveClaims(ctx context.Context) error {
 	dirty := x.dirtyEntries()
 	x.mu.Unlock()
 	var requeue []types.NamespacedName
-	defer func() { r.requeue(requeue) }()
+	defer func() { r.requeue(ctx, requeue) }()
 	for name, version := range dirty {
 		sd := &v1.ServiceDeployment{}
 		if err := r.Client.Get(ctx, name, sd, client.UnsafeDisableDeepCopy); err != nil {
@@ -346,15 +348,20 @@ func (r *DeploymentReconciler) observeAll(ctx context.Context) error {
 }
 
 // requeue hands names to the controller's queue (through the claim channel source); without a
-// manager there is no queue and the caller drives the passes.
-func (r *DeploymentReconciler) requeue(names []types.NamespacedName) {
+// manager there is no queue and the caller drives the passes. It gives up when ctx ends (the
+// manager is stopping and no longer drains the channel).
+func (r *DeploymentReconciler) requeue(ctx context.Context, names []types.NamespacedName) {
 	if r.claimEvents == nil {
 		return
 	}
 	for _, n := range names {
 		sd := &v1.ServiceDeployment{}
 		sd.Namespace, sd.Name = n.Namespace, n.Name
-		r.claimEvents <- event.TypedGenericEvent[*v1.ServiceDeployment]{Object: sd}
+		select {
+		case r.claimEvents <- event.TypedGenericEvent[*v1.ServiceDeployment]{Object: sd}:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

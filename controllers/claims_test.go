@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 )
@@ -327,5 +328,63 @@ func TestProfileRegistryOutageBacksOff(t *testing.T) {
 	}
 	if c := cond(h.profile("svc").Status.Conditions, TypeReady); c.Reason != ReasonRegistryUnavailable {
 		t.Fatalf("Ready = %+v", c)
+	}
+}
+
+// When a derivation gives a deployment new keys (its profile became Ready), the later
+// deployments sharing them are handed to the controller's queue through the claim channel;
+// with the manager stopping (context done) and nobody draining it, the hand-off gives up
+// instead of blocking the pass.
+func TestDerivationRequeuesLaterSharers(t *testing.T) {
+	_, objs := world(t)
+	first := sdOf(objs)
+	second := first.DeepCopy()
+	second.Name, second.UID = "sd2", "sd2-uid"
+	second.CreationTimestamp = metav1.NewTime(first.CreationTimestamp.Add(time.Minute))
+	second.Spec.ProviderID, second.Spec.MCPConnection.URL = "prov2", "https://other.example.com/mcp"
+	second.Spec.ProfileRef.Name = "svc2" // the same Connection under a profile of its own
+	var prof2 *v1.McpServiceProfile
+	for _, o := range objs {
+		if p, ok := o.(*v1.McpServiceProfile); ok {
+			prof2 = p.DeepCopy()
+		}
+	}
+	prof2.Name, prof2.UID = "svc2", "prof2-uid"
+	h := newHarness(t, append(objs, second, prof2)...)
+	ctx := context.Background()
+	if err := h.dep.observeAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcileProfile("svc2") // sd2's profile first: sd2 holds the operation keys, sd none yet
+	h.dep.byProfile(ctx, h.profile("svc2"))
+	if err := h.dep.deriveClaims(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcileProfile("svc")
+	h.dep.byProfile(ctx, h.profile("svc"))
+	h.dep.claimEvents = make(chan event.TypedGenericEvent[*v1.ServiceDeployment], 10)
+	if err := h.dep.deriveClaims(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(h.dep.claimEvents) > 0 {
+		got = append(got, (<-h.dep.claimEvents).Object.Name)
+	}
+	if !slices.Contains(got, "sd2") || slices.Contains(got, "sd") {
+		t.Fatalf("requeued %v, want sd2 (later, sharing the new operation keys) and not sd", got)
+	}
+	// Twin: nobody drains the channel and the context is done: the pass is not blocked.
+	h.dep.claimEvents = make(chan event.TypedGenericEvent[*v1.ServiceDeployment])
+	stopped, cancel := context.WithCancel(ctx)
+	cancel()
+	done := make(chan struct{})
+	go func() {
+		h.dep.requeue(stopped, []types.NamespacedName{{Namespace: ns, Name: "sd2"}})
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("requeue blocked on a channel nobody drains after the context ended")
 	}
 }
