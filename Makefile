@@ -16,6 +16,8 @@ TESTFLAGS ?=
 # go test -count for benchmarks; use >= 6 when comparing with benchstat.
 BENCH_COUNT ?= 1
 BENCH_OUT ?= bench.out
+# go test -timeout for benchmarks: the envtest scale stories (1,000 and 5,000 deployments) run long.
+BENCH_TIMEOUT ?= 60m
 
 # Tool paths resolve lazily and once (installing the tool on first use), so `make help` builds
 # nothing and a recipe that names a tool twice asks hack/tools.sh once.
@@ -112,8 +114,12 @@ gateway-conformance: ## Run the MCP conformance suite's server side against the 
 
 .PHONY: bench
 bench: ## Run benchmarks (-benchmem) and write $(BENCH_OUT) for benchstat.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) $(PKGS) | tee $(BENCH_OUT)
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -timeout $(BENCH_TIMEOUT) $(PKGS) | tee $(BENCH_OUT)
 	@echo "bench: figures in $(BENCH_OUT); compare runs with: go run golang.org/x/perf/cmd/benchstat@latest old.txt $(BENCH_OUT)"
+
+.PHONY: bench-scale
+bench-scale: ## Time 10,000 ServiceDeployments to all-Ready (envtest; long) into bench-scale.out.
+	BENCH_DEPLOYMENTS=10000 KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -run '^$$' -bench 'BenchmarkStoryActivateDeployments$$' -benchtime 1x -timeout 60m ./test/envtest/ | tee bench-scale.out
 
 ##@ Tools and demo
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -83,6 +85,10 @@ type CredentialReconciler struct {
 	RefreshSkew time.Duration
 	// RetryInterval is the delay before retrying a transient failure.
 	RetryInterval time.Duration
+	// Shard selects the McpCredentials this manager keeps fresh (--watch-label-selector); nil
+	// means all. Exactly one shard must own a credential: two producers refreshing one rotating
+	// refresh token would each spend it, and the second would read invalid_grant.
+	Shard labels.Selector
 }
 
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpcredentials,verbs=get;list;watch
@@ -92,7 +98,7 @@ type CredentialReconciler struct {
 // SetupWithManager watches McpCredentials (spec changes) and the opted-in Secrets they name.
 func (r *CredentialReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1.McpCredential{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1.McpCredential{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}, shardPredicate(r.Shard))).
 		Named("mcpcredential").
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bySecret)).
 		Complete(r)
@@ -106,7 +112,7 @@ func (r *CredentialReconciler) bySecret(ctx context.Context, o client.Object) []
 	}
 	var out []reconcile.Request
 	for i := range list.Items {
-		if slicesContains(credentialSecretNames(&list.Items[i]), o.GetName()) {
+		if inShard(r.Shard, &list.Items[i]) && slices.Contains(credentialSecretNames(&list.Items[i]), o.GetName()) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: list.Items[i].Name}})
 		}
 	}
@@ -122,15 +128,6 @@ func credentialSecretNames(c *v1.McpCredential) []string {
 		names = append(names, c.Spec.Client.ClientSecretRef.Name)
 	}
 	return names
-}
-
-func slicesContains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // credOutcome is the verdict of one pass.
@@ -162,6 +159,9 @@ func (r *CredentialReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	cred := &v1.McpCredential{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cred); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !inShard(r.Shard, cred) {
+		return ctrl.Result{}, nil // another shard's manager produces it
 	}
 	o, err := r.produce(ctx, cred)
 	if err != nil {

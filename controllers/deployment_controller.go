@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -20,10 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
@@ -70,7 +73,8 @@ type DeploymentReconciler struct {
 	ReverifyJitter float64
 	// FreezeTimeout bounds one live freeze.
 	FreezeTimeout time.Duration
-	// RetryInterval is the delay before retrying a transient failure.
+	// RetryInterval is the first step of the exponential, jittered retry of a transient failure
+	// (see RetryBackoff); zero means 30 s.
 	RetryInterval time.Duration
 	// Metrics is optional.
 	Metrics *Metrics
@@ -78,6 +82,25 @@ type DeploymentReconciler struct {
 	DriftNotifier DriftNotifier
 	// MaxConcurrentReconciles bounds parallel passes (freezes wait on the network); zero means 1.
 	MaxConcurrentReconciles int
+	// Shard selects the deployments this manager reconciles (--watch-label-selector); nil means
+	// all. Collisions are judged across shards: the claim index holds every deployment of the
+	// cluster, whichever shard reconciles it.
+	Shard labels.Selector
+	// RetryMaxInterval caps the exponential retry delay of transient failures (zero:
+	// DefaultRetryMaxInterval). See RetryBackoff.
+	RetryMaxInterval time.Duration
+
+	// claims is the claim index of every deployment (see claims.go).
+	claims claimIndex
+	// claimEvents re-enqueues deployments whose judgement a derivation changed; nil without a
+	// manager.
+	claimEvents chan event.TypedGenericEvent[*v1.ServiceDeployment]
+	// informerFed is true when the ServiceDeployment informer feeds the claim index.
+	informerFed bool
+	// retries counts consecutive transient failures per deployment (see RetryBackoff).
+	retries retryCounter
+	// written remembers the last status written per deployment (stale-cache repeats).
+	written writtenStatus
 }
 
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments,verbs=get;list;watch
@@ -103,14 +126,17 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := idx.IndexField(ctx, &v1.ServiceDeployment{}, indexGrantRef, grantRefIndex); err != nil {
 		return err
 	}
+	r.claimEvents = make(chan event.TypedGenericEvent[*v1.ServiceDeployment], 1024)
+	r.informerFed = true
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1.ServiceDeployment{}).
+		For(&v1.ServiceDeployment{}, builder.WithPredicates(shardPredicate(r.Shard))).
 		Named("servicedeployment").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Watches(&v1.McpServiceProfile{}, handler.EnqueueRequestsFromMapFunc(r.byProfile)).
 		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(r.byGrant)).
 		Watches(&rbacv1.Role{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
-		Watches(&v1.ServiceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.colliders)).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &v1.ServiceDeployment{}, r.claimWatch())).
+		WatchesRawSource(source.Channel(r.claimEvents, &handler.TypedEnqueueRequestForObject[*v1.ServiceDeployment]{})).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byCredential)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.byCABundle)).
 		Watches(&v1.McpTrustPolicy{}, handler.EnqueueRequestsFromMapFunc(r.withAllowCIDRs),
@@ -142,7 +168,14 @@ func (r *DeploymentReconciler) byProfile(ctx context.Context, o client.Object) [
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexProfileRef: o.GetName()}); err != nil {
 		return nil
 	}
-	return requests(list.Items)
+	reqs := requests(list.Items)
+	// Their claims' operations depend on the profile: derive them again before the next judgement.
+	names := make([]types.NamespacedName, len(reqs))
+	for i := range reqs {
+		names[i] = reqs[i].NamespacedName
+	}
+	r.claims.markProfile(names)
+	return reqs
 }
 
 func (r *DeploymentReconciler) byGrant(ctx context.Context, o client.Object) []reconcile.Request {
@@ -235,27 +268,6 @@ func bindingRequest(sd *v1.ServiceDeployment) k8sbinding.Request {
 	return req
 }
 
-// colliders enqueues the deployments refused for a collision when any deployment changes, so a
-// loser re-checks when the holder goes away.
-func (r *DeploymentReconciler) colliders(ctx context.Context, o client.Object) []reconcile.Request {
-	var list v1.ServiceDeploymentList
-	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		sd := &list.Items[i]
-		if sd.UID == o.GetUID() {
-			continue
-		}
-		switch readyReason(sd.Status.Conditions) {
-		case ReasonProviderCollision, ReasonAuthorityCollision, ReasonOperationCollision:
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(sd)})
-		}
-	}
-	return out
-}
-
 func requests(items []v1.ServiceDeployment) []reconcile.Request {
 	out := make([]reconcile.Request, len(items))
 	for i := range items {
@@ -280,13 +292,32 @@ type pass struct {
 	reverify bool
 	// reverifyWait is how long until a request stamped slightly in the future becomes due.
 	reverifyWait time.Duration
+	// profileUnseen is true when the referenced profile exists in this manager's shard, was
+	// created less than ProfileUnseenGrace ago and its reconciler has not written its status
+	// yet (no condition, observedGeneration 0).
+	profileUnseen bool
 }
 
 // Reconcile runs the activation pipeline once and writes status once, only when it changed.
 func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !r.informerFed {
+		if err := r.observeAll(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	// Every claim the cache holds is derived before anything is judged (usually none is due).
+	if err := r.deriveClaims(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
 	sd := &v1.ServiceDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sd); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.retries.reset(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !inShard(r.Shard, sd) {
+		return ctrl.Result{}, nil // another shard's manager reconciles it
 	}
 	// Nothing outside the cluster needs cleanup, so there is no finalizer; an in-flight freeze
 	// is bounded by FreezeTimeout and cancelled on shutdown.
@@ -325,13 +356,25 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		st.ObservedGeneration = sd.Generation
 	}
 
+	if waitsForProfile(orig, failed, p) {
+		// A new deployment whose profile was not looked at yet: the profile's first status
+		// write enqueues it (byProfile), so no transient ProfileNotReady is written in between
+		// (one write per object to Ready). The retry is a safety net only.
+		return r.result(sd, failed), nil
+	}
 	if !equality.Semantic.DeepEqual(orig.Status, sd.Status) {
+		if r.written.staleRepeat(orig, sd) {
+			// This very status was written by the previous pass and the cache has not caught
+			// up: its watch event brings the next pass. No second write, no second event.
+			return r.result(sd, failed), nil
+		}
 		if err := r.Client.Status().Patch(ctx, sd, client.MergeFrom(orig)); err != nil {
 			if apierrors.IsNotFound(err) {
 				return ctrl.Result{}, nil
 			}
 			return ctrl.Result{}, err
 		}
+		r.written.record(sd)
 		r.announce(ctx, sd, orig, o, p)
 	}
 	res := r.result(sd, failed)
@@ -341,12 +384,33 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return res, nil
 }
 
-// result schedules the next pass: a retry for transient failures, else the next jittered
+// ProfileUnseenGrace is how long after a profile's creation a new deployment referencing it
+// waits, without writing a status, for the profile's first status (see waitsForProfile): long
+// enough for a manager working through thousands of new profiles (with 5,000 created at once,
+// 30 s was not). A profile outside this manager's shard is never waited for; the grace bounds
+// only a profile reconciler that is stuck.
+const ProfileUnseenGrace = 10 * time.Minute
+
+// waitsForProfile reports a pass that should write nothing: the deployment has no status yet and
+// failed only because its profile, which exists, has not been reconciled yet.
+func waitsForProfile(orig *v1.ServiceDeployment, failed *StageError, p *pass) bool {
+	return failed != nil && failed.Reason == ReasonProfileNotReady && failed.Transient && p.profileUnseen &&
+		len(orig.Status.Conditions) == 0 && orig.Status.ObservedGeneration == 0
+}
+
+// result schedules the next pass: an exponential, jittered retry for transient failures, else the next jittered
 // re-verification of the live server.
 func (r *DeploymentReconciler) result(sd *v1.ServiceDeployment, failed *StageError) ctrl.Result {
+	name := client.ObjectKeyFromObject(sd)
 	if failed != nil && failed.Transient {
-		return ctrl.Result{RequeueAfter: r.retryInterval()}
+		n := r.retries.next(name)
+		maxDelay := r.RetryMaxInterval
+		if maxDelay <= 0 {
+			maxDelay = DefaultRetryMaxInterval
+		}
+		return ctrl.Result{RequeueAfter: RetryBackoff(r.retryInterval(), maxDelay, n, retryJitter(sd.UID, n))}
 	}
+	r.retries.reset(name)
 	if r.ReverifyInterval <= 0 || sd.Status.LastFrozenTime == nil {
 		return ctrl.Result{}
 	}
@@ -371,6 +435,10 @@ func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *Stag
 		return retry(TypeProfileVerified, ReasonProfileNotReady, err, "McpServiceProfile %q could not be read", key.Name)
 	}
 	ready := meta.FindStatusCondition(prof.Status.Conditions, TypeReady)
+	// Unseen: no status yet, in this manager's shard (its reconciler will write one), and young
+	// (a profile nobody reconciles must not leave the deployment without a status for long).
+	p.profileUnseen = len(prof.Status.Conditions) == 0 && prof.Status.ObservedGeneration == 0 && inShard(r.Shard, prof) &&
+		p.now.Sub(prof.CreationTimestamp.Time) < ProfileUnseenGrace
 	if ready == nil || ready.Status != metav1.ConditionTrue || prof.Status.ObservedGeneration != prof.Generation {
 		serr := &StageError{Condition: TypeProfileVerified, Reason: ReasonProfileNotReady, Transient: true,
 			Message: fmt.Sprintf("McpServiceProfile %q is not verified", key.Name)}
@@ -429,33 +497,9 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 		return BindingStageError(TypeBound, err)
 	}
 	self := r.claim(sd, authority, doc)
-	// Read-only views of the cache: no deep copy of every deployment and profile per pass.
-	var list v1.ServiceDeploymentList
-	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return retry(TypeBound, ReasonProgressing, err, "the other deployments could not be listed")
-	}
-	var profiles v1.McpServiceProfileList
-	if err := r.Client.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil {
-		return retry(TypeBound, ReasonProgressing, err, "the profiles could not be listed")
-	}
-	byKey := make(map[types.NamespacedName]*v1.McpServiceProfile, len(profiles.Items))
-	for i := range profiles.Items {
-		byKey[client.ObjectKeyFromObject(&profiles.Items[i])] = &profiles.Items[i]
-	}
-	claims := make([]Claim, 0, len(list.Items))
-	for i := range list.Items {
-		other := &list.Items[i]
-		if other.UID == sd.UID || !other.DeletionTimestamp.IsZero() {
-			continue
-		}
-		// Only a deployment that came first can hold a claim against this one.
-		if !(Claim{Key: other.Namespace + "/" + other.Name, Created: other.CreationTimestamp}).before(self) {
-			continue
-		}
-		prof := byKey[types.NamespacedName{Namespace: other.Namespace, Name: other.Spec.ProfileRef.Name}]
-		claims = append(claims, r.otherClaim(ctx, other, prof))
-	}
-	return FindCollision(self, claims)
+	// Only the claims sharing a full claim key with this one can collide with it; they come
+	// from the claim index, derived once per deployment generation and profile.
+	return FindCollision(self, r.claims.earlierSharing(self))
 }
 
 // checkGrant checks that RoleBinding name exists in the deployment's namespace and that its

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,10 +37,16 @@ type ProfileReconciler struct {
 	// RefusedRetryInterval re-verifies a refused OCI source (a missing key Secret or signature
 	// may appear); zero means 5 minutes. Successful verifications are cached and not repeated.
 	RefusedRetryInterval time.Duration
-	// RetryInterval is the delay before retrying a transient failure.
+	// RetryInterval is the first step of the exponential, jittered retry of a transient failure
+	// (see RetryBackoff; capped at DefaultRetryMaxInterval).
 	RetryInterval time.Duration
 	// Metrics is optional.
 	Metrics *Metrics
+	// Shard selects the profiles this manager verifies (--watch-label-selector); nil means all.
+	Shard labels.Selector
+
+	// retries counts consecutive transient failures per profile.
+	retries retryCounter
 }
 
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpserviceprofiles,verbs=get;list;watch
@@ -49,7 +56,8 @@ type ProfileReconciler struct {
 // SetupWithManager registers the reconciler.
 func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1.McpServiceProfile{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1.McpServiceProfile{}, builder.WithPredicates(shardPredicate(r.Shard),
+			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Named("mcpserviceprofile").
 		Watches(&v1.McpTrustPolicy{}, handler.EnqueueRequestsFromMapFunc(r.packProfiles),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})). // not on its own status writes
@@ -92,6 +100,9 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if !inShard(r.Shard, p) {
+		return ctrl.Result{}, nil // another shard's manager verifies it
+	}
 	if !p.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
@@ -129,9 +140,16 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		r.announce(ctx, p, readyReason(orig.Status.Conditions), o)
 	}
 
+	name := client.ObjectKeyFromObject(p)
+	if failed == nil || !failed.Transient {
+		r.retries.reset(name)
+	}
 	switch {
 	case failed != nil && failed.Transient:
-		return ctrl.Result{RequeueAfter: r.retryInterval()}, nil
+		// Exponential, jittered per profile (RetryBackoff): a registry outage is not retried by
+		// every profile at once, every RetryInterval.
+		n := r.retries.next(name)
+		return ctrl.Result{RequeueAfter: RetryBackoff(r.retryInterval(), DefaultRetryMaxInterval, n, retryJitter(p.UID, n))}, nil
 	case failed != nil && p.Spec.Source.OCI != nil:
 		if r.RefusedRetryInterval > 0 {
 			return ctrl.Result{RequeueAfter: r.RefusedRetryInterval}, nil

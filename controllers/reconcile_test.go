@@ -86,6 +86,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	count := func() { h.writes++ }
 	h.c = fake.NewClientBuilder().WithScheme(scheme).
 		WithStatusSubresource(&v1.McpServiceProfile{}, &v1.ServiceDeployment{}).
+		WithIndex(&v1.ServiceDeployment{}, indexProfileRef, profileRefIndex).
 		WithObjects(objs...).
 		WithInterceptorFuncs(writecount.Funcs(count)).Build()
 	resolver := &Resolver{}
@@ -361,8 +362,12 @@ func TestServerUnreachableRetriesWithoutStalling(t *testing.T) {
 	if c := cond(st.Conditions, TypeStalled); c.Status != "Absent" {
 		t.Fatalf("Stalled = %+v", c)
 	}
-	if st.ObservedGeneration != 0 || res.RequeueAfter != 5*time.Second {
+	// The retry backs off from RetryInterval (5 s), jittered into [d/2, d).
+	if st.ObservedGeneration != 0 || res.RequeueAfter < 2500*time.Millisecond || res.RequeueAfter >= 5*time.Second {
 		t.Fatalf("observedGeneration %d, requeue %v", st.ObservedGeneration, res.RequeueAfter)
+	}
+	if again := h.reconcileDeployment("sd"); again.RequeueAfter < 5*time.Second || again.RequeueAfter >= 10*time.Second {
+		t.Fatalf("second retry after %v, want within [5s, 10s)", again.RequeueAfter)
 	}
 	if got := kstatusOf(t, sd); got != status.InProgressStatus {
 		t.Fatalf("kstatus = %s", got)

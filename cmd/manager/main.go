@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -86,9 +85,9 @@ func run() int {
 		Metrics:                       metricsOpts,
 		WebhookServer:                 webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
 		HealthProbeBindAddress:        probeAddr,
-		Cache:                         cache.Options{ByObject: app.CacheByObject()},
+		Cache:                         app.CacheOptions(),
 		LeaderElection:                leaderElect,
-		LeaderElectionID:              "connector-mcp.connectors.b10x.io",
+		LeaderElectionID:              app.LeaderElectionID(opts.WatchLabelSelector),
 		LeaderElectionNamespace:       leaderNS,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdownTimeout,

@@ -340,6 +340,8 @@ var fullValues = map[string]any{"policy": map[string]any{
 	// review: drift webhook sink.
 	"driftWebhook": map[string]any{"url": "https://hooks.example.com/drift", "bearerSecret": map[string]any{"name": "hook-token"}},
 	"caBundle":     map[string]any{"configMapName": "corp-ca"},
+	// scale: sharding.
+	"sharding": map[string]any{"watchLabelSelector": "sharding.connectors.b10x.io/key in (shard1)"},
 }
 
 func managerArgs(t *testing.T, values map[string]any) []string {

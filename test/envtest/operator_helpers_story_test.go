@@ -118,7 +118,7 @@ func startOperatorIn(t testing.TB, restCfg *rest.Config, namespaces []string, o 
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
-		Cache:                   cache.Options{DefaultNamespaces: watched, ByObject: app.CacheByObject()},
+		Cache:                   cacheIn(watched), // as cmd/manager, limited to the test namespaces
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		NewClient:               newClient,
 		GracefulShutdownTimeout: &shutdown,
@@ -131,6 +131,13 @@ func startOperatorIn(t testing.TB, restCfg *rest.Config, namespaces []string, o 
 	}
 	op.stop = runManager(t, mgr)
 	return op
+}
+
+// cacheIn is app.CacheOptions (the manager's cache) watching only namespaces.
+func cacheIn(namespaces map[string]cache.Config) cache.Options {
+	o := app.CacheOptions()
+	o.DefaultNamespaces = namespaces
+	return o
 }
 
 // runManager starts mgr and returns a stop function that cancels it and waits (at most 30 s) for

@@ -1,8 +1,10 @@
 package envtest
 
 // Scale story: many deployments against one local server, from creation to all Ready.
-// `make bench` runs it; BENCH_DEPLOYMENTS (default 200) sets the count, e.g. 1000 for the long
-// run. Reported: seconds to all-Ready, reconciles/s, API writes per object, manager RSS.
+// `make bench` runs it at 1,000 and 5,000 deployments, `make bench-scale` at 10,000;
+// BENCH_DEPLOYMENTS (a comma-separated list of counts, default "1000,5000") sets the sizes.
+// Reported per size: seconds to all-Ready, milliseconds per object, reconciles/s, API writes per
+// object, test-process RSS.
 
 import (
 	"context"
@@ -10,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,14 +23,34 @@ import (
 )
 
 func BenchmarkStoryActivateDeployments(b *testing.B) {
-	n := 200
-	if v, err := strconv.Atoi(os.Getenv("BENCH_DEPLOYMENTS")); err == nil && v > 0 {
-		n = v
+	sizes, err := benchSizes(os.Getenv("BENCH_DEPLOYMENTS"))
+	if err != nil {
+		b.Fatal(err)
 	}
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		runActivationScale(b, n)
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("deployments=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				runActivationScale(b, n)
+			}
+		})
 	}
+}
+
+// benchSizes parses BENCH_DEPLOYMENTS: comma-separated positive counts; empty means 1000,5000.
+func benchSizes(v string) ([]int, error) {
+	if strings.TrimSpace(v) == "" {
+		return []int{1000, 5000}, nil
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("BENCH_DEPLOYMENTS=%q: want comma-separated positive counts", v)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func runActivationScale(b *testing.B, n int) {
@@ -42,14 +65,45 @@ func runActivationScale(b *testing.B, n int) {
 
 	b.StartTimer()
 	start := time.Now()
-	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("svc-%04d", i)
-		doc := base.DeepCopy()
-		doc.Service = apiv1.ServiceIdentity{Ref: name, ConnectionRef: name}
-		mustCreate(b, inlineProfile(ns, name, doc))
-		mustCreate(b, newDeployment(ns, name, name, name, fmt.Sprintf("%s/%d", live.URL, i), doc, nil, "all"))
+	// Eight creators, as several GitOps appliers would: one serial creator bounds the time to
+	// all-Ready by its own round trips at 10,000 deployments, not by the manager.
+	work := make(chan int)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				name := fmt.Sprintf("svc-%05d", i)
+				doc := base.DeepCopy()
+				doc.Service = apiv1.ServiceIdentity{Ref: name, ConnectionRef: name}
+				if err := k8sClient.Create(context.Background(), inlineProfile(ns, name, doc)); err != nil {
+					errs <- err
+					return
+				}
+				if err := k8sClient.Create(context.Background(), newDeployment(ns, name, name, name, fmt.Sprintf("%s/%d", live.URL, i), doc, nil, "all")); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
 	}
-	deadline := time.Now().Add(10 * time.Minute)
+	for i := 0; i < n; i++ {
+		select {
+		case work <- i:
+		case err := <-errs:
+			b.Fatalf("create: %v", err)
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		b.Fatalf("create: %v", err)
+	default:
+	}
+	deadline := time.Now().Add(30 * time.Minute)
 	for {
 		var list apiv1.ServiceDeploymentList
 		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
@@ -65,9 +119,9 @@ func runActivationScale(b *testing.B, n int) {
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d deployments Ready after 10 minutes", ready, n)
+			b.Fatalf("%d of %d deployments Ready after 30 minutes", ready, n)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(time.Duration(200+n/10) * time.Millisecond) // a List of every deployment each time
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
@@ -81,6 +135,7 @@ func runActivationScale(b *testing.B, n int) {
 	}
 	op.mu.Unlock()
 	b.ReportMetric(elapsed.Seconds(), "s-to-all-ready")
+	b.ReportMetric(float64(elapsed.Milliseconds())/float64(n), "ms/object")
 	b.ReportMetric(float64(reconciles)/elapsed.Seconds(), "deployment-reconciles/s")
 	b.ReportMetric(float64(op.writes.Load())/float64(2*n), "writes/object")
 	b.ReportMetric(float64(rssBytes())/(1<<20), "process-RSS-MiB")

@@ -6,6 +6,7 @@ package app
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -14,10 +15,13 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -102,6 +106,12 @@ type Options struct {
 	// CredentialRefreshSkew (--credential-refresh-skew) is how long before expiry the OAuth
 	// producer refreshes an McpCredential's access token (spec.refreshSkew overrides it).
 	CredentialRefreshSkew time.Duration
+
+	// WatchLabelSelector (--watch-label-selector) shards the work: this manager verifies and
+	// activates only the McpServiceProfiles and ServiceDeployments whose labels match it, e.g.
+	// "sharding.connectors.b10x.io/key in (shard1)". Empty: all of them. Collisions are still
+	// judged across shards (the claim index holds every deployment). See docs/operator.md.
+	WatchLabelSelector string
 }
 
 // DefaultOptions returns the production defaults.
@@ -135,6 +145,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	// review: drift webhook sink.
 	fs.StringVar(&o.DriftWebhookURL, "drift-webhook-url", o.DriftWebhookURL, "HTTPS receiver of drift notices (CloudEvents JSON naming the deployment, classes and candidate digest), sent through egress; empty disables it.")
 	fs.StringVar(&o.DriftWebhookBearerFile, "drift-webhook-bearer-file", o.DriftWebhookBearerFile, "File holding a bearer token for the drift webhook, read for each delivery.")
+	// scale: sharding.
+	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Label selector of the McpServiceProfiles and ServiceDeployments this manager reconciles (sharding), e.g. \"sharding.connectors.b10x.io/key in (shard1)\"; empty: all. Collisions are judged across shards.")
 	fs.StringVar(&o.CredentialHashKeyFile, "credential-hash-key-file", o.CredentialHashKeyFile, "File holding the HMAC key (at least 32 bytes) of status.credentialHash; keep it stable across restarts (default: a random key per process).")
 	// OAuth producer (McpCredential).
 	fs.DurationVar(&o.CredentialRefreshSkew, "credential-refresh-skew", o.CredentialRefreshSkew, "How long before expiry the OAuth producer refreshes an McpCredential's access token.")
@@ -203,6 +215,9 @@ func (o *Options) Validate() error {
 	if o.ReverifyJitter < 0 || o.ReverifyJitter > 1 {
 		errs = append(errs, errors.New("--reverify-jitter must be within 0..1"))
 	}
+	if _, err := o.ShardSelector(); err != nil {
+		errs = append(errs, err)
+	}
 	if _, err := egress.ParseCIDRs(o.EgressAllowCIDRs); err != nil {
 		errs = append(errs, fmt.Errorf("--egress-allow-cidr: %w", err))
 	}
@@ -269,16 +284,6 @@ type Wired struct {
 	EphemeralCredentialHashKey bool
 }
 
-// CacheByObject is the manager cache's per-type configuration: the Secret informer sees only
-// Secrets labelled connectors.b10x.io/credential=true, the ConfigMap informer only ConfigMaps
-// labelled connectors.b10x.io/ca-bundle=true. Pass it as cache.Options.ByObject.
-func CacheByObject() map[client.Object]cache.ByObject {
-	return map[client.Object]cache.ByObject{
-		&corev1.Secret{}:    k8sbinding.CredentialCacheSelector(),
-		&corev1.ConfigMap{}: k8sbinding.CABundleCacheSelector(),
-	}
-}
-
 // TLSClientConfig returns the TLS configuration of every outbound connection of o: TLS 1.2 at
 // least, verification always on, and the system roots plus the certificates of
 // --ca-bundle-file; nil when no bundle file is given (the system roots). The file is parsed
@@ -302,6 +307,78 @@ func (o *Options) TLSClientConfig() (*tls.Config, error) {
 		return nil, fmt.Errorf("--ca-bundle-file: %w: no certificate", k8sbinding.ErrInvalidCABundle)
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// CacheByObject is the manager cache's per-type configuration: the Secret informer sees only
+// Secrets labelled connectors.b10x.io/credential=true, and holds them without managedFields and
+// without kubectl's last-applied-configuration annotation (a plaintext copy of the data); the
+// ConfigMap informer sees only ConfigMaps labelled connectors.b10x.io/ca-bundle=true; the
+// RoleBinding informer holds them without subjects (the grant check reads only roleRef; callers
+// are authorized with SubjectAccessReviews). Pass it as cache.Options.ByObject.
+func CacheByObject() map[client.Object]cache.ByObject {
+	secrets := k8sbinding.CredentialCacheSelector()
+	secrets.Transform = leanSecret
+	return map[client.Object]cache.ByObject{
+		&corev1.Secret{}:      secrets,
+		&corev1.ConfigMap{}:   k8sbinding.CABundleCacheSelector(),
+		&rbacv1.RoleBinding{}: {Transform: leanRoleBinding},
+	}
+}
+
+// lastAppliedAnnotation is kubectl's client-side apply record.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// leanSecret is the cache transform of Secrets: no managedFields, no last-applied copy.
+func leanSecret(o any) (any, error) {
+	if s, ok := o.(*corev1.Secret); ok {
+		s.ManagedFields = nil
+		delete(s.Annotations, lastAppliedAnnotation)
+	}
+	return o, nil
+}
+
+// leanRoleBinding is the cache transform of RoleBindings: no managedFields, no subjects, no
+// annotations (the grant check reads only the name and roleRef).
+func leanRoleBinding(o any) (any, error) {
+	if rb, ok := o.(*rbacv1.RoleBinding); ok {
+		rb.ManagedFields, rb.Subjects, rb.Annotations = nil, nil, nil
+	}
+	return o, nil
+}
+
+// ErrWatchLabelSelector is returned (wrapped) by Options.Validate and ShardSelector for a
+// --watch-label-selector that does not parse.
+var ErrWatchLabelSelector = errors.New("--watch-label-selector does not parse as a label selector")
+
+// ShardSelector parses WatchLabelSelector: nil when empty (every object).
+func (o *Options) ShardSelector() (labels.Selector, error) {
+	if strings.TrimSpace(o.WatchLabelSelector) == "" {
+		return nil, nil
+	}
+	sel, err := labels.Parse(o.WatchLabelSelector)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrWatchLabelSelector, err)
+	}
+	return sel, nil
+}
+
+// CacheOptions is the manager cache configuration: CacheByObject (only opted-in Secrets), and
+// managedFields stripped from every cached object (no controller reads them; they are often the
+// larger part of an object). Every shard caches every profile and deployment: collisions are
+// judged across shards.
+func CacheOptions() cache.Options {
+	return cache.Options{ByObject: CacheByObject(), DefaultTransform: cache.TransformStripManagedFields()}
+}
+
+// LeaderElectionID is the leader election lease name of a manager watching selector: the
+// shards of one installation each elect their own leader (as Flux's shards do).
+func LeaderElectionID(selector string) string {
+	const base = "connector-mcp.connectors.b10x.io"
+	if strings.TrimSpace(selector) == "" {
+		return base
+	}
+	sum := sha256.Sum256([]byte(selector))
+	return fmt.Sprintf("%x-%s", sum[:4], base)
 }
 
 // LoadCredentialHashKey reads the HMAC key of status.credentialHash from path; an empty path
@@ -381,9 +458,13 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		Limits: mcpclient.Limits{ProbeTimeout: o.ProbeTimeout, CallTimeout: o.FreezeTimeout, MaxTools: o.MaxTools},
 	}
 	w := &Wired{Metrics: m, Refused: refused, Binder: binder, EphemeralCredentialHashKey: ephemeral}
+	shard, err := o.ShardSelector()
+	if err != nil {
+		return nil, err
+	}
 	w.Profiles = &controllers.ProfileReconciler{
 		Client: mgr.GetClient(), Events: mgr.GetEventRecorder("connector-mcp"), Resolver: resolver,
-		RetryInterval: o.RetryInterval, Metrics: m,
+		RetryInterval: o.RetryInterval, Metrics: m, Shard: shard,
 	}
 	if err := w.Profiles.SetupWithManager(mgr); err != nil {
 		return nil, err
@@ -392,6 +473,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		Client: mgr.GetClient(), SecretReader: mgr.GetClient(), Binder: binder, CredentialHashKey: key, Events: mgr.GetEventRecorder("connector-mcp"),
 		Resolver: resolver, Freezer: freezer, ReverifyInterval: o.ReverifyInterval, ReverifyJitter: o.ReverifyJitter,
 		FreezeTimeout: o.FreezeTimeout, RetryInterval: o.RetryInterval, Metrics: m, MaxConcurrentReconciles: o.Concurrency,
+		Shard: shard,
 	}
 	if err := setupDriftWebhook(mgr, o, ip, w, registerMetrics); err != nil {
 		return nil, err
@@ -414,7 +496,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	}
 	w.Credentials = &controllers.CredentialReconciler{
 		Client: mgr.GetClient(), HTTPClient: oauthClient, Events: mgr.GetEventRecorder("connector-mcp"),
-		RefreshSkew: o.CredentialRefreshSkew, RetryInterval: o.RetryInterval,
+		RefreshSkew: o.CredentialRefreshSkew, RetryInterval: o.RetryInterval, Shard: shard,
 	}
 	if err := w.Credentials.SetupWithManager(mgr); err != nil {
 		return nil, err
