@@ -155,6 +155,10 @@ type Cluster struct {
 	KubeConfig []byte
 	// BinDir is the directory the binaries were started from.
 	BinDir string
+	// certDir holds kube-apiserver's serving certificates. The cluster owns it (envtest would
+	// make a fresh one, with a new serving CA, on every start), so the apiserver can be stopped
+	// and started again while etcd keeps its data and every client keeps working.
+	certDir string
 }
 
 // Start launches etcd and kube-apiserver, installs the CRDs and waits until they are served.
@@ -184,6 +188,10 @@ func Start(opts Options) (*Cluster, error) {
 	if timeout == 0 {
 		timeout = DefaultStartTimeout
 	}
+	certDir, err := os.MkdirTemp("", "devcluster-apiserver-")
+	if err != nil {
+		return nil, fmt.Errorf("devcluster: %w", err)
+	}
 	env := &envtest.Environment{
 		ControlPlaneStartTimeout: timeout,
 		BinaryAssetsDirectory:    bin,
@@ -192,12 +200,14 @@ func Start(opts Options) (*Cluster, error) {
 		Scheme:                   opts.Scheme,
 		AttachControlPlaneOutput: opts.AttachOutput,
 	}
+	env.ControlPlane.GetAPIServer().CertDir = certDir
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
+		_ = os.RemoveAll(certDir)
 		return nil, fmt.Errorf("devcluster: start control plane from %s: %w", bin, err)
 	}
-	return &Cluster{env: env, Config: cfg, KubeConfig: env.KubeConfig, BinDir: bin}, nil
+	return &Cluster{env: env, Config: cfg, KubeConfig: env.KubeConfig, BinDir: bin, certDir: certDir}, nil
 }
 
 // WriteKubeconfig writes KubeConfig to path with mode 0600. The file appears atomically, so a
@@ -223,8 +233,29 @@ func (c *Cluster) WriteKubeconfig(path string) error {
 
 // Stop terminates kube-apiserver and etcd and removes their temporary data.
 func (c *Cluster) Stop() error {
+	defer func() { _ = os.RemoveAll(c.certDir) }()
 	if err := c.env.Stop(); err != nil {
 		return fmt.Errorf("devcluster: stop control plane: %w", err)
+	}
+	return nil
+}
+
+// StopAPIServer stops kube-apiserver (SIGTERM, then SIGKILL after envtest's stop timeout) and
+// leaves etcd running with its data, as a control-plane restart or an apiserver crash does.
+// StartAPIServer starts it again.
+func (c *Cluster) StopAPIServer() error {
+	if err := c.env.ControlPlane.GetAPIServer().Stop(); err != nil {
+		return fmt.Errorf("devcluster: stop kube-apiserver: %w", err)
+	}
+	return nil
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the same address with the
+// same serving certificates and client CA, and waits until it is healthy: Config and every
+// client made from it keep working.
+func (c *Cluster) StartAPIServer() error {
+	if err := c.env.ControlPlane.GetAPIServer().Start(); err != nil {
+		return fmt.Errorf("devcluster: start kube-apiserver: %w", err)
 	}
 	return nil
 }
