@@ -7,6 +7,7 @@ package devcluster
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -240,21 +241,43 @@ func (c *Cluster) Stop() error {
 	return nil
 }
 
-// StopAPIServer stops kube-apiserver (SIGTERM, then SIGKILL after envtest's stop timeout) and
-// leaves etcd running with its data, as a control-plane restart or an apiserver crash does.
-// StartAPIServer starts it again.
+// APIServerStopGrace is how long a kube-apiserver started by StartAPIServer may take to exit
+// after SIGTERM before it is killed, as a kubelet's termination grace period does. (kube-apiserver
+// stops listening at once but may wait much longer for in-flight watches to end; the first
+// process, started with the cluster, has envtest's own stop timeout.)
+const APIServerStopGrace = 5 * time.Second
+
+// StopAPIServer stops kube-apiserver (SIGTERM, then SIGKILL once its stop timeout has passed)
+// and leaves etcd running with its data, as a control-plane restart does. It returns once the
+// apiserver's port refuses connections. StartAPIServer starts it again.
 func (c *Cluster) StopAPIServer() error {
-	if err := c.env.ControlPlane.GetAPIServer().Stop(); err != nil {
-		return fmt.Errorf("devcluster: stop kube-apiserver: %w", err)
+	as := c.env.ControlPlane.GetAPIServer()
+	err := as.Stop()
+	if err == nil {
+		return nil
 	}
-	return nil
+	// envtest reports a stop that needed SIGKILL as an error; the stop is complete all the same
+	// once nothing listens on the port.
+	addr := net.JoinHostPort(as.SecureServing.Address, as.SecureServing.Port)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		conn, derr := net.DialTimeout("tcp", addr, time.Second)
+		if derr != nil {
+			return nil
+		}
+		_ = conn.Close()
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("devcluster: stop kube-apiserver: %w", err)
 }
 
 // StartAPIServer starts kube-apiserver again after StopAPIServer, on the same address with the
 // same serving certificates and client CA, and waits until it is healthy: Config and every
 // client made from it keep working.
 func (c *Cluster) StartAPIServer() error {
-	if err := c.env.ControlPlane.GetAPIServer().Start(); err != nil {
+	as := c.env.ControlPlane.GetAPIServer()
+	as.StopTimeout = APIServerStopGrace
+	if err := as.Start(); err != nil {
 		return fmt.Errorf("devcluster: start kube-apiserver: %w", err)
 	}
 	return nil

@@ -37,6 +37,8 @@ func leakOptions() []goleak.Option {
 		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
 		goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
 		goleak.IgnoreAnyFunction("k8s.io/client-go/util/connrotation.(*Dialer).DialContext"),
+		// The suite's own kube-apiserver process, restarted by the apiserver story, is waited on.
+		goleak.IgnoreAnyFunction("sigs.k8s.io/controller-runtime/pkg/internal/testing/process.(*State).Start.func1"),
 	}
 }
 
