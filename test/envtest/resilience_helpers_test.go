@@ -25,8 +25,9 @@ import (
 
 // leakOptions are the goroutines that outlive a story by design: the suite's shared admin
 // client keeps keep-alive connections to the apiserver (and opens new ones after a restart),
-// client-go's process-wide transport cache keeps those of the managers' clients, and klog and
-// the go-sdk run process-wide daemons. Every other goroutine a story starts (managers,
+// client-go's process-wide transport cache keeps those of the managers' clients, klog runs a
+// process-wide flush daemon, and envtest waits on the suite's kube-apiserver process (a new one
+// after the apiserver story's restarts). Every other goroutine a story starts (managers,
 // informers, leader electors, event broadcasters, watches, MCP and registry servers) must be
 // gone once the story's cleanups have run.
 func leakOptions() []goleak.Option {
@@ -36,8 +37,6 @@ func leakOptions() []goleak.Option {
 		goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop"),
 		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
 		goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
-		goleak.IgnoreAnyFunction("k8s.io/client-go/util/connrotation.(*Dialer).DialContext"),
-		// The suite's own kube-apiserver process, restarted by the apiserver story, is waited on.
 		goleak.IgnoreAnyFunction("sigs.k8s.io/controller-runtime/pkg/internal/testing/process.(*State).Start.func1"),
 	}
 }

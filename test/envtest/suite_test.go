@@ -62,7 +62,6 @@ func runSuite(m *testing.M) int {
 	cluster, err = devcluster.Start(devcluster.Options{
 		CRDDirs: []string{filepath.Join(repoRoot, "config", "crd", "bases")},
 		Scheme:  scheme,
-		AttachOutput: os.Getenv("RESIL_DEBUG") != "",
 	})
 	if err != nil {
 		return fail("%v", err)
