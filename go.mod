@@ -36,6 +36,9 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+// resil: goroutine-leak checks of the resilience stories (test/envtest).
+require go.uber.org/goleak v1.3.0
+
 require (
 	cel.dev/expr v0.25.1 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect

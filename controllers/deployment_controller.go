@@ -368,9 +368,15 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			// up: its watch event brings the next pass. No second write, no second event.
 			return r.result(sd, failed), nil
 		}
-		if err := r.Client.Status().Patch(ctx, sd, client.MergeFrom(orig)); err != nil {
+		// Optimistic lock: a pass that read a stale cached object (its own previous write not yet
+		// seen) must not overwrite the newer status nor announce a second time. The watch event of
+		// the newer object brings the next pass.
+		if err := r.Client.Status().Patch(ctx, sd, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsNotFound(err) {
 				return ctrl.Result{}, nil
+			}
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
 			}
 			return ctrl.Result{}, err
 		}

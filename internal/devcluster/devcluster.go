@@ -7,6 +7,7 @@ package devcluster
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,6 +156,10 @@ type Cluster struct {
 	KubeConfig []byte
 	// BinDir is the directory the binaries were started from.
 	BinDir string
+	// certDir holds kube-apiserver's serving certificates. The cluster owns it (envtest would
+	// make a fresh one, with a new serving CA, on every start), so the apiserver can be stopped
+	// and started again while etcd keeps its data and every client keeps working.
+	certDir string
 }
 
 // Start launches etcd and kube-apiserver, installs the CRDs and waits until they are served.
@@ -184,6 +189,10 @@ func Start(opts Options) (*Cluster, error) {
 	if timeout == 0 {
 		timeout = DefaultStartTimeout
 	}
+	certDir, err := os.MkdirTemp("", "devcluster-apiserver-")
+	if err != nil {
+		return nil, fmt.Errorf("devcluster: %w", err)
+	}
 	env := &envtest.Environment{
 		ControlPlaneStartTimeout: timeout,
 		BinaryAssetsDirectory:    bin,
@@ -192,12 +201,14 @@ func Start(opts Options) (*Cluster, error) {
 		Scheme:                   opts.Scheme,
 		AttachControlPlaneOutput: opts.AttachOutput,
 	}
+	env.ControlPlane.GetAPIServer().CertDir = certDir
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
+		_ = os.RemoveAll(certDir)
 		return nil, fmt.Errorf("devcluster: start control plane from %s: %w", bin, err)
 	}
-	return &Cluster{env: env, Config: cfg, KubeConfig: env.KubeConfig, BinDir: bin}, nil
+	return &Cluster{env: env, Config: cfg, KubeConfig: env.KubeConfig, BinDir: bin, certDir: certDir}, nil
 }
 
 // WriteKubeconfig writes KubeConfig to path with mode 0600. The file appears atomically, so a
@@ -223,8 +234,51 @@ func (c *Cluster) WriteKubeconfig(path string) error {
 
 // Stop terminates kube-apiserver and etcd and removes their temporary data.
 func (c *Cluster) Stop() error {
+	defer func() { _ = os.RemoveAll(c.certDir) }()
 	if err := c.env.Stop(); err != nil {
 		return fmt.Errorf("devcluster: stop control plane: %w", err)
+	}
+	return nil
+}
+
+// APIServerStopGrace is how long a kube-apiserver started by StartAPIServer may take to exit
+// after SIGTERM before it is killed, as a kubelet's termination grace period does. (kube-apiserver
+// stops listening at once but may wait much longer for in-flight watches to end; the first
+// process, started with the cluster, has envtest's own stop timeout.)
+const APIServerStopGrace = 5 * time.Second
+
+// StopAPIServer stops kube-apiserver (SIGTERM, then SIGKILL once its stop timeout has passed)
+// and leaves etcd running with its data, as a control-plane restart does. It returns once the
+// apiserver's port refuses connections. StartAPIServer starts it again.
+func (c *Cluster) StopAPIServer() error {
+	as := c.env.ControlPlane.GetAPIServer()
+	err := as.Stop()
+	if err == nil {
+		return nil
+	}
+	// envtest reports a stop that needed SIGKILL as an error; the stop is complete all the same
+	// once nothing listens on the port.
+	addr := net.JoinHostPort(as.SecureServing.Address, as.SecureServing.Port)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		conn, derr := net.DialTimeout("tcp", addr, time.Second)
+		if derr != nil {
+			return nil
+		}
+		_ = conn.Close()
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("devcluster: stop kube-apiserver: %w", err)
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the same address with the
+// same serving certificates and client CA, and waits until it is healthy: Config and every
+// client made from it keep working.
+func (c *Cluster) StartAPIServer() error {
+	as := c.env.ControlPlane.GetAPIServer()
+	as.StopTimeout = APIServerStopGrace
+	if err := as.Start(); err != nil {
+		return fmt.Errorf("devcluster: start kube-apiserver: %w", err)
 	}
 	return nil
 }

@@ -47,13 +47,20 @@ import (
 // operator is a running manager for one test namespace.
 type operator struct {
 	wired *app.Wired
+	// mgr is the running manager (Elected() closes when it leads, with leader election on).
+	mgr manager.Manager
 	// stop stops the manager (idempotent; also run at the end of the test).
 	stop   func()
 	writes atomic.Int64
-	// gets counts the manager's reads of each ServiceDeployment ("ns/name"), i.e. reconciles.
+	// gets counts the manager's reads of each ServiceDeployment ("ns/name") and McpServiceProfile
+	// (profileGetsPrefix+"ns/name"), i.e. reconciles (and, for profiles, lookups by the
+	// deployment reconciler).
 	mu   sync.Mutex
 	gets map[string]int
 }
+
+// profileGetsPrefix marks an McpServiceProfile's key in operator.gets.
+const profileGetsPrefix = "McpServiceProfile/"
 
 func (o *operator) reconciles(key string) int {
 	o.mu.Lock()
@@ -91,6 +98,13 @@ func startOperatorAs(t testing.TB, restCfg *rest.Config, ns string, o app.Option
 // startOperatorIn is startOperatorAs for a manager watching several namespaces.
 func startOperatorIn(t testing.TB, restCfg *rest.Config, namespaces []string, o app.Options) *operator {
 	t.Helper()
+	return startOperatorWith(t, restCfg, namespaces, o, nil)
+}
+
+// startOperatorWith is startOperatorIn with tune, when not nil, adjusting the manager's options
+// (leader election, for instance) before the manager is made.
+func startOperatorWith(t testing.TB, restCfg *rest.Config, namespaces []string, o app.Options, tune func(*ctrl.Options)) *operator {
+	t.Helper()
 	watched := map[string]cache.Config{}
 	for _, ns := range namespaces {
 		watched[ns] = cache.Config{}
@@ -104,9 +118,14 @@ func startOperatorIn(t testing.TB, restCfg *rest.Config, namespaces []string, o 
 		}
 		funcs := writecount.Funcs(count)
 		funcs.Get = func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if _, ok := obj.(*apiv1.ServiceDeployment); ok {
+			switch obj.(type) {
+			case *apiv1.ServiceDeployment:
 				op.mu.Lock()
 				op.gets[key.String()]++
+				op.mu.Unlock()
+			case *apiv1.McpServiceProfile:
+				op.mu.Lock()
+				op.gets[profileGetsPrefix+key.String()]++
 				op.mu.Unlock()
 			}
 			return c.Get(ctx, key, obj, opts...)
@@ -114,7 +133,7 @@ func startOperatorIn(t testing.TB, restCfg *rest.Config, namespaces []string, o 
 		return interceptor.NewClient(base, funcs), nil
 	}
 	shutdown := 5 * time.Second
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
@@ -122,13 +141,18 @@ func startOperatorIn(t testing.TB, restCfg *rest.Config, namespaces []string, o 
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		NewClient:               newClient,
 		GracefulShutdownTimeout: &shutdown,
-	})
+	}
+	if tune != nil {
+		tune(&mgrOpts)
+	}
+	mgr, err := ctrl.NewManager(restCfg, mgrOpts)
 	if err != nil {
 		t.Fatalf("manager: %v", err)
 	}
 	if op.wired, err = app.Setup(mgr, o, false); err != nil {
 		t.Fatalf("setup: %v", err)
 	}
+	op.mgr = mgr
 	op.stop = runManager(t, mgr)
 	return op
 }
