@@ -287,7 +287,7 @@ func TestPrivateCABinding(t *testing.T) {
 // TLS configuration asks for.
 func TestTLSMinimumVersion(t *testing.T) {
 	srv := httptest.NewUnstartedServer(jsonHandler(`{}`))
-	srv.TLS = &tls.Config{MaxVersion: tls.VersionTLS11, MinVersion: tls.VersionTLS10}
+	srv.TLS = &tls.Config{MaxVersion: tls.VersionTLS11, MinVersion: tls.VersionTLS10} //nolint:gosec // the outdated server is the point of the test
 	srv.StartTLS()
 	defer srv.Close()
 	pool := x509.NewCertPool()

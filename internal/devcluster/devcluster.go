@@ -5,6 +5,7 @@
 package devcluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -258,10 +259,11 @@ func (c *Cluster) StopAPIServer() error {
 	}
 	// envtest reports a stop that needed SIGKILL as an error; the stop is complete all the same
 	// once nothing listens on the port.
-	addr := net.JoinHostPort(as.SecureServing.Address, as.SecureServing.Port)
+	addr := net.JoinHostPort(as.Address, as.Port)
+	dialer := &net.Dialer{Timeout: time.Second}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		conn, derr := net.DialTimeout("tcp", addr, time.Second)
+		conn, derr := dialer.DialContext(context.Background(), "tcp", addr)
 		if derr != nil {
 			return nil
 		}
