@@ -37,6 +37,7 @@ type callState struct {
 	mu      sync.Mutex
 	got     bool
 	result  json.RawMessage
+	scanned bool // result is part of a frame that passed the strict scan (snapshot.Members/Validate)
 	rpcErr  bool
 	rpcCode int64
 	rpcData json.RawMessage
@@ -44,7 +45,8 @@ type callState struct {
 }
 
 // deliver records the first response to the request; it reports whether this one was recorded.
-func (st *callState) deliver(result json.RawMessage, isErr bool, code int64, data json.RawMessage) bool {
+// scanned says that the frame carrying it passed the strict scan.
+func (st *callState) deliver(result json.RawMessage, scanned, isErr bool, code int64, data json.RawMessage) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.got {
@@ -55,7 +57,7 @@ func (st *callState) deliver(result json.RawMessage, isErr bool, code int64, dat
 		st.rpcErr, st.rpcCode, st.rpcData = true, code, bytes.Clone(data)
 		return true
 	}
-	st.result = bytes.Clone(result)
+	st.result, st.scanned = bytes.Clone(result), scanned
 	return true
 }
 
@@ -299,10 +301,11 @@ func (r *registry) deliverMembers(ms []snapshot.Member) bool {
 		return false
 	}
 	if rpcErr != nil {
-		st.deliver(nil, true, rpcErr.Code, rpcErr.Data)
+		st.deliver(nil, true, true, rpcErr.Code, rpcErr.Data)
 		return false
 	}
-	return st.deliver(result, false, 0, nil) && st.op == opCallTool && len(result) > 0
+	// Every caller checked the whole frame first (snapshot.Members or snapshot.Validate).
+	return st.deliver(result, true, false, 0, nil) && st.op == opCallTool && len(result) > 0
 }
 
 // opCallTool is the operation whose recorded results the SDK sees as placeholders.
@@ -331,11 +334,11 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			var werr *jsonrpc.Error
 			switch {
 			case errors.As(resp.Error, &werr):
-				st.deliver(nil, true, werr.Code, werr.Data)
+				st.deliver(nil, false, true, werr.Code, werr.Data)
 			case resp.Error != nil:
-				st.deliver(nil, true, 0, nil)
+				st.deliver(nil, false, true, 0, nil)
 			default:
-				if st.deliver(resp.Result, false, 0, nil) && st.op == opCallTool && len(resp.Result) > 0 {
+				if st.deliver(resp.Result, false, false, 0, nil) && st.op == opCallTool && len(resp.Result) > 0 {
 					// Recorded: the SDK decodes a placeholder (see placeholderFrame).
 					resp.Result = json.RawMessage(placeholderResult)
 				}
@@ -563,7 +566,6 @@ type sseBody struct {
 	evt   []byte // the current event's complete lines, as received
 	meta  []byte // the same lines without the data lines
 	plain bool   // every line of the current event is a "field: value" line
-	in    []byte // read buffer
 	out   []byte // bytes ready for the SDK
 	err   error  // a refusal: returned at once
 	rerr  error  // the body's terminal error, returned once out is drained
@@ -585,13 +587,11 @@ func (b *sseBody) Read(p []byte) (int, error) {
 		if len(p) == 0 {
 			return 0, nil
 		}
-		if b.in == nil {
-			b.in = make([]byte, 4096)
-		}
-		n, err := b.body.Read(b.in)
+		// p is the read buffer: process copies what it keeps before p is written.
+		n, err := b.body.Read(p)
 		probeBodyFailed(b.probe, b.st, err)
 		b.out = b.out[:0]
-		if b.process(b.in[:n]) {
+		if b.process(p[:n]) {
 			continue // b.err is set
 		}
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing/iotest"
 
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/snapshot"
 )
 
 // A recorded tools/call result reaches the SDK as a placeholder: every other member as received.
@@ -135,5 +136,34 @@ func TestCallToolResultAsSentWithPlaceholder(t *testing.T) {
 				t.Fatalf("fail: %v, want a *ToolError carrying the result", err)
 			}
 		})
+	}
+}
+
+// The light pass reads what the full exact-case decode reads, and leaves anything else to it.
+func TestSplitCallResultMatchesFullDecode(t *testing.T) {
+	docs := []string{
+		`{}`, ` { "isError" : true , "content" : [ {"a":"}\"]"} ] } `,
+		`{"content":[],"resultType":"input_required","isError":null}`,
+		`{"IsError":true,"ResultType":"task"}`,
+		`{"resultType":"complete","structuredContent":{"isError":true}}`,
+	}
+	for _, d := range docs {
+		var full callResult
+		if err := snapshot.Unmarshal([]byte(d), &full); err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		got, ok := splitCallResult([]byte(d))
+		if !ok || got != full {
+			t.Fatalf("%s: light pass read %+v (ok %v), full decode %+v", d, got, ok, full)
+		}
+	}
+	// Must-fail twins: the light pass declines, and parseCallResult refuses by the full decode.
+	for _, d := range []string{`{"isError":"yes"}`, `{"resultType":1}`, `{"is\u0045rror":true}`, `[]`, `{"isError":true}x`} {
+		if _, ok := splitCallResult([]byte(d)); ok {
+			t.Fatalf("%s: light pass accepted", d)
+		}
+	}
+	if _, ok := parseCallResult([]byte(`{"isError":"yes"}`)); ok {
+		t.Fatal(`{"isError":"yes"} accepted`)
 	}
 }
