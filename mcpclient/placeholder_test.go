@@ -106,18 +106,29 @@ func TestSSEEventPassedThroughWhenNotPlain(t *testing.T) {
 	}
 }
 
-// End to end over both eras: the result is the upstream's bytes (an unknown content type the
+// End to end over both eras, HTTP and stdio: the result is the upstream's bytes (an unknown content type the
 // SDK cannot decode included), while the SDK decoded only the placeholder.
 func TestCallToolResultAsSentWithPlaceholder(t *testing.T) {
-	for _, era := range []mcptest.Era{mcptest.Modern, mcptest.Legacy} {
-		t.Run(string(era), func(t *testing.T) {
-			srv := mcptest.StartHTTP(mcptest.NewServer("p", mcptest.DefaultTools()), era)
-			defer srv.Close()
-			s, err := NewClient(nil).Connect(context.Background(), ServerConfig{HTTP: &HTTPServer{URL: srv.URL}})
+	for _, tc := range []struct {
+		name  string
+		era   mcptest.Era
+		stdio bool
+	}{{"http-modern", mcptest.Modern, false}, {"http-legacy", mcptest.Legacy, false}, {"stdio-modern", mcptest.Modern, true}, {"stdio-legacy", mcptest.Legacy, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(tc.era)
+			if !tc.stdio {
+				srv := mcptest.StartHTTP(mcptest.NewServer("p", mcptest.DefaultTools()), tc.era)
+				defer srv.Close()
+				cfg = ServerConfig{HTTP: &HTTPServer{URL: srv.URL}}
+			}
+			s, err := NewClient(nil).Connect(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
+			if (tc.era == mcptest.Legacy) != (s.Era() == EraLegacy) {
+				t.Fatalf("negotiated %s for a %s server", s.Era(), tc.era)
+			}
 			text := strings.Repeat(`q"\`, 5000)
 			args, _ := json.Marshal(map[string]string{"text": text})
 			raw, err := s.CallTool(context.Background(), "echo", args)
@@ -166,4 +177,9 @@ func TestSplitCallResultMatchesFullDecode(t *testing.T) {
 	if _, ok := parseCallResult([]byte(`{"isError":"yes"}`)); ok {
 		t.Fatal(`{"isError":"yes"} accepted`)
 	}
+}
+
+// testConfig is a stdio server of era with the default tools.
+func testConfig(era mcptest.Era) ServerConfig {
+	return ServerConfig{Stdio: &StdioServer{Argv: mcptest.StdioArgv("--era", string(era))}}
 }
