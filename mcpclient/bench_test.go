@@ -2,7 +2,9 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/json"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -123,5 +125,65 @@ func BenchmarkListFreeze1000(b *testing.B) {
 			bare := &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}
 			benchListing(b, ServerConfig{HTTP: &HTTPServer{URL: srv.URL}}, bare, want, n)
 		})
+	}
+}
+
+// BenchmarkCallTool calls "echo" over Streamable HTTP in both eras, with a small result and a
+// 16 KiB one, through mcpclient (Session.CallTool: the bounded capture below the SDK, the strict
+// scan of the frame, the raw result returned as received) and through a bare go-sdk client
+// (ClientSession.CallTool) against the same kind of loopback server. The in-process server's
+// work is in both figures. Compare ns/op and B/op of the mcpclient and go-sdk sub-benchmarks.
+func BenchmarkCallTool(b *testing.B) {
+	ctx := context.Background()
+	for _, era := range []mcptest.Era{mcptest.Modern, mcptest.Legacy} {
+		for _, size := range []struct {
+			name string
+			text string
+		}{{"small", "bench"}, {"16KiB", strings.Repeat("x", 16<<10)}} {
+			args := json.RawMessage(`{"text":"` + size.text + `"}`)
+			b.Run("http-"+string(era)+"/"+size.name+"/mcpclient", func(b *testing.B) {
+				srv := mcptest.StartHTTP(mcptest.NewServer("bench", mcptest.DefaultTools()), era)
+				defer srv.Close()
+				s, err := NewClient(nil).Connect(ctx, ServerConfig{HTTP: &HTTPServer{URL: srv.URL}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				if _, err := s.ListTools(ctx); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					raw, err := s.CallTool(ctx, "echo", args)
+					if err != nil || len(raw) < len(size.text) {
+						b.Fatalf("call: %v (%d bytes)", err, len(raw))
+					}
+				}
+			})
+			b.Run("http-"+string(era)+"/"+size.name+"/go-sdk", func(b *testing.B) {
+				srv := mcptest.StartHTTP(mcptest.NewServer("bench", mcptest.DefaultTools()), era)
+				defer srv.Close()
+				var sopts *mcp.ClientSessionOptions
+				if era == mcptest.Legacy {
+					sopts = &mcp.ClientSessionOptions{ProtocolVersion: string(EraLegacy)}
+				}
+				bare := mcp.NewClient(&mcp.Implementation{Name: "bare", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+				cs, err := bare.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, sopts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer cs.Close()
+				if _, err := cs.ListTools(ctx, nil); err != nil {
+					b.Fatal(err)
+				}
+				params := &mcp.CallToolParams{Name: "echo", Arguments: args}
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := cs.CallTool(ctx, params); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -37,6 +37,7 @@ type callState struct {
 	mu      sync.Mutex
 	got     bool
 	result  json.RawMessage
+	scanned bool // result is part of a frame that passed the strict scan (snapshot.Members/Validate)
 	rpcErr  bool
 	rpcCode int64
 	rpcData json.RawMessage
@@ -47,18 +48,21 @@ type callState struct {
 	insufficientScope bool
 }
 
-func (st *callState) deliver(result json.RawMessage, isErr bool, code int64, data json.RawMessage) {
+// deliver records the first response to the request; it reports whether this one was recorded.
+// scanned says that the frame carrying it passed the strict scan.
+func (st *callState) deliver(result json.RawMessage, scanned, isErr bool, code int64, data json.RawMessage) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.got {
-		return
+		return false
 	}
 	st.got = true
 	if isErr {
 		st.rpcErr, st.rpcCode, st.rpcData = true, code, bytes.Clone(data)
-		return
+		return true
 	}
-	st.result = bytes.Clone(result)
+	st.result, st.scanned = bytes.Clone(result), scanned
+	return true
 }
 
 func (st *callState) setStatus(code int, h http.Header) {
@@ -161,11 +165,13 @@ func idKey(raw any) string {
 	return string(b)
 }
 
-// deliverFrame refuses a frame that is not JSON and records the responses it carries.
-func (r *registry) deliverFrame(st *callState, raw []byte) error {
+// deliverFrame refuses a frame that is not JSON and records the responses it carries. When the
+// frame is one successful response to a tools/call request and has been recorded, it returns the
+// frame the SDK is handed instead (see placeholderFrame); otherwise the SDK gets raw unchanged.
+func (r *registry) deliverFrame(st *callState, raw []byte) ([]byte, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
-		return nil
+		return nil, nil
 	}
 	// The whole frame is checked as the snapshot scanner checks a descriptor (grammar, UTF-8,
 	// duplicate members at any depth), so the exact-case reading below sees the members the SDK
@@ -175,12 +181,14 @@ func (r *registry) deliverFrame(st *callState, raw []byte) error {
 	if raw[0] == '{' {
 		var ms []snapshot.Member
 		if ms, err = snapshot.Members(raw); err == nil {
-			r.deliverMembers(ms)
-			return nil
+			if r.deliverMembers(ms) {
+				return placeholderFrame(ms), nil
+			}
+			return nil, nil
 		}
 	} else if err = snapshot.Validate(raw); err == nil {
 		r.deliverRaw(raw)
-		return nil
+		return nil, nil
 	}
 	name, reason := snapshot.RefusalInvalidJSON, snapshot.ErrInvalidJSON
 	var sr *snapshot.RefusalError
@@ -189,7 +197,52 @@ func (r *registry) deliverFrame(st *callState, raw []byte) error {
 	}
 	rerr := refuse(name, "", 0, reason)
 	r.fail(st, rerr)
-	return rerr
+	return nil, rerr
+}
+
+// placeholderResult is the result the SDK decodes in place of a recorded tools/call result.
+const placeholderResult = `{}`
+
+// placeholderFrame rebuilds a response frame from its members as received, the "result" value
+// replaced by placeholderResult. The raw result has already been checked (strict scan) and
+// recorded below the SDK, and the client returns those bytes, never the SDK's typed decode of
+// them; handing the SDK the whole result only made it decode it twice more into Go values
+// (content blocks, structuredContent maps) that are thrown away. Every other member reaches the
+// SDK as received, so its verdict on the envelope (version tag, id, unknown members) is unchanged.
+func placeholderFrame(ms []snapshot.Member) []byte {
+	n := 2
+	for _, m := range ms {
+		n += len(m.Name) + len(m.Value) + 4
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '{')
+	for i, m := range ms {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendName(out, m.Name)
+		out = append(out, ':')
+		if m.Name == "result" {
+			out = append(out, placeholderResult...)
+		} else {
+			out = append(out, m.Value...)
+		}
+	}
+	return append(out, '}')
+}
+
+// appendName appends a member name as a JSON string (the name is valid UTF-8: the frame passed
+// the strict scan).
+func appendName(out []byte, name string) []byte {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c == '"' || c == '\\' {
+			b, _ := json.Marshal(name)
+			return append(out, b...)
+		}
+	}
+	out = append(out, '"')
+	out = append(out, name...)
+	return append(out, '"')
 }
 
 // deliverRaw records the responses among raw (one message or a batch, already checked by
@@ -221,8 +274,9 @@ type rpcError struct {
 
 // deliverMembers records one JSON-RPC response, given as its members (exact-case names; the
 // values as received), in its callState. A request or notification (a "method" member), a
-// message without an id, or a member of the wrong type is not recorded.
-func (r *registry) deliverMembers(ms []snapshot.Member) {
+// message without an id, or a member of the wrong type is not recorded. It reports whether the
+// message was recorded as the successful result of a tools/call request (see placeholderFrame).
+func (r *registry) deliverMembers(ms []snapshot.Member) bool {
 	var id, result json.RawMessage
 	var rpcErr *rpcError
 	for _, m := range ms {
@@ -232,33 +286,37 @@ func (r *registry) deliverMembers(ms []snapshot.Member) {
 		case "method":
 			var method string
 			if snapshot.Unmarshal(m.Value, &method) != nil || method != "" {
-				return
+				return false
 			}
 		case "result":
 			result = m.Value
 		case "error":
 			if snapshot.Unmarshal(m.Value, &rpcErr) != nil {
-				return
+				return false
 			}
 		}
 	}
 	if len(id) == 0 {
-		return
+		return false
 	}
 	var idv any
 	if json.Unmarshal(id, &idv) != nil {
-		return
+		return false
 	}
 	st := r.lookup(idKey(idv))
 	if st == nil {
-		return
+		return false
 	}
 	if rpcErr != nil {
-		st.deliver(nil, true, rpcErr.Code, rpcErr.Data)
-		return
+		st.deliver(nil, true, true, rpcErr.Code, rpcErr.Data)
+		return false
 	}
-	st.deliver(result, false, 0, nil)
+	// Every caller checked the whole frame first (snapshot.Members or snapshot.Validate).
+	return st.deliver(result, true, false, 0, nil) && st.op == opCallTool && len(result) > 0
 }
+
+// opCallTool is the operation whose recorded results the SDK sees as placeholders.
+const opCallTool = "tools/call"
 
 // captureConn wraps the stdio connection (ours; the SDK's HTTP connection is never wrapped) to
 // bind request ids to callStates and record raw responses.
@@ -283,11 +341,14 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			var werr *jsonrpc.Error
 			switch {
 			case errors.As(resp.Error, &werr):
-				st.deliver(nil, true, werr.Code, werr.Data)
+				st.deliver(nil, false, true, werr.Code, werr.Data)
 			case resp.Error != nil:
-				st.deliver(nil, true, 0, nil)
+				st.deliver(nil, false, true, 0, nil)
 			default:
-				st.deliver(resp.Result, false, 0, nil)
+				if st.deliver(resp.Result, false, false, 0, nil) && st.op == opCallTool && len(resp.Result) > 0 {
+					// Recorded: the SDK decodes a placeholder (see placeholderFrame).
+					resp.Result = json.RawMessage(placeholderResult)
+				}
 			}
 		}
 	}
@@ -426,7 +487,10 @@ func frameRefusal(limit int) *RefusalError {
 	return refuse(RefusalFrameTooLarge, "", int64(limit), ErrFrameTooLarge)
 }
 
-// jsonBody bounds a JSON response body and records the response it carries at EOF.
+// jsonBody bounds a JSON response body and records the response it carries. The body is read
+// whole (within the bound) before the SDK gets any of it, as the SDK reads it whole anyway: the
+// SDK then reads the frame as received, or the placeholder frame for a recorded tools/call
+// result (see placeholderFrame).
 type jsonBody struct {
 	body  io.ReadCloser
 	probe *http.Request // a guarded server/discover (see probeBodyFailed)
@@ -434,54 +498,122 @@ type jsonBody struct {
 	st    *callState
 	limit int
 	buf   []byte
-	err   error
+	out   []byte // what the SDK reads, once the body is complete
+	done  bool
+	err   error // the terminal error, returned once out is drained
 }
 
 func (b *jsonBody) Read(p []byte) (int, error) {
-	if b.err != nil {
-		return 0, b.err
+	if !b.done {
+		b.fill()
 	}
-	n, err := b.body.Read(p)
-	probeBodyFailed(b.probe, b.st, err)
-	if len(b.buf)+n > b.limit {
-		b.err = frameRefusal(b.limit)
-		b.reg.fail(b.st, b.err)
-		return 0, b.err
+	if len(b.out) > 0 {
+		n := copy(p, b.out)
+		b.out = b.out[n:]
+		return n, nil
 	}
-	b.buf = append(b.buf, p[:n]...)
-	if errors.Is(err, io.EOF) {
-		if ferr := b.reg.deliverFrame(b.st, b.buf); ferr != nil {
-			b.err = ferr
-			return 0, ferr
+	return 0, b.err
+}
+
+// fill reads the whole body within the bound and records the response it carries.
+func (b *jsonBody) fill() {
+	b.done = true
+	for {
+		switch {
+		case cap(b.buf) == 0:
+			b.buf = make([]byte, 0, 4096)
+		case len(b.buf) == cap(b.buf):
+			b.buf = append(b.buf, 0)[:len(b.buf)]
 		}
-		b.buf = nil
+		n, err := b.body.Read(b.buf[len(b.buf):cap(b.buf)])
+		probeBodyFailed(b.probe, b.st, err)
+		if len(b.buf)+n > b.limit {
+			b.err = frameRefusal(b.limit)
+			b.reg.fail(b.st, b.err)
+			b.buf = nil
+			return
+		}
+		b.buf = b.buf[:len(b.buf)+n]
+		if errors.Is(err, io.EOF) {
+			rep, ferr := b.reg.deliverFrame(b.st, b.buf)
+			if ferr != nil {
+				b.err, b.buf = ferr, nil
+				return
+			}
+			b.out, b.err = b.buf, io.EOF
+			if rep != nil {
+				b.out = rep
+			}
+			b.buf = nil
+			return
+		}
+		if err != nil {
+			// A body cut short: the SDK sees the read error, as it would have after the bytes.
+			b.err, b.buf = err, nil
+			return
+		}
 	}
-	return n, err
 }
 
 func (b *jsonBody) Close() error { return b.body.Close() }
 
-// sseBody bounds each server-sent event (and each line) and records the responses it carries,
-// before the SDK sees the bytes that complete the event.
+// sseBody bounds each server-sent event (and each line) and records the responses it carries.
+// The lines of an event are held until the event ends, and only then handed to the SDK: as
+// received, or with the data lines replaced by the placeholder frame when the event carried a
+// recorded tools/call result (see placeholderFrame).
 type sseBody struct {
 	body  io.ReadCloser
 	probe *http.Request // a guarded server/discover (see probeBodyFailed)
 	reg   *registry
 	st    *callState
 	limit int
-	line  []byte
-	data  []byte
+	line  []byte // the current partial line
+	data  []byte // the current event's data, joined
 	size  int
-	err   error
+	evt   []byte // the current event's complete lines, as received
+	meta  []byte // the same lines without the data lines
+	plain bool   // every line of the current event is a "field: value" line
+	out   []byte // bytes ready for the SDK
+	err   error  // a refusal: returned at once
+	rerr  error  // the body's terminal error, returned once out is drained
 }
 
 func (b *sseBody) Read(p []byte) (int, error) {
-	if b.err != nil {
-		return 0, b.err
+	for {
+		if b.err != nil {
+			return 0, b.err
+		}
+		if len(b.out) > 0 {
+			n := copy(p, b.out)
+			b.out = b.out[n:]
+			return n, nil
+		}
+		if b.rerr != nil {
+			return 0, b.rerr
+		}
+		if len(p) == 0 {
+			return 0, nil
+		}
+		// p is the read buffer: process copies what it keeps before p is written.
+		n, err := b.body.Read(p)
+		probeBodyFailed(b.probe, b.st, err)
+		b.out = b.out[:0]
+		if b.process(p[:n]) {
+			continue // b.err is set
+		}
+		if err != nil {
+			// The rest of an unfinished event goes to the SDK as received.
+			b.out = append(append(b.out, b.evt...), b.line...)
+			b.evt, b.meta, b.line = b.evt[:0], b.meta[:0], b.line[:0]
+			b.rerr = err
+		}
 	}
-	n, err := b.body.Read(p)
-	probeBodyFailed(b.probe, b.st, err)
-	for rest := p[:n]; len(rest) > 0; {
+}
+
+// process parses chunk into lines and events, appending finished events to out. It reports
+// whether the stream was refused (b.err).
+func (b *sseBody) process(chunk []byte) bool {
+	for rest := chunk; len(rest) > 0; {
 		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
 			if len(b.line)+len(rest) > b.limit {
@@ -493,24 +625,22 @@ func (b *sseBody) Read(p []byte) (int, error) {
 		if len(b.line)+i > b.limit {
 			return b.overflow()
 		}
-		line := rest[:i] // a whole line within p is read where it is, not copied
-		if len(b.line) > 0 {
-			b.line = append(b.line, line...)
-			line = b.line
-		}
+		b.line = append(b.line, rest[:i+1]...)
 		rest = rest[i+1:]
-		line = bytes.TrimSuffix(line, []byte{'\r'})
-		b.line = b.line[:0]
+		raw := b.line // the line as received, with its newline
+		line := bytes.TrimSuffix(raw[:len(raw)-1], []byte{'\r'})
 		if len(line) == 0 {
-			if len(b.data) > 0 {
-				if ferr := b.reg.deliverFrame(b.st, b.data); ferr != nil {
-					b.err = ferr
-					return 0, ferr
-				}
+			if b.endEvent(raw) {
+				return true
 			}
-			b.data, b.size = b.data[:0], 0
+			b.line = b.line[:0]
 			continue
 		}
+		if len(b.evt) == 0 {
+			b.plain = true
+		}
+		b.evt = append(b.evt, raw...)
+		b.line = b.line[:0]
 		b.size += len(line)
 		if b.size > b.limit {
 			return b.overflow()
@@ -521,16 +651,46 @@ func (b *sseBody) Read(p []byte) (int, error) {
 				b.data = append(b.data, '\n')
 			}
 			b.data = append(b.data, v...)
+		} else {
+			b.plain = b.plain && bytes.IndexByte(line, ':') >= 0
+			b.meta = append(b.meta, raw...)
 		}
 	}
-	return n, err
+	return false
 }
 
-func (b *sseBody) overflow() (int, error) {
+// endEvent handles the blank line blank that ends an event. It reports whether the stream was
+// refused.
+func (b *sseBody) endEvent(blank []byte) bool {
+	var rep []byte
+	if len(b.data) > 0 {
+		var ferr error
+		if rep, ferr = b.reg.deliverFrame(b.st, b.data); ferr != nil {
+			b.err = ferr
+			b.out = b.out[:0]
+			return true
+		}
+	}
+	if rep != nil && b.plain {
+		// The SDK reads the event's other fields as received and the placeholder as its data.
+		b.out = append(b.out, b.meta...)
+		b.out = append(b.out, "data: "...)
+		b.out = append(b.out, rep...)
+		b.out = append(b.out, '\n')
+	} else {
+		b.out = append(b.out, b.evt...)
+	}
+	b.out = append(b.out, blank...)
+	b.data, b.size = b.data[:0], 0
+	b.evt, b.meta = b.evt[:0], b.meta[:0]
+	return false
+}
+
+func (b *sseBody) overflow() bool {
 	b.err = frameRefusal(b.limit)
-	b.line, b.data = nil, nil
+	b.line, b.data, b.evt, b.meta, b.out = nil, nil, nil, nil, nil
 	b.reg.fail(b.st, b.err)
-	return 0, b.err
+	return true
 }
 
 func (b *sseBody) Close() error { return b.body.Close() }

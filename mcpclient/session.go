@@ -139,9 +139,13 @@ func (s *Session) begin(ctx context.Context, op string) (context.Context, *callS
 
 // exchange runs fn (one SDK request) under ctx and returns the raw result recorded below the SDK.
 // served reports the SDK answered without a request (its TTL cache).
-func (s *Session) exchange(ctx context.Context, op string, st *callState, fn func(context.Context) error) (raw json.RawMessage, served bool, err error) {
+//
+// scanned reports that raw is part of a frame that already passed the strict scan (snapshot.Members
+// or snapshot.Validate of the whole frame: the HTTP transport); a stdio frame has only been
+// checked by encoding/json.
+func (s *Session) exchange(ctx context.Context, op string, st *callState, fn func(context.Context) error) (raw json.RawMessage, scanned, served bool, err error) {
 	if f := s.reg.sessionFault(); f != nil {
-		return nil, false, s.outcomeErr(op, ctx, nil, f)
+		return nil, false, false, s.outcomeErr(op, ctx, nil, f)
 	}
 	// A fresh state per request, sharing the operation's cancel function.
 	req := &callState{op: op, cancel: st.cancel}
@@ -153,22 +157,22 @@ func (s *Session) exchange(ctx context.Context, op string, st *callState, fn fun
 		var fr *FeatureRefusedError
 		var r *RefusalError
 		if errors.As(cause, &fr) || errors.As(cause, &r) {
-			return nil, false, s.outcomeErr(op, rctx, req, cause)
+			return nil, false, false, s.outcomeErr(op, rctx, req, cause)
 		}
 	}
 	req.mu.Lock()
-	got, result, rpcErr := req.got, req.result, req.rpcErr
+	got, result, rpcErr, scanned := req.got, req.result, req.rpcErr, req.scanned
 	req.mu.Unlock()
 	if got && !rpcErr {
-		return result, false, nil
+		return result, scanned, false, nil
 	}
 	if sdkErr == nil && !got {
-		return nil, true, nil
+		return nil, false, true, nil
 	}
 	if sdkErr == nil {
 		sdkErr = errors.New("error response")
 	}
-	return nil, false, s.outcomeErr(op, rctx, req, sdkErr)
+	return nil, false, false, s.outcomeErr(op, rctx, req, sdkErr)
 }
 
 // ListTools lists every tool (all pages, within the bounds) and freezes the listing into a new
@@ -190,7 +194,7 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 		}
 		params := &mcp.ListToolsParams{Cursor: cursor}
 		var typed *mcp.ListToolsResult
-		raw, served, err := s.exchange(ctx, op, st, func(ctx context.Context) error {
+		raw, _, served, err := s.exchange(ctx, op, st, func(ctx context.Context) error {
 			res, err := s.cs.ListTools(ctx, params)
 			typed = res
 			return err
@@ -306,7 +310,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	ctx, st, done := s.begin(ctx, op)
 	defer done()
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
-	raw, _, err := s.exchange(ctx, op, st, func(ctx context.Context) error {
+	raw, scanned, _, err := s.exchange(ctx, op, st, func(ctx context.Context) error {
 		_, err := s.cs.CallTool(ctx, params)
 		return err
 	})
@@ -319,8 +323,10 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	if len(raw) > s.lim.MaxResultBytes {
 		return nil, refuse(RefusalResultTooLarge, op, int64(s.lim.MaxResultBytes), ErrResultTooLarge)
 	}
-	if err := snapshot.Validate(raw); err != nil {
-		return nil, err
+	if !scanned {
+		if err := snapshot.Validate(raw); err != nil {
+			return nil, err
+		}
 	}
 	res, ok := parseCallResult(raw)
 	if !ok {
@@ -348,10 +354,73 @@ type callResult struct {
 }
 
 // parseCallResult reads a tools/call result object with exact-case member names: an "IsError"
-// or "ResultType" variant is an unknown member, not a second value for the field.
+// or "ResultType" variant is an unknown member, not a second value for the field. raw has passed
+// the strict scan (grammar, UTF-8, unique member names). The common result is read in one light
+// pass over its top-level members (splitCallResult); any other goes to snapshot.Unmarshal.
 func parseCallResult(raw []byte) (callResult, bool) {
+	if res, ok := splitCallResult(raw); ok {
+		return res, true
+	}
 	var res callResult
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || snapshot.Unmarshal(raw, &res) != nil {
+		return callResult{}, false
+	}
+	return res, true
+}
+
+// splitCallResult reads isError and resultType from the top-level members of a result whose
+// grammar was already checked, decoding only those two values (exactly as snapshot.Unmarshal
+// decodes them); ok is false for anything it does not expect (a member name with an escape
+// included), and parseCallResult's full decode decides.
+func splitCallResult(raw []byte) (res callResult, ok bool) {
+	p := pageSplitter{b: raw}
+	var seenErr, seenType bool
+	p.ws()
+	if !p.eat('{') {
+		return callResult{}, false
+	}
+	for first := true; ; first = false {
+		p.ws()
+		if first && p.eat('}') {
+			break
+		}
+		name, ok := p.plainString()
+		if !ok {
+			return callResult{}, false
+		}
+		p.ws()
+		if !p.eat(':') {
+			return callResult{}, false
+		}
+		p.ws()
+		v, ok := p.value()
+		if !ok {
+			return callResult{}, false
+		}
+		// A repeated isError or resultType (not possible after the strict scan) goes to the full
+		// decode, which refuses it.
+		switch name {
+		case "isError":
+			if seenErr || snapshot.Unmarshal(v, &res.IsError) != nil {
+				return callResult{}, false
+			}
+			seenErr = true
+		case "resultType":
+			if seenType || snapshot.Unmarshal(v, &res.ResultType) != nil {
+				return callResult{}, false
+			}
+			seenType = true
+		}
+		p.ws()
+		if p.eat('}') {
+			break
+		}
+		if !p.eat(',') {
+			return callResult{}, false
+		}
+	}
+	p.ws()
+	if p.i != len(p.b) {
 		return callResult{}, false
 	}
 	return res, true
