@@ -3,6 +3,8 @@ package invocation
 import (
 	"errors"
 	"fmt"
+
+	"github.com/b10x/connector-mcp/mcpclient"
 )
 
 // Refusal names, stable and snake_case. Every refusal of this package returns one of them from
@@ -39,6 +41,10 @@ const (
 	RefusalToolError = "tool_error"
 	// RefusalLiveDrift means the live server's tool list no longer equals the frozen snapshot.
 	RefusalLiveDrift = "live_drift"
+	// RefusalInsufficientScope means the upstream answered 403 with an insufficient_scope
+	// challenge: the deployment's credential lacks a scope. A human logs in again with it (the
+	// manager's freeze names the scope in the deployment's condition); nothing escalates.
+	RefusalInsufficientScope = mcpclient.RefusalInsufficientScope
 )
 
 var (

@@ -423,6 +423,9 @@ func (s *Surface) call(ctx context.Context, ref, remote string, args json.RawMes
 		if errors.As(err, &de) {
 			return nil, err
 		}
+		if errors.Is(err, mcpclient.ErrInsufficientScope) {
+			return nil, refuse(RefusalInsufficientScope, ref, err)
+		}
 		return nil, &CallError{Operation: ref, Err: err}
 	}
 	defer s.release(ps)
@@ -440,6 +443,10 @@ func (s *Surface) call(ctx context.Context, ref, remote string, args json.RawMes
 		case errors.As(err, &re) && (re.Name == "result_too_large" || re.Name == "frame_too_large"),
 			errors.Is(err, mcpclient.ErrResultTooLarge), errors.Is(err, mcpclient.ErrFrameTooLarge):
 			return nil, refuse(RefusalResultTooLarge, ref, fmt.Errorf("%w: %w", ErrResultTooLarge, err))
+		case errors.Is(err, mcpclient.ErrInsufficientScope):
+			// The session is spent too (the SDK closes it on an HTTP error): reconnect next time.
+			s.retire(ps)
+			return nil, refuse(RefusalInsufficientScope, ref, err)
 		case errors.As(err, &tr), errors.Is(err, mcpclient.ErrConnectionClosed):
 			// The session is gone (closed connection, expired HTTP session): reconnect next time.
 			s.retire(ps)
