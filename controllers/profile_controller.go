@@ -131,9 +131,15 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	}
 
 	if !equality.Semantic.DeepEqual(orig.Status, p.Status) {
-		if err := r.Client.Status().Patch(ctx, p, client.MergeFrom(orig)); err != nil {
+		// Optimistic lock: a pass that read a stale cached profile (its own previous write not
+		// yet seen) neither overwrites the newer status nor announces a second time; the watch
+		// event of the newer object brings the next pass.
+		if err := r.Client.Status().Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsNotFound(err) {
 				return ctrl.Result{}, nil
+			}
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
 			}
 			return ctrl.Result{}, err
 		}

@@ -61,3 +61,37 @@ func TestStaleReadDoesNotAnnounceTwice(t *testing.T) {
 		t.Fatalf("a fresh pass after the refused stale one: events %q, %d writes", got, h.writes-writes)
 	}
 }
+
+// The profile's twin: a verification pass from a stale read is refused by the optimistic lock and
+// announces nothing; the status the fresh pass wrote stays.
+func TestStaleProfileReadDoesNotAnnounceTwice(t *testing.T) {
+	_, objs := world(t)
+	h := newHarness(t, objs...)
+	stale := h.profile("svc")
+	h.reconcileProfile("svc")
+	if got := drain(h.events); len(got) == 0 {
+		t.Fatal("the first verification announced nothing")
+	}
+	verified := h.profile("svc")
+
+	fresh := h.prof.Client
+	h.prof.Client = interceptor.NewClient(h.c.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if p, ok := obj.(*v1.McpServiceProfile); ok {
+				stale.DeepCopyInto(p)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		}})
+	_, err := h.prof.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "svc"}})
+	h.prof.Client = fresh
+	if err != nil {
+		t.Fatalf("stale pass: %v", err)
+	}
+	if got := drain(h.events); len(got) != 0 {
+		t.Fatalf("a stale pass announced %q", got)
+	}
+	if now := h.profile("svc"); !equality.Semantic.DeepEqual(now.Status, verified.Status) {
+		t.Fatalf("the stale pass changed the status:\n%+v\n%+v", verified.Status, now.Status)
+	}
+}
