@@ -22,6 +22,7 @@ import (
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/refusal"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -59,9 +60,8 @@ func RefusalText(err error, fallback string) string {
 		}
 		return clipN(r.Name, 64)
 	}
-	var named interface{ Refusal() string }
-	if errors.As(err, &named) {
-		return clipN(named.Refusal(), 64)
+	if name := refusal.Name(err); name != "" {
+		return clipN(name, 64)
 	}
 	return fallback
 }

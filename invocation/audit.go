@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 // AuditEvent is one Describe or Invoke as an audit log or metrics would record it. It names who
@@ -32,10 +34,10 @@ func Outcome(err error) string {
 	if err == nil {
 		return "ok"
 	}
-	var r interface{ Refusal() string }
+	if name := refusal.Name(err); name != "" {
+		return name
+	}
 	switch {
-	case errors.As(err, &r):
-		return r.Refusal()
 	case errors.Is(err, ErrAuthorizationUnavailable):
 		return "authorization_unavailable"
 	}

@@ -22,6 +22,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 // Exit codes of mcpctl, stable for scripts.
@@ -107,13 +109,6 @@ func action(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Comman
 		}
 		return nil
 	}
-}
-
-// refusal is implemented by every named refusal of the project's packages
-// (mcpclient, egress, ocipack): a stable, secret-free name such as "frame_too_large".
-type refusal interface {
-	error
-	Refusal() string
 }
 
 func main() {
@@ -219,7 +214,7 @@ func exitCode(stderr io.Writer, err error) int {
 	}
 	var (
 		u *usageError
-		r refusal
+		r refusal.Named
 		d *driftError
 		x *exitError
 	)

@@ -40,7 +40,7 @@ func (f *registryFlags) register(fs *pflag.FlagSet) {
 // client returns the registry client for registry host, refusing plain HTTP off loopback.
 func (f *registryFlags) client(env *cliEnv, host string) (*ocipack.Client, error) {
 	if f.plainHTTP && !ocipack.IsLoopbackHost(host) {
-		return nil, &ocipack.RefusalError{Name: "plain_http_not_loopback", Path: host, Err: ocipack.ErrPlainHTTPNotLoopback}
+		return nil, &ocipack.RefusalError{Name: ocipack.RefusalPlainHTTPNotLoopback, Path: host, Err: ocipack.ErrPlainHTTPNotLoopback}
 	}
 	c := &ocipack.Client{PlainHTTP: f.plainHTTP}
 	scheme := "https"

@@ -11,6 +11,7 @@ import (
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/mcpclient"
+	"github.com/b10x/connector-mcp/refusal"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -81,7 +82,7 @@ func classify(err error, where string) error {
 		// The server's certificate failed verification: a private CA whose bundle is not
 		// configured (spec.mcpConnection.caBundleRef), or an impostor. A human must act.
 		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonFreezeRefused, Err: err,
-			Message: fmt.Sprintf("the TLS certificate of %s was refused: %s (name the endpoint's CA bundle in spec.mcpConnection.caBundleRef)", where, refusal(err))}
+			Message: fmt.Sprintf("the TLS certificate of %s was refused: %s (name the endpoint's CA bundle in spec.mcpConnection.caBundleRef)", where, refusalText(err))}
 	case errors.Is(err, mcpclient.ErrInsufficientScope):
 		// Step-up: the credential lacks a scope. The condition names what the server asked for,
 		// so a human can log in again with it; the cluster never escalates a scope by itself.
@@ -99,18 +100,17 @@ func classify(err error, where string) error {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, egress.ErrDeadlineExceeded),
 		errors.Is(err, mcpclient.ErrCallTimeout), errors.Is(err, mcpclient.ErrProbeTimeout):
 		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonServerUnreachable, Transient: true, Err: err,
-			Message: fmt.Sprintf("%s did not answer the tool listing (%s); retrying", where, refusal(err))}
+			Message: fmt.Sprintf("%s did not answer the tool listing (%s); retrying", where, refusalText(err))}
 	case errors.Is(err, mcpclient.ErrConnectionClosed), errors.Is(err, mcpclient.ErrHTTPStatus):
 		if isDialFailure(err) {
 			return unreachable(err, where)
 		}
 		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonServerUnreachable, Transient: true, Err: err,
-			Message: fmt.Sprintf("%s did not answer the tool listing (%s); retrying", where, refusal(err))}
+			Message: fmt.Sprintf("%s did not answer the tool listing (%s); retrying", where, refusalText(err))}
 	}
-	var named interface{ Refusal() string }
-	if errors.As(err, &named) {
+	if _, ok := refusal.As(err); ok {
 		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonFreezeRefused, Err: err,
-			Message: fmt.Sprintf("the live tool listing of %s was refused: %s", where, refusal(err))}
+			Message: fmt.Sprintf("the live tool listing of %s was refused: %s", where, refusalText(err))}
 	}
 	return unreachable(err, where)
 }
@@ -128,9 +128,9 @@ func isDialFailure(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// refusal returns the stable refusal name of err (with the document path for ocipack
+// refusalText returns the stable refusal name of err (with the document path for ocipack
 // refusals), or a word for the transport failures that carry none.
-func refusal(err error) string {
+func refusalText(err error) string {
 	switch {
 	case controllers.RefusalText(err, "") != "":
 		return controllers.RefusalText(err, "")

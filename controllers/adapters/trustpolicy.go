@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 // Refusal names of an invalid McpTrustPolicy field, beside the ocipack refusals of a signer
@@ -59,10 +61,9 @@ func ValidateTrustPolicy(p *v1.McpTrustPolicy) error {
 		one := *p
 		one.Spec.Signers = []v1.TrustedSigner{s}
 		if _, err := TrustSourceFromPolicy(&one); err != nil {
-			name := "invalid_policy"
-			var named interface{ Refusal() string }
-			if errors.As(err, &named) {
-				name = named.Refusal()
+			name := ocipack.RefusalInvalidPolicy
+			if n := refusal.Name(err); n != "" {
+				name = n
 			}
 			return &InvalidGrantError{Field: fmt.Sprintf("spec.signers[%d]", i), Refusal: name, Err: err}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 // PackVerifier pulls profile packs by digest and verifies them with ocipack under the cluster's
@@ -60,7 +61,7 @@ var _ controllers.SourceVerifier = (*PackVerifier)(nil)
 func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyRequest) (*controllers.VerifiedSource, error) {
 	ref, err := ocipack.ParseDigestReference(req.Ref)
 	if err != nil {
-		return nil, stage(controllers.ReasonPackInvalid, err, "the pack reference is refused: %s", refusal(err))
+		return nil, stage(controllers.ReasonPackInvalid, err, "the pack reference is refused: %s", refusalText(err))
 	}
 	sources, _, err := v.trustSources(ctx, req.Namespace)
 	if err != nil {
@@ -81,12 +82,12 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 			return nil, err
 		}
 		if ownKey, err = ocipack.ParsePublicKey(pem); err != nil {
-			return nil, stage(controllers.ReasonVerificationFailed, err, "the profile's verify policy is refused: %s", refusal(err))
+			return nil, stage(controllers.ReasonVerificationFailed, err, "the profile's verify policy is refused: %s", refusalText(err))
 		}
 	}
 	if req.Policy != nil && req.Policy.Keyless != nil && req.Policy.Keyless.SubjectRegExp != "" {
 		if err := ocipack.CheckSubjectRegExp(req.Policy.Keyless.SubjectRegExp); err != nil {
-			return nil, stage(controllers.ReasonVerificationFailed, err, "the profile's verify policy is refused: %s", refusal(err))
+			return nil, stage(controllers.ReasonVerificationFailed, err, "the profile's verify policy is refused: %s", refusalText(err))
 		}
 	}
 	verifier := v.Verifier
@@ -117,7 +118,7 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 			serr := classifyPack(err)
 			var se *controllers.StageError
 			if errors.As(serr, &se) && !se.Transient {
-				se.Message = fmt.Sprintf("the pack satisfies the cluster trust but not the profile's own verify policy (%s/%s)", RefusalProfilePolicy, refusal(err))
+				se.Message = fmt.Sprintf("the pack satisfies the cluster trust but not the profile's own verify policy (%s/%s)", RefusalProfilePolicy, refusalText(err))
 			}
 			return nil, serr
 		}
@@ -129,11 +130,11 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 	// The McpServiceProfile names no service within the pack: the pack must hold exactly one.
 	doc, err := pack.Profile("")
 	if err != nil {
-		return nil, stage(controllers.ReasonPackInvalid, err, "the pack is refused: %s", refusal(err))
+		return nil, stage(controllers.ReasonPackInvalid, err, "the pack is refused: %s", refusalText(err))
 	}
 	pd, err := ocipack.ProfileDigest(doc)
 	if err != nil {
-		return nil, stage(controllers.ReasonPackInvalid, err, "the profile document does not encode: %s", refusal(err))
+		return nil, stage(controllers.ReasonPackInvalid, err, "the profile document does not encode: %s", refusalText(err))
 	}
 	prov := res.VerifiedProvenance()
 	prov.TrustSource, prov.Signer = cands[i].Source, cands[i].Signer
@@ -201,17 +202,16 @@ func classifyPack(err error) error {
 	}
 	switch {
 	case errors.Is(err, ocipack.ErrNoSignature), errors.Is(err, ocipack.ErrNoAttestation):
-		return stage(controllers.ReasonProvenanceMissing, err, "the pack has no valid provenance: %s", refusal(err))
+		return stage(controllers.ReasonProvenanceMissing, err, "the pack has no valid provenance: %s", refusalText(err))
 	case errors.Is(err, ocipack.ErrUntrustedSignature), errors.Is(err, ocipack.ErrWrongIdentity), errors.Is(err, ocipack.ErrWrongIssuer),
 		errors.Is(err, ocipack.ErrWrongSubjectDigest), errors.Is(err, ocipack.ErrWrongPredicateType), errors.Is(err, ocipack.ErrWrongBuilder),
 		errors.Is(err, ocipack.ErrWrongSourceRepository), errors.Is(err, ocipack.ErrWrongSourceRef), errors.Is(err, ocipack.ErrInvalidPolicy),
 		errors.Is(err, ocipack.ErrInvalidKey), errors.Is(err, ocipack.ErrUnanchoredSubjectRegExp), errors.Is(err, ocipack.ErrAmbiguousSource),
 		errors.Is(err, ocipack.ErrCertificateSource), errors.Is(err, ocipack.ErrPredicateDisagreesWithCertificate), errors.Is(err, ocipack.ErrMissingTransparency):
-		return stage(controllers.ReasonVerificationFailed, err, "the pack does not satisfy the provenance policy: %s", refusal(err))
+		return stage(controllers.ReasonVerificationFailed, err, "the pack does not satisfy the provenance policy: %s", refusalText(err))
 	}
-	var named interface{ Refusal() string }
-	if errors.As(err, &named) {
-		return stage(controllers.ReasonPackInvalid, err, "the pack is refused: %s", refusal(err))
+	if _, ok := refusal.As(err); ok {
+		return stage(controllers.ReasonPackInvalid, err, "the pack is refused: %s", refusalText(err))
 	}
 	return &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: controllers.ReasonRegistryUnavailable, Transient: true, Err: err,
 		Message: "the pack could not be fetched; retrying"}
