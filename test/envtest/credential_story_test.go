@@ -40,10 +40,8 @@ import (
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/oauthk8s"
-	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
 	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
-	"github.com/b10x/connector-mcp/ocipack"
 )
 
 // capturedLog is the manager's whole log output.
@@ -123,25 +121,7 @@ func workstationLogin(t *testing.T, rs *oauthtest.ResourceServer, ns, name, clie
 // reviewedProfileWithToken is reviewedProfile for a server that wants a bearer.
 func reviewedProfileWithToken(t *testing.T, url, token string) *apiv1.ProfileDocument {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	sess, err := mcpclient.NewClient(nil).Connect(ctx, mcpclient.ServerConfig{HTTP: &mcpclient.HTTPServer{URL: url,
-		HTTPClient: &http.Client{Transport: bearerTransport{token}}}})
-	if err != nil {
-		t.Fatalf("connect %s: %v", url, err)
-	}
-	defer func() { _ = sess.Close() }()
-	snap, err := sess.ListTools(ctx)
-	if err != nil {
-		t.Fatalf("list tools: %v", err)
-	}
-	doc := ocipack.Draft(snap)
-	doc.Service = apiv1.ServiceIdentity{Ref: "demo", ConnectionRef: "demo"}
-	for i := range doc.Operations {
-		doc.Operations[i].Effect = apiv1.EffectRead
-		doc.Operations[i].Title = "Reviewed " + doc.Operations[i].RemoteName
-	}
-	return doc
+	return reviewedProfileVia(t, url, &http.Client{Transport: bearerTransport{token}})
 }
 
 func targetToken(t *testing.T, ns, name string) (string, *corev1.Secret) {

@@ -218,9 +218,15 @@ func (s *switchable) set(h http.Handler) { s.h.Store(&h) }
 // profile document (every effect set by the "reviewer").
 func reviewedProfile(t testing.TB, url string) *apiv1.ProfileDocument {
 	t.Helper()
+	return reviewedProfileVia(t, url, nil)
+}
+
+// reviewedProfileVia is reviewedProfile with the HTTP client of the freeze (nil: the default).
+func reviewedProfileVia(t testing.TB, url string, hc *http.Client) *apiv1.ProfileDocument {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	sess, err := mcpclient.NewClient(nil).Connect(ctx, mcpclient.ServerConfig{HTTP: &mcpclient.HTTPServer{URL: url}})
+	sess, err := mcpclient.NewClient(nil).Connect(ctx, mcpclient.ServerConfig{HTTP: &mcpclient.HTTPServer{URL: url, HTTPClient: hc}})
 	if err != nil {
 		t.Fatalf("connect %s: %v", url, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
@@ -485,12 +486,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	if err := w.TrustPolicies.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	// The OAuth producer's discovery and token requests obey the same dial-time IP policy; an
-	// McpCredential's URLs are a tenant's choice, so the Service CIDRs (--service-cidr, where the
-	// apiserver's ClusterIP lives) are denied as for freezes.
-	oauthIP := ip
-	oauthIP.DenyPrefixes = append(slices.Clone(ip.DenyPrefixes), serviceCIDRs...)
-	oauthClient, err := egress.NewHTTPClient(egress.Policy{IP: oauthIP, TLSClientConfig: tlsCfg, Timeout: o.ExchangeTimeout, MaxResponseBytes: oauth.MaxResponseBytes})
+	oauthClient, err := producerHTTPClient(ip, serviceCIDRs, tlsCfg, o.ExchangeTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -502,6 +498,14 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// producerHTTPClient is the OAuth producer's client: discovery and token requests obey the same
+// dial-time IP policy as freezes, and since an McpCredential's URLs are a tenant's choice, the
+// Service CIDRs (--service-cidr, where the apiserver's ClusterIP lives) are denied too.
+func producerHTTPClient(ip egress.IPPolicy, serviceCIDRs []netip.Prefix, tlsCfg *tls.Config, timeout time.Duration) (*http.Client, error) {
+	ip.DenyPrefixes = append(slices.Clone(ip.DenyPrefixes), serviceCIDRs...)
+	return egress.NewHTTPClient(egress.Policy{IP: ip, TLSClientConfig: tlsCfg, Timeout: timeout, MaxResponseBytes: oauth.MaxResponseBytes})
 }
 
 // setupDriftWebhook builds the drift webhook sink of o (none when no URL is set), runs it with
