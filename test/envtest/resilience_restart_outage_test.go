@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
@@ -304,4 +307,74 @@ func TestVerifiedPackStoreEntriesAndSweep(t *testing.T) {
 	if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: packstore.Name(unused.Reference)}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the unreferenced entry survived the sweep: %v", err)
 	}
+}
+
+// startStoreManagerAs starts a manager with the verified-pack store in ns, authenticated as the
+// chart's ServiceAccount ns/sa, and returns the log of forbidden requests.
+func startStoreManagerAs(t *testing.T, ns, sa string, o app.Options) *forbiddenLog {
+	t.Helper()
+	log := &forbiddenLog{}
+	asSA := rest.CopyConfig(cfg)
+	asSA.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + ns + ":" + sa,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+	}
+	asSA.Wrap(func(rt http.RoundTripper) http.RoundTripper { return forbiddenRecorder{log: log, next: rt} })
+	startOperatorAs(t, asSA, ns, o)
+	return log
+}
+
+// The store under exactly the chart's RBAC (its namespaced Role): the manager, as the chart's
+// ServiceAccount, verifies a pack and stores it in its namespace without a single 403.
+func TestVerifiedPackStoreUnderChartRBAC(t *testing.T) {
+	ns := newNamespace(t, "packstore-rbac")
+	sa := installChartRBAC(t, ns, nil)
+	w := newPackWorld(t, ns)
+	o := devOptions()
+	w.trustPlatform(&o)
+	o.VerifiedPackNamespace = ns
+	forbidden := startStoreManagerAs(t, ns, sa, o)
+	ref := w.push(t, "team/demo")
+	w.sign(t, ref, packRef)
+	prof := packProfile(ns, "demo", ref, mainPolicy())
+	mustCreate(t, prof)
+	waitObj(t, prof, storyTimeout, "pack verified", isReady[*apiv1.McpServiceProfile])
+	waitStored(t, ns, ref)
+	if f := forbidden.list(); len(f) > 0 {
+		t.Errorf("the manager was refused %d request(s) under the chart's RBAC: %v", len(f), f)
+	}
+}
+
+// The twin: with the chart's store Role reduced to reads, the entry's creation is refused, and
+// the recorder sees that 403 (the profile is verified all the same: saving is best effort).
+func TestVerifiedPackStoreRBACGapIsCaught(t *testing.T) {
+	ns := newNamespace(t, "packstore-rbac-gap")
+	sa := installChartRBAC(t, ns, func(o *unstructured.Unstructured) {
+		if o.GetKind() != "Role" || !strings.HasSuffix(o.GetName(), "-verified-pack-store") {
+			return
+		}
+		_ = unstructured.SetNestedSlice(o.Object, []any{map[string]any{
+			"apiGroups": []any{""}, "resources": []any{"configmaps"}, "verbs": []any{"get", "list"}}}, "rules")
+	})
+	w := newPackWorld(t, ns)
+	o := devOptions()
+	w.trustPlatform(&o)
+	o.VerifiedPackNamespace = ns
+	forbidden := startStoreManagerAs(t, ns, sa, o)
+	ref := w.push(t, "team/demo")
+	w.sign(t, ref, packRef)
+	prof := packProfile(ns, "demo", ref, mainPolicy())
+	mustCreate(t, prof)
+	waitObj(t, prof, storyTimeout, "pack verified", isReady[*apiv1.McpServiceProfile])
+	want := "POST /api/v1/namespaces/" + ns + "/configmaps"
+	deadline := time.Now().Add(storyTimeout)
+	for time.Now().Before(deadline) {
+		for _, f := range forbidden.list() {
+			if f == want {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no 403 on %q recorded; forbidden requests: %v", want, forbidden.list())
 }
