@@ -236,6 +236,23 @@ func TestStoreFallbackOnlyOnUnavailable(t *testing.T) {
 			t.Fatalf("got %v, want the outage without a stored fallback", err)
 		}
 	})
+	t.Run("client with credentials saves nothing", func(t *testing.T) {
+		w := newStoreWorld(t, true)
+		w.store.recs = map[string]*StoredPack{}
+		c := w.client()
+		// The registry asks for no authentication: the pull succeeds, with the credentials unused.
+		c.Credentials = auth.StaticCredential(w.ref.Registry, auth.Credential{Username: "u", Password: "p"})
+		if _, _, err := NewVerifier(c, nil).VerifyAndPull(context.Background(), w.ref, w.policy); err != nil {
+			t.Fatal(err)
+		}
+		if len(w.store.recs) != 0 {
+			t.Fatal("a pack pulled by a client with credentials was stored")
+		}
+		// The twin: the same pull without credentials is stored.
+		if _, _, err := NewVerifier(w.client(), nil).VerifyAndPull(context.Background(), w.ref, w.policy); err != nil || len(w.store.recs) != 1 {
+			t.Fatalf("anonymous pull: %v, %d records stored", err, len(w.store.recs))
+		}
+	})
 }
 
 // A stored entry that was tampered with, truncated or lost a blob fails closed: the outage is
