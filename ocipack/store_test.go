@@ -59,7 +59,7 @@ func (m *memStore) edit(ref Reference, f func(*StoredPack)) {
 }
 
 // outage is what the registry front answers while "down".
-type outage int
+type outage int32
 
 const (
 	up outage = iota
