@@ -58,8 +58,14 @@ const (
 	DefaultSweepGrace = 10 * time.Minute
 )
 
-// ErrInvalidNamespace is returned by New for an empty namespace.
-var ErrInvalidNamespace = errors.New("packstore: the store needs a namespace")
+// Sentinel errors of the store.
+var (
+	// ErrInvalidNamespace is returned by New for an empty namespace.
+	ErrInvalidNamespace = errors.New("packstore: the store needs a namespace")
+	// ErrReadOnly is returned by Save of a store made without a writer (the gateway's: it reads
+	// the entries the manager writes).
+	ErrReadOnly = errors.New("packstore: read-only store")
+)
 
 // Store is the ocipack.BlobStore of ConfigMaps in Namespace.
 type Store struct {
@@ -76,7 +82,8 @@ type Store struct {
 var _ ocipack.BlobStore = (*Store)(nil)
 
 // New returns the store of namespace, reading with reader (a direct API reader: ConfigMaps of
-// the store are not in the manager's cache) and writing with writer. maxBytes <= 0 means
+// the store are not in the manager's cache) and writing with writer; a nil writer makes the store
+// read-only (Save returns ErrReadOnly and makes no request). maxBytes <= 0 means
 // DefaultMaxBytes.
 func New(namespace string, reader client.Reader, writer client.Writer, maxBytes int64, log logr.Logger) (*Store, error) {
 	if namespace == "" {
@@ -136,6 +143,9 @@ func (s *Store) Load(ctx context.Context, ref ocipack.Reference) (*ocipack.Store
 // Save writes rec's entry: created when absent, updated when it differs, untouched when equal.
 // A record above the bound is refused (ocipack.ErrStoreTooLarge), logged once per reference.
 func (s *Store) Save(ctx context.Context, rec *ocipack.StoredPack) error {
+	if s.writer == nil {
+		return ErrReadOnly
+	}
 	refs := rec.Referrers
 	if refs == nil {
 		refs = []ocispec.Descriptor{}

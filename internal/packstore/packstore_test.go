@@ -44,3 +44,19 @@ func TestNewNeedsNamespace(t *testing.T) {
 		t.Fatalf("%+v %v", s, err)
 	}
 }
+
+// A store without a writer (the gateway's) refuses to save before any request (its reader and
+// writer are nil here: a request would panic).
+func TestReadOnlyStoreSavesNothing(t *testing.T) {
+	s, err := New("ns", nil, nil, 0, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := ocipack.ParseDigestReference("registry.example.com/team/a@sha256:" + strings.Repeat("cd", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(t.Context(), &ocipack.StoredPack{Reference: ref}); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("got %v, want ErrReadOnly", err)
+	}
+}

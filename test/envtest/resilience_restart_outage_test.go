@@ -378,3 +378,47 @@ func TestVerifiedPackStoreRBACGapIsCaught(t *testing.T) {
 	}
 	t.Fatalf("no 403 on %q recorded; forbidden requests: %v", want, forbidden.list())
 }
+
+// The gateway verifies profiles itself: a gateway started during the registry outage (after the
+// manager verified and stored the pack) reads the manager's store, read-only, verifies the pack
+// offline and serves the deployment, with the snapshot the manager activated. The twin: a
+// gateway not given the store's namespace does not serve it, and logs RegistryUnavailable.
+func TestResilienceGatewayStartDuringRegistryOutage(t *testing.T) {
+	checkNoLeaks(t)
+	rw := startBeforeOutage(t, "resil-gw-outage", true)
+	entry := waitStored(t, rw.ns, rw.ref)
+	for _, withStore := range []bool{true, false} {
+		o := gatewayOptions()
+		o.Verify = rw.o
+		if !withStore {
+			o.Verify.VerifiedPackNamespace = ""
+		}
+		_, gw, logs := startGateway(t, rw.ns, o)
+		if withStore {
+			eventually(t, storyTimeout, "the gateway serves the deployment", func() error {
+				s, ok := gw.Registry.Lookup(rw.ns, "demo")
+				if !ok {
+					return errString("not served yet")
+				}
+				if s.SnapshotDigest() != rw.active {
+					t.Fatalf("the gateway serves snapshot %q, the manager activated %q", s.SnapshotDigest(), rw.active)
+				}
+				return nil
+			})
+			continue
+		}
+		eventually(t, storyTimeout, "the gateway says the registry is unavailable", func() error {
+			if !strings.Contains(logs.text(), controllers.ReasonRegistryUnavailable) {
+				return errString("no RegistryUnavailable log yet")
+			}
+			return nil
+		})
+		if _, ok := gw.Registry.Lookup(rw.ns, "demo"); ok {
+			t.Fatal("a gateway without the store serves a pack it could not verify")
+		}
+	}
+	// The gateway never writes the store.
+	if after := waitStored(t, rw.ns, rw.ref); after.ResourceVersion != entry.ResourceVersion {
+		t.Fatalf("the store entry was written during the outage (%s -> %s)", entry.ResourceVersion, after.ResourceVersion)
+	}
+}

@@ -575,7 +575,9 @@ func setupDriftWebhook(mgr ctrl.Manager, o Options, ip egress.IPPolicy, w *Wired
 
 // NewResolver builds the profile resolver the manager uses: the pack verifier over the
 // egress-guarded registry client, under the cluster trust policy of o. The gateway builds the same
-// one, so a profile verifies in both or in neither. m may be nil.
+// one, so a profile verifies in both or in neither. m may be nil. With o.VerifiedPackNamespace set,
+// its verifier reads the manager's verified-pack store (read-only) while a registry is
+// unavailable.
 func NewResolver(mgr ctrl.Manager, o Options, m *controllers.Metrics) (*controllers.Resolver, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -584,7 +586,17 @@ func NewResolver(mgr ctrl.Manager, o Options, m *controllers.Metrics) (*controll
 	if err != nil {
 		return nil, err
 	}
-	return newResolver(mgr, o, ip, m, nil)
+	// durable: the gateway reads the manager's verified-pack store (never writes it), so that a
+	// gateway restarted during a registry outage serves what the manager verified.
+	var store ocipack.BlobStore
+	if o.VerifiedPackNamespace != "" {
+		ro, err := packstore.New(o.VerifiedPackNamespace, mgr.GetAPIReader(), nil, packstore.DefaultMaxBytes, ctrl.Log.WithName("verified-pack-store"))
+		if err != nil {
+			return nil, err
+		}
+		store = ro
+	}
+	return newResolver(mgr, o, ip, m, store)
 }
 
 // newResolver builds the resolver; store, when not nil, is the verified-pack store of the
