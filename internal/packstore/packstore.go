@@ -77,6 +77,7 @@ type Store struct {
 
 	mu       sync.Mutex
 	tooLarge map[string]bool // references already logged as too large
+	failing  map[string]bool // references whose last save failed, logged once until a success
 }
 
 var _ ocipack.BlobStore = (*Store)(nil)
@@ -92,7 +93,7 @@ func New(namespace string, reader client.Reader, writer client.Writer, maxBytes 
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	return &Store{namespace: namespace, reader: reader, writer: writer, maxBytes: maxBytes, log: log, tooLarge: map[string]bool{}}, nil
+	return &Store{namespace: namespace, reader: reader, writer: writer, maxBytes: maxBytes, log: log, tooLarge: map[string]bool{}, failing: map[string]bool{}}, nil
 }
 
 // Namespace is the namespace of the store's ConfigMaps.
@@ -146,6 +147,24 @@ func (s *Store) Save(ctx context.Context, rec *ocipack.StoredPack) error {
 	if s.writer == nil {
 		return ErrReadOnly
 	}
+	err := s.save(ctx, rec)
+	ref := rec.Reference.String()
+	s.mu.Lock()
+	first := err != nil && !errors.Is(err, ocipack.ErrStoreTooLarge) && !s.failing[ref] && len(s.failing) < 4096
+	if first {
+		s.failing[ref] = true
+	}
+	if err == nil {
+		delete(s.failing, ref)
+	}
+	s.mu.Unlock()
+	if first {
+		s.log.Error(err, "Could not store the verified pack: it is tried again on its next pull", "reference", ref, "namespace", s.namespace)
+	}
+	return err
+}
+
+func (s *Store) save(ctx context.Context, rec *ocipack.StoredPack) error {
 	refs := rec.Referrers
 	if refs == nil {
 		refs = []ocispec.Descriptor{}
