@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -507,9 +510,9 @@ type RegistryError struct {
 }
 
 // Unavailable reports whether the registry could not serve at all: a transport failure (no
-// connection, reset, broken-off transfer, TLS or dial-policy failure) or an HTTP 5xx or 429
-// answer. A 404, an authentication or authorization refusal and other 4xx answers are not
-// unavailability: the registry answered.
+// connection, reset, broken-off transfer, timeout, TLS or dial-policy failure) or an HTTP 5xx or
+// 429 answer. A 404, an authentication or authorization refusal, other 4xx answers and answers
+// refused by the client (too large, malformed) are not unavailability: the registry answered.
 func (e *RegistryError) Unavailable() bool {
 	if errors.Is(e.Err, errdef.ErrNotFound) || errors.Is(e.Err, auth.ErrBasicCredentialNotFound) {
 		return false
@@ -517,7 +520,10 @@ func (e *RegistryError) Unavailable() bool {
 	if s := statusOf(e.Err); s != 0 {
 		return s >= 500 || s == http.StatusTooManyRequests
 	}
-	return true
+	var ue *url.Error
+	var ne net.Error
+	return errors.As(e.Err, &ue) || errors.As(e.Err, &ne) || errors.Is(e.Err, io.ErrUnexpectedEOF) ||
+		errors.Is(e.Err, syscall.ECONNRESET) || errors.Is(e.Err, syscall.ECONNREFUSED)
 }
 
 func (e *RegistryError) Error() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"reflect"
@@ -399,4 +400,54 @@ func TestStoreBound(t *testing.T) {
 			t.Fatalf("bound %d (record %d bytes): saved %v", tc.max, rec.Size(), saved)
 		}
 	}
+}
+
+// The client's bounds apply to stored content as to the registry's: under tighter limits the
+// stored copy is refused (never accepted because it came from the store), with the registry's
+// refusal when the registry refuses. A referrers answer above the manifest bound cannot be told
+// from a transfer broken off (oras-go reads it through a limit: io.ErrUnexpectedEOF), so it counts
+// as unavailability; the stored list is then read, and its referrer manifests, above the same
+// bound, are no evidence: missing_signature.
+func TestStoreContentWithinLimits(t *testing.T) {
+	for name, lim := range map[string]Limits{
+		"one referrer":        {MaxReferrers: 1},
+		"small manifests":     {MaxManifestBytes: 64},
+		"small bundles":       {MaxBundleBytes: 100},
+		"small layers (pull)": {MaxLayerBytes: 16},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newStoreWorld(t, true)
+			ctx := context.Background()
+			_, _, fromRegistry := NewVerifier(&Client{PlainHTTP: true, Limits: lim}, nil).VerifyAndPull(ctx, w.ref, w.policy)
+			w.mode.Store(int32(down503))
+			c := w.client()
+			c.Limits = lim
+			_, _, fromStore := NewVerifier(c, nil).VerifyAndPull(ctx, w.ref, w.policy)
+			if fromRegistry == nil || fromStore == nil {
+				t.Fatalf("registry: %v; store: %v; want both refused", fromRegistry, fromStore)
+			}
+			var r *RefusalError
+			if errors.As(fromRegistry, &r) && outcome(fromStore) != r.Name {
+				t.Fatalf("registry: %v; store: %v; want the same refusal", fromRegistry, fromStore)
+			}
+			if name == "small manifests" && (outcome(fromRegistry) != "registry_unavailable" || outcome(fromStore) != RefusalMissingSignature) {
+				t.Fatalf("registry: %v; store: %v", fromRegistry, fromStore)
+			}
+		})
+	}
+}
+
+// outcome names how a verification failed: its refusal, or registry_error / registry_unavailable.
+func outcome(err error) string {
+	var r *RefusalError
+	var re *RegistryError
+	switch {
+	case errors.As(err, &r):
+		return r.Name
+	case errors.As(err, &re) && re.Unavailable():
+		return "registry_unavailable"
+	case errors.As(err, &re):
+		return "registry_error"
+	}
+	return fmt.Sprint(err)
 }
