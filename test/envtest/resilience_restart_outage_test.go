@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
@@ -420,5 +421,58 @@ func TestResilienceGatewayStartDuringRegistryOutage(t *testing.T) {
 	// The gateway never writes the store.
 	if after := waitStored(t, rw.ns, rw.ref); after.ResourceVersion != entry.ResourceVersion {
 		t.Fatalf("the store entry was written during the outage (%s -> %s)", entry.ResourceVersion, after.ResourceVersion)
+	}
+}
+
+// The Sweeper as the manager runs it (Start): one sweep at start, then one per Interval of its
+// clock. An unreferenced entry written after the first sweep survives until the clock passes the
+// interval (the twin), then is deleted.
+func TestVerifiedPackStoreSweeperRunsPeriodically(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newNamespace(t, "packstore-sweep")
+	store := storeOf(t, ns)
+	save := func(repo string) ocipack.Reference {
+		ref, err := ocipack.ParseDigestReference("registry.example.com/" + repo + "@sha256:" + hex64(repo))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Save(ctx, &ocipack.StoredPack{Reference: ref, Blobs: map[string][]byte{ref.Digest: []byte(repo)}}); err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	gone := func(ref ocipack.Reference) bool {
+		err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: packstore.Name(ref)}, &corev1.ConfigMap{})
+		return apierrors.IsNotFound(err)
+	}
+	first := save("team/first")
+	clk := clocktesting.NewFakeClock(time.Now())
+	sweeper := &packstore.Sweeper{Store: store, Profiles: k8sClient, Deleter: k8sClient, Interval: time.Hour, Grace: -1, Clock: clk, Log: logr.Discard()}
+	done := make(chan error, 1)
+	go func() { done <- sweeper.Start(ctx) }()
+	eventually(t, storyTimeout, "the sweep at start", func() error {
+		if !gone(first) {
+			return errString("the first entry is still there")
+		}
+		return nil
+	})
+	second := save("team/second")
+	// The twin: the clock has not moved, so no sweep runs (a sweeper that swept on its own would
+	// have a moment to show it).
+	time.Sleep(300 * time.Millisecond)
+	if gone(second) {
+		t.Fatal("an entry was swept before the interval passed")
+	}
+	clk.Step(time.Hour)
+	eventually(t, storyTimeout, "the periodic sweep", func() error {
+		if !gone(second) {
+			return errString("the second entry is still there")
+		}
+		return nil
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
