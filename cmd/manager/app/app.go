@@ -119,7 +119,8 @@ type Options struct {
 	// VerifiedPackNamespace (--verified-pack-namespace) is the manager's own namespace, where it
 	// keeps the registry content of every pack it verified (one ConfigMap per pack reference,
 	// internal/packstore), so that after a restart a pack verifies again, offline, while its
-	// registry is down. Default: $POD_NAMESPACE; empty disables the store.
+	// registry is down. Empty disables the store. The binaries default it to $POD_NAMESPACE
+	// (ApplyEnvDefaults); DefaultOptions leaves it empty.
 	VerifiedPackNamespace string
 	// VerifiedPackSweepInterval (--verified-pack-sweep-interval) is the period of the leader's
 	// sweep deleting store entries no McpServiceProfile references.
@@ -141,8 +142,8 @@ func DefaultOptions() Options {
 
 		CredentialRefreshSkew: controllers.DefaultCredentialRefreshSkew,
 
-		// durable: the verified-pack store.
-		VerifiedPackNamespace:     os.Getenv("POD_NAMESPACE"),
+		// durable: the verified-pack store (its namespace defaults to $POD_NAMESPACE through
+		// ApplyEnvDefaults, in the binaries only).
 		VerifiedPackSweepInterval: packstore.DefaultSweepInterval,
 	}
 }
@@ -167,7 +168,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	// OAuth producer (McpCredential).
 	fs.DurationVar(&o.CredentialRefreshSkew, "credential-refresh-skew", o.CredentialRefreshSkew, "How long before expiry the OAuth producer refreshes an McpCredential's access token.")
 	// durable: the verified-pack store.
-	fs.StringVar(&o.VerifiedPackNamespace, "verified-pack-namespace", o.VerifiedPackNamespace, "Namespace (the manager's own) of the verified-pack store, which lets packs verify again, offline, after a restart during a registry outage; default $POD_NAMESPACE, empty disables it.")
+	fs.StringVar(&o.VerifiedPackNamespace, "verified-pack-namespace", o.VerifiedPackNamespace, "Namespace (the manager's own) of the verified-pack store, which lets packs verify again, offline, after a restart during a registry outage (default $POD_NAMESPACE; empty disables it).")
 	fs.DurationVar(&o.VerifiedPackSweepInterval, "verified-pack-sweep-interval", o.VerifiedPackSweepInterval, "Period of the leader's sweep deleting verified-pack store entries that no McpServiceProfile references.")
 }
 
@@ -682,6 +683,20 @@ func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy, store ocipack
 }
 
 // durable: the verified-pack store.
+
+// EnvPodNamespace is the environment variable (set from the downward API by config/manager,
+// config/gateway) that --verified-pack-namespace defaults to.
+const EnvPodNamespace = "POD_NAMESPACE"
+
+// ApplyEnvDefaults sets the options whose default comes from the environment, unless their flag
+// was given on fs (parsed): --verified-pack-namespace defaults to $POD_NAMESPACE. cmd/manager and
+// cmd/gateway call it after parsing their flags; tests, which build Options themselves, are not
+// affected by the environment they run in.
+func (o *Options) ApplyEnvDefaults(fs *pflag.FlagSet, getenv func(string) string) {
+	if f := fs.Lookup("verified-pack-namespace"); f != nil && !f.Changed {
+		o.VerifiedPackNamespace = getenv(EnvPodNamespace)
+	}
+}
 
 // setupPackStore builds the verified-pack store of o.VerifiedPackNamespace (nil when empty) and
 // adds its Sweeper to mgr. The store reads with the manager's API reader: its ConfigMaps are not
