@@ -157,9 +157,6 @@ func (s *Session) setSessionHeaders(h http.Header) {
 // maps as it maps the SDK's.
 func (s *Session) callDirect(ctx context.Context, name string, args json.RawMessage, desc []byte) (err error) {
 	st, _ := ctx.Value(callKey{}).(*callState)
-	if s.broken.Load() {
-		return errSDKConnFailed
-	}
 	p := callBody{Meta: s.meta, Name: name, Arguments: args}
 	params, err := marshal(&p)
 	if err != nil {
@@ -176,9 +173,9 @@ func (s *Session) callDirect(ctx context.Context, name string, args json.RawMess
 		// the caller's path) unless the connection has failed.
 		if ctx.Err() != nil {
 			err = ctx.Err()
-			if !s.broken.Load() {
-				go s.notifyCancelled(context.WithoutCancel(ctx), id, err.Error())
-			}
+			// A connection failed by this very answer (a JSON body cut short by a refusal) may
+			// still carry it: the SDK fails its connection from another goroutine.
+			go s.notifyCancelled(context.WithoutCancel(ctx), id, err.Error())
 		}
 	}()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.HTTP.URL, bytes.NewReader(body))
