@@ -75,4 +75,3 @@ func FuzzDirectResponse(f *testing.F) {
 		}
 	})
 }
-
