@@ -178,7 +178,9 @@ func (s *Session) callDirect(ctx context.Context, name string, args json.RawMess
 			go s.notifyCancelled(context.WithoutCancel(ctx), id, err.Error())
 		}
 	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.HTTP.URL, bytes.NewReader(body))
+	link := newReqLink(ctx)
+	defer link.done()
+	req, err := http.NewRequestWithContext(link.ctx, http.MethodPost, s.cfg.HTTP.URL, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -211,7 +213,7 @@ func (s *Session) callDirect(ctx context.Context, name string, args json.RawMess
 	case "application/json":
 		return s.readJSON(ctx, st, id, resp)
 	case "text/event-stream":
-		return s.readStream(ctx, st, id, resp)
+		return s.readStream(ctx, link, st, id, resp)
 	}
 	resp.Body.Close()
 	return s.fail(errors.New("unsupported content type"))
@@ -291,11 +293,11 @@ func (s *Session) answered(st *callState) (bool, error) {
 }
 
 // readStream reads a text/event-stream answer, resuming it with Last-Event-ID as the SDK does.
-func (s *Session) readStream(ctx context.Context, st *callState, id string, resp *http.Response) error {
+func (s *Session) readStream(ctx context.Context, link *reqLink, st *callState, id string, resp *http.Response) error {
 	var prevLast string
 	noProgress := 0
 	for {
-		last, delay, done, err := s.processStream(ctx, st, id, resp)
+		last, delay, done, err := s.processStream(ctx, link, st, id, resp)
 		if done {
 			return err
 		}
@@ -307,7 +309,7 @@ func (s *Session) readStream(ctx context.Context, st *callState, id string, resp
 		} else if noProgress++; noProgress > directMaxRetries {
 			return s.fail(errors.New("exceeded retries without progress"))
 		}
-		resp, err = s.resume(ctx, last, delay)
+		resp, err = s.resume(ctx, link, last, delay)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -322,7 +324,7 @@ func (s *Session) readStream(ctx context.Context, st *callState, id string, resp
 }
 
 // resume reconnects an interrupted stream (the SDK's connectSSE after a first success).
-func (s *Session) resume(ctx context.Context, last string, delay time.Duration) (*http.Response, error) {
+func (s *Session) resume(ctx context.Context, link *reqLink, last string, delay time.Duration) (*http.Response, error) {
 	var lastErr error
 	for attempt := 1; attempt <= directMaxRetries; attempt++ {
 		if delay <= 0 || attempt > 1 {
@@ -335,7 +337,7 @@ func (s *Session) resume(ctx context.Context, last string, delay time.Duration) 
 			return nil, ctx.Err()
 		case <-t.C:
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.cfg.HTTP.URL, nil)
+		req, err := http.NewRequestWithContext(link.ctx, http.MethodGet, s.cfg.HTTP.URL, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -352,6 +354,47 @@ func (s *Session) resume(ctx context.Context, last string, delay time.Duration) 
 	return nil, lastErr
 }
 
+// drainGrace bounds how long the rest of a stream is drained after the call's answer.
+const drainGrace = time.Second
+
+// reqLink carries the HTTP requests of one direct call: they end with the call's context, except
+// that once the answer is in, the rest of the stream may still be drained (within drainGrace) so
+// the connection can be reused, as the SDK drains its streams from a goroutine of its own.
+type reqLink struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	unlink func() bool
+	handed bool
+}
+
+func newReqLink(call context.Context) *reqLink {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(call))
+	return &reqLink{ctx: ctx, cancel: cancel, unlink: context.AfterFunc(call, cancel)}
+}
+
+// answered hands the requests over to the drain: they no longer end with the call.
+func (l *reqLink) answered() {
+	if l.unlink() {
+		l.handed = true
+		time.AfterFunc(drainGrace, l.cancel)
+	}
+}
+
+// drained ends the requests once the stream has been drained.
+func (l *reqLink) drained() {
+	if l.handed {
+		l.cancel()
+	}
+}
+
+// done ends the requests with the call unless they were handed over to the drain.
+func (l *reqLink) done() {
+	if !l.handed {
+		l.unlink()
+		l.cancel()
+	}
+}
+
 // reconnectDelay is the SDK's backoff: 1 s × 1.5^(attempt-1), with full jitter.
 func reconnectDelay(attempt int) time.Duration {
 	d := time.Duration(float64(time.Second) * math.Pow(1.5, float64(attempt-1)))
@@ -360,13 +403,14 @@ func reconnectDelay(attempt int) time.Duration {
 
 // processStream reads one SSE body. done reports that the call ended (err is its outcome);
 // otherwise the stream ended without the answer and last is the last event id seen.
-func (s *Session) processStream(ctx context.Context, st *callState, id string, resp *http.Response) (last string, delay time.Duration, done bool, err error) {
+func (s *Session) processStream(ctx context.Context, link *reqLink, st *callState, id string, resp *http.Response) (last string, delay time.Duration, done bool, err error) {
 	defer func() {
 		// As the SDK's processStream, drain the rest off the caller's path so the connection can
 		// be reused; the read ends with the call's context at the latest.
 		go func() {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, int64(s.lim.MaxFrameBytes)))
 			resp.Body.Close()
+			link.drained()
 		}()
 	}()
 	r := bufio.NewReader(resp.Body)
@@ -394,6 +438,9 @@ func (s *Session) processStream(ctx context.Context, st *callState, id string, r
 		if len(line) == 0 {
 			if hasData {
 				if fin, ferr := s.event(ctx, st, id, name, data); fin {
+					if ferr == nil {
+						link.answered()
+					}
 					return "", 0, true, ferr
 				}
 			}
