@@ -26,8 +26,11 @@ type wireServer struct {
 	sessionID string
 	// call, when set, answers tools/call (id is the request's raw id) instead of the raw engine.
 	call func(w http.ResponseWriter, r *http.Request, id string)
+	// get, when set, answers GET (a resumed stream); the id is the last tools/call's.
+	get func(w http.ResponseWriter, r *http.Request, id string)
 
 	mu   sync.Mutex
+	last string
 	reqs []recordedRequest
 }
 
@@ -46,8 +49,20 @@ func (ws *wireServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.Unmarshal(body, &m)
 	ws.mu.Lock()
-	ws.reqs = append(ws.reqs, recordedRequest{method: m.Method, id: string(m.ID), header: r.Header.Clone(), body: body})
+	method := m.Method
+	if r.Method == http.MethodGet {
+		method = "GET"
+	}
+	ws.reqs = append(ws.reqs, recordedRequest{method: method, id: string(m.ID), header: r.Header.Clone(), body: body})
+	if m.Method == "tools/call" {
+		ws.last = string(m.ID)
+	}
+	last := ws.last
 	ws.mu.Unlock()
+	if r.Method == http.MethodGet && ws.get != nil {
+		ws.get(w, r, last)
+		return
+	}
 	if ws.sessionID != "" {
 		w.Header().Set("Mcp-Session-Id", ws.sessionID)
 	}
@@ -244,6 +259,8 @@ type hostileCall struct {
 	// returned (a JSON body it could not read), so the second call ends either as the first or
 	// with the failed connection; the direct path always fails the connection first.
 	racy2 bool
+	// get answers GET (stream resumption).
+	get func(w http.ResponseWriter, r *http.Request, id string)
 	// cancelAfter cancels the caller's context after this long.
 	cancelAfter time.Duration
 	// answered: the server must have received these messages (method or "response"), in
@@ -313,6 +330,20 @@ var hostileCalls = []hostileCall{
 	{name: "stream ends without response", call: func(w http.ResponseWriter, _ *http.Request, _ string) {
 		sse(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n")
 	}, want1: "transport 0 connection closed []", want2: "transport 0 connection closed []"},
+	{name: "stream resumed with Last-Event-ID", call: func(w http.ResponseWriter, _ *http.Request, _ string) {
+		sse(w, "id: ev-1\nretry: 10\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n")
+	}, get: func(w http.ResponseWriter, r *http.Request, id string) {
+		if r.Header.Get("Last-Event-ID") != "ev-1" || r.Header.Get("Accept") != "text/event-stream" {
+			http.Error(w, "bad resume", http.StatusBadRequest)
+			return
+		}
+		sse(w, "id: ev-2\ndata: "+echoResult(id)+"\n\n")
+	}, want1: `ok {"content":[{"type":"text","text":"ok"}]}`, want2: `ok {"content":[{"type":"text","text":"ok"}]}`, answered: []string{"GET"}},
+	{name: "resumption refused", call: func(w http.ResponseWriter, _ *http.Request, _ string) {
+		sse(w, "id: ev-1\nretry: 10\n\n")
+	}, get: func(w http.ResponseWriter, _ *http.Request, _ string) {
+		http.Error(w, "no", http.StatusMethodNotAllowed)
+	}, want1: "transport 405 unexpected HTTP status []", want2: "transport 0 connection closed []", answered: []string{"GET"}},
 	{name: "session gone", session: "sess-gone", call: func(w http.ResponseWriter, _ *http.Request, _ string) {
 		http.Error(w, "session not found", http.StatusNotFound)
 	}, want1: "transport 404 unexpected HTTP status []", want2: "transport 0 connection closed []"},
@@ -371,7 +402,7 @@ func TestDirectHostile(t *testing.T) {
 				if c.session != "" {
 					era = mcptest.Legacy
 				}
-				ws := &wireServer{raw: &mcptest.Raw{Era: era}, sessionID: c.session, call: c.call}
+				ws := &wireServer{raw: &mcptest.Raw{Era: era}, sessionID: c.session, call: c.call, get: c.get}
 				lim := c.limits
 				s := connect(t, ServerConfig{HTTP: &HTTPServer{URL: ws.start(t)}, Limits: lim})
 				if !direct {
@@ -400,7 +431,7 @@ func TestDirectHostile(t *testing.T) {
 				}
 				settle(ws)
 				for _, r := range ws.requests("") {
-					if r.method != "tools/call" && r.method != "tools/list" && r.method != "server/discover" && r.method != "initialize" && r.method != "notifications/initialized" {
+					if r.method != "tools/call" && r.method != "tools/list" && r.method != "GET" && r.method != "server/discover" && r.method != "initialize" && r.method != "notifications/initialized" {
 						sent[i] = append(sent[i], r.normalized())
 					}
 				}
