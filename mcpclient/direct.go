@@ -372,19 +372,14 @@ func newReqLink(call context.Context) *reqLink {
 	return &reqLink{ctx: ctx, cancel: cancel, unlink: context.AfterFunc(call, cancel)}
 }
 
-// answered hands the requests over to the drain: they no longer end with the call.
-func (l *reqLink) answered() {
+// answered hands the requests over to the drain: they no longer end with the call. It reports
+// whether they were handed over (not when the call had already ended).
+func (l *reqLink) answered() bool {
 	if l.unlink() {
 		l.handed = true
 		time.AfterFunc(drainGrace, l.cancel)
 	}
-}
-
-// drained ends the requests once the stream has been drained.
-func (l *reqLink) drained() {
-	if l.handed {
-		l.cancel()
-	}
+	return l.handed
 }
 
 // done ends the requests with the call unless they were handed over to the drain.
@@ -404,14 +399,17 @@ func reconnectDelay(attempt int) time.Duration {
 // processStream reads one SSE body. done reports that the call ended (err is its outcome);
 // otherwise the stream ended without the answer and last is the last event id seen.
 func (s *Session) processStream(ctx context.Context, link *reqLink, st *callState, id string, resp *http.Response) (last string, delay time.Duration, done bool, err error) {
+	handedOff := false
 	defer func() {
 		// As the SDK's processStream, drain the rest off the caller's path so the connection can
-		// be reused; the read ends with the call's context at the latest.
-		go func() {
+		// be reused; the read ends with the call's context, or within drainGrace once answered.
+		go func(handedOff bool) {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, int64(s.lim.MaxFrameBytes)))
 			resp.Body.Close()
-			link.drained()
-		}()
+			if handedOff {
+				link.cancel()
+			}
+		}(handedOff)
 	}()
 	r := bufio.NewReader(resp.Body)
 	var name, data []byte
@@ -439,7 +437,7 @@ func (s *Session) processStream(ctx context.Context, link *reqLink, st *callStat
 			if hasData {
 				if fin, ferr := s.event(ctx, st, id, name, data); fin {
 					if ferr == nil {
-						link.answered()
+						handedOff = link.answered()
 					}
 					return "", 0, true, ferr
 				}
@@ -563,7 +561,7 @@ func (s *Session) dispatch(ctx context.Context, id string, raw []byte) (ours, ok
 		// refuseServerRequests answers -32601, which the SDK's jsonrpc2 words as "method not found".
 		resp.Error = &wireError{Code: -32601, Message: fmt.Sprintf("method not found: %q", m.Method)}
 	}
-	s.respond(ctx, &resp)
+	go s.respond(ctx, &resp) // the SDK answers from a goroutine of its own too
 	return false, true
 }
 

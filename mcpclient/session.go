@@ -47,8 +47,9 @@ type Session struct {
 	excluded map[string]bool   // tools the SDK cannot call (invalid x-mcp-header annotations)
 	pages    map[string][]byte // raw tools/list results by cursor, for pages the SDK serves from its TTL cache
 	noDirect bool              // the SDK path only from now on (the SDK does not know the session id in use)
-	// sdkCaches: the SDK may answer tools/list from its TTL cache; sdkToolsCleared: the SDK
-	// received notifications/tools/list_changed and emptied its tool cache (until ListTools).
+	// sdkCaches: the SDK may answer tools/list from its TTL cache; sdkToolsCleared: the SDK's
+	// tool cache may not match last (it received notifications/tools/list_changed, or a listing
+	// is under way or failed), until a ListTools succeeds.
 	sdkCaches, sdkToolsCleared bool
 }
 
@@ -200,6 +201,11 @@ func (s *Session) exchange(ctx context.Context, op string, st *callState, fn fun
 // immutable snapshot of the raw descriptors as received.
 func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error) {
 	const op = "tools/list"
+	// Until this listing completes, the SDK's tool cache (from which it derives the x-mcp-header
+	// headers) may hold pages of it that s.last does not: calls take the SDK path meanwhile.
+	s.mu.Lock()
+	s.sdkToolsCleared = true
+	s.mu.Unlock()
 	ctx, st, done := s.begin(ctx, op)
 	defer done()
 	var descs []json.RawMessage
