@@ -90,8 +90,8 @@ func (s *Session) directUsable() bool {
 	return !s.noDirect && !s.sdkCaches && !s.sdkToolsCleared
 }
 
-// callBody is CallToolParams as the SDK marshals it (encoding/json: the arguments compacted and
-// HTML-escaped exactly as there).
+// callBody is CallToolParams as the SDK marshals it (see marshal: the arguments compacted, not
+// HTML-escaped, exactly as there; TestDirectWire pins it).
 type callBody struct {
 	Meta      json.RawMessage `json:"_meta,omitempty"`
 	Name      string          `json:"name"`

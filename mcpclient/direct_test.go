@@ -13,8 +13,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/oauth2"
 
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
@@ -493,4 +496,93 @@ func eventually(f func() bool) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
+}
+
+// staticBearer is an OAuth handler with a fixed token.
+type staticBearer struct{}
+
+func (staticBearer) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	return oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "t"}), nil
+}
+
+func (staticBearer) Authorize(context.Context, *http.Request, *http.Response) error {
+	return errors.New("no")
+}
+
+// TestDirectPathChoice pins which calls take the direct path: a plain HTTP session does; an OAuth
+// handler, a watched tool list, a tools/list the SDK caches (ttlMs) and a list_changed the SDK
+// received (until the next ListTools) keep the SDK path.
+func TestDirectPathChoice(t *testing.T) {
+	call := func(t *testing.T, s *Session, ws *wireServer) bool {
+		t.Helper()
+		if _, err := s.CallTool(context.Background(), "echo", json.RawMessage(`{"text":"x"}`)); err != nil {
+			t.Fatal(err)
+		}
+		calls := ws.requests("tools/call")
+		return directIDRe.MatchString(calls[len(calls)-1].id)
+	}
+	cases := []struct {
+		name   string
+		raw    mcptest.Raw
+		cfg    func(*HTTPServer, *ServerConfig)
+		direct bool
+	}{
+		{name: "plain modern", raw: mcptest.Raw{Era: mcptest.Modern}, direct: true},
+		{name: "plain legacy", raw: mcptest.Raw{Era: mcptest.Legacy}, direct: true},
+		{name: "OAuth handler", raw: mcptest.Raw{Era: mcptest.Modern}, cfg: func(h *HTTPServer, _ *ServerConfig) { h.OAuthHandler = staticBearer{} }},
+		{name: "watched tool list", raw: mcptest.Raw{Era: mcptest.Modern}, cfg: func(_ *HTTPServer, c *ServerConfig) { c.WatchToolListChanged = true }},
+		{name: "cached tools/list", raw: mcptest.Raw{Era: mcptest.Modern, TTLMs: 60000}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ws := &wireServer{raw: &c.raw}
+			cfg := ServerConfig{HTTP: &HTTPServer{URL: ws.start(t)}}
+			if c.cfg != nil {
+				c.cfg(cfg.HTTP, &cfg)
+			}
+			s := connect(t, cfg)
+			if got := call(t, s, ws); got != c.direct {
+				t.Fatalf("direct = %v, want %v", got, c.direct)
+			}
+		})
+	}
+	t.Run("list_changed seen by the SDK", func(t *testing.T) {
+		var notify atomic.Bool
+		ws := &wireServer{raw: &mcptest.Raw{Era: mcptest.Modern}}
+		ws.call = func(w http.ResponseWriter, _ *http.Request, id string) {
+			if notify.Load() {
+				sse(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n", "data: "+echoResult(id)+"\n\n")
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, echoResult(id))
+		}
+		s := connect(t, ServerConfig{HTTP: &HTTPServer{URL: ws.start(t)}})
+		if !call(t, s, ws) {
+			t.Fatal("the first call did not take the direct path")
+		}
+		// An SDK-path call whose stream carries the notification: the SDK empties its tool cache.
+		sdkPath(s)
+		notify.Store(true)
+		if call(t, s, ws) {
+			t.Fatal("sdkPath did not force the SDK path")
+		}
+		// The SDK handles the notification from a goroutine of its own, after the call returns.
+		if !eventually(func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.sdkToolsCleared }) {
+			t.Fatal("the SDK's list_changed was not noticed")
+		}
+		s.mu.Lock()
+		s.noDirect = false
+		s.mu.Unlock()
+		notify.Store(false)
+		if call(t, s, ws) {
+			t.Fatal("a call after the SDK's list_changed took the direct path")
+		}
+		if _, err := s.ListTools(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if !call(t, s, ws) {
+			t.Fatal("a call after a new ListTools did not take the direct path")
+		}
+	})
 }
