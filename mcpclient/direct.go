@@ -46,8 +46,9 @@ import (
 // server whose tools/list the SDK caches (ttlMs, SEP-2549), since a list_changed notification on
 // a direct stream would not invalidate that cache; after the SDK itself received a
 // notifications/tools/list_changed (its tool cache, from which it derives the x-mcp-header
-// headers, is empty until the next ListTools); after a response gave the session a new session
-// id the SDK does not know.
+// headers, is empty until the next ListTools), and while a ListTools is under way or after one
+// failed (the SDK's cache may hold pages the snapshot does not); after a response gave the
+// session a new session id the SDK does not know.
 
 // directIDPrefix starts every id the direct path sends.
 const directIDPrefix = "mcpclient-"
