@@ -394,7 +394,7 @@ func (l *reqLink) done() {
 // reconnectDelay is the SDK's backoff: 1 s × 1.5^(attempt-1), with full jitter.
 func reconnectDelay(attempt int) time.Duration {
 	d := time.Duration(float64(time.Second) * math.Pow(1.5, float64(attempt-1)))
-	return d + rand.N(d)
+	return d + rand.N(d) //nolint:gosec // reconnect jitter, not a secret
 }
 
 // processStream reads one SSE body. done reports that the call ended (err is its outcome);
