@@ -586,3 +586,49 @@ func TestDirectPathChoice(t *testing.T) {
 		}
 	})
 }
+
+// TestDirectBesideSDK runs direct tools/calls and SDK requests (ListTools) on one session at once
+// against a real go-sdk server in each era: every one succeeds, and the SDK's session is
+// undisturbed by the requests it never saw (its own ids, session id and listing stay coherent).
+func TestDirectBesideSDK(t *testing.T) {
+	for _, era := range []mcptest.Era{mcptest.Modern, mcptest.Legacy} {
+		t.Run(string(era), func(t *testing.T) {
+			srv := mcptest.StartHTTP(mcptest.NewServer("beside", mcptest.DefaultTools()), era)
+			t.Cleanup(srv.Close)
+			s := connect(t, ServerConfig{HTTP: &HTTPServer{URL: srv.URL}})
+			if _, err := s.ListTools(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, 64)
+			for i := range 8 {
+				wg.Go(func() {
+					for range 10 {
+						var err error
+						if i%4 == 0 {
+							_, err = s.ListTools(context.Background())
+						} else {
+							var res json.RawMessage
+							res, err = s.CallTool(context.Background(), "echo", json.RawMessage(`{"text":"beside"}`))
+							if err == nil && !bytes.Contains(res, []byte("beside")) {
+								err = fmt.Errorf("result %s", res)
+							}
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			if s.broken.Load() || !s.directUsable() {
+				t.Fatal("the session left the direct path")
+			}
+		})
+	}
+}
