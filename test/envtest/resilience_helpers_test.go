@@ -61,14 +61,9 @@ const leakSettle = 30 * time.Second
 // findLeaks runs goleak.Find (which itself retries for about a second) until it finds nothing
 // or settle has passed, and returns its last answer.
 func findLeaks(opts []goleak.Option, settle time.Duration) error {
-	deadline := time.Now().Add(settle)
-	for {
-		err := goleak.Find(opts...)
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	var err error
+	pollUntil(250*time.Millisecond, settle, func() bool { err = goleak.Find(opts...); return err == nil })
+	return err
 }
 
 // eventCounts returns, per "Type/Reason", how many times the events regarding the named object

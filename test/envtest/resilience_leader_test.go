@@ -104,12 +104,8 @@ func TestResilienceLeaderFailover(t *testing.T) {
 		t.Fatalf("lease holder after failover = %q (the first manager was %q)", h, firstHolder)
 	}
 	// The new leader reconciles the active deployment (its informers' initial list) ...
-	deadline := time.Now().Add(storyTimeout)
-	for second.reconciles(ns+"/before") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the new leader never reconciled the active deployment")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !pollUntil(50*time.Millisecond, storyTimeout, func() bool { return second.reconciles(ns+"/before") != 0 }) {
+		t.Fatal("the new leader never reconciled the active deployment")
 	}
 	// ... and finds nothing to do: no write, no event, the same status.
 	if n := settleWrites(t, second, time.Second); n != 0 {
@@ -151,11 +147,7 @@ func TestResilienceLeaderFailoverTwinWithoutElection(t *testing.T) {
 	makeGrant(t, ns, "all")
 	sd := addService(t, ns, "svc", base, live.URL+"/svc", "all")
 	waitObj(t, sd, storyTimeout, "Ready", isReady[*apiv1.ServiceDeployment])
-	deadline := time.Now().Add(storyTimeout)
-	for a.reconciles(ns+"/svc") == 0 || b.reconciles(ns+"/svc") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("reconciles without leader election: %d and %d, want both > 0", a.reconciles(ns+"/svc"), b.reconciles(ns+"/svc"))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !pollUntil(50*time.Millisecond, storyTimeout, func() bool { return a.reconciles(ns+"/svc") != 0 && b.reconciles(ns+"/svc") != 0 }) {
+		t.Fatalf("reconciles without leader election: %d and %d, want both > 0", a.reconciles(ns+"/svc"), b.reconciles(ns+"/svc"))
 	}
 }
