@@ -171,7 +171,7 @@ func TestStoryProtocolEraChangeIsDrift(t *testing.T) {
 		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift)
 	})
 	d := sd.Status.Drift
-	if d == nil || d.ProtocolFrom != "2026-07-28" || d.ProtocolTo != "2025-11-25" {
+	if d == nil || d.ProtocolFrom != "2026-07-28" || d.ProtocolTo != "2025-11-25" || len(d.Changed)+len(d.Added)+len(d.Removed) != 0 {
 		t.Fatalf("drift = %+v", d)
 	}
 }
