@@ -83,7 +83,7 @@ func TestResilienceLeaderFailover(t *testing.T) {
 	sd := addService(t, ns, "before", base, live.URL+"/before", "all")
 	sd = waitObj(t, sd, storyTimeout, "Ready under the first leader", isReady[*apiv1.ServiceDeployment])
 	waitEvent(t, ns, "before", "Normal/"+controllers.ReasonActivated)
-	settleWrites(t, first, time.Second)
+	settleWrites(t, first, writeQuiet)
 	if elected(second) || second.reconciles(ns+"/before") != 0 || second.writes.Load() != 0 {
 		t.Fatalf("the follower acted while the first manager led: elected %v, %d reconciles, %d writes",
 			elected(second), second.reconciles(ns+"/before"), second.writes.Load())
@@ -108,7 +108,7 @@ func TestResilienceLeaderFailover(t *testing.T) {
 		t.Fatal("the new leader never reconciled the active deployment")
 	}
 	// ... and finds nothing to do: no write, no event, the same status.
-	if n := settleWrites(t, second, time.Second); n != 0 {
+	if n := settleWrites(t, second, writeQuiet); n != 0 {
 		t.Fatalf("the new leader made %d API writes taking over an unchanged deployment", n)
 	}
 	if err := k8sClient.Get(context.Background(), objKey(sd), sd); err != nil {
@@ -125,7 +125,7 @@ func TestResilienceLeaderFailover(t *testing.T) {
 	after := addService(t, ns, "after", base, live.URL+"/after", "all")
 	waitObj(t, after, storyTimeout, "Ready under the new leader", isReady[*apiv1.ServiceDeployment])
 	waitEvent(t, ns, "after", "Normal/"+controllers.ReasonActivated)
-	settleWrites(t, second, time.Second)
+	settleWrites(t, second, writeQuiet)
 	if got := eventCounts(t, ns, "after")["Normal/"+controllers.ReasonActivated]; got != 1 {
 		t.Fatalf("%d Activated events for the deployment created after the failover", got)
 	}
