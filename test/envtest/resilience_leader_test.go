@@ -62,7 +62,7 @@ func leaseHolder(t *testing.T, ns string) string {
 
 // Two managers with leader election share one lease. While the first leads, the second
 // reconciles nothing and writes nothing. The leader is stopped (its context cancelled, as on a
-// pod deletion); the second acquires the lease within the lease duration, takes over the active
+// pod deletion); it releases the lease and the second acquires it (no wait for expiry), takes over the active
 // deployment without a write or an event (no second activation), and activates new work, once.
 func TestResilienceLeaderFailover(t *testing.T) {
 	checkNoLeaks(t)
@@ -91,13 +91,18 @@ func TestResilienceLeaderFailover(t *testing.T) {
 	statusBefore := sd.Status.DeepCopy()
 	eventsBefore := eventCounts(t, ns, "before")
 
-	// Failover: the bound counts from the cancellation, graceful shutdown included.
+	// Failover without waiting for the lease to expire: the cancelled leader releases the lease
+	// as it stops (release on cancel), so once it has stopped the lease names no holder, or
+	// already the follower. (How long the failover took is logged, not asserted.)
 	killed := time.Now()
 	first.stop()
+	if h := leaseHolder(t, ns); h == firstHolder {
+		t.Fatalf("the stopped leader still holds the lease (%q): the follower would wait for it to expire", h)
+	}
 	select {
 	case <-second.mgr.Elected():
-	case <-time.After(leaderLeaseDuration - time.Since(killed)):
-		t.Fatalf("the follower did not acquire the lease within the lease duration (%s)", leaderLeaseDuration)
+	case <-time.After(storyTimeout):
+		t.Fatalf("the follower did not acquire the released lease within %s", storyTimeout)
 	}
 	t.Logf("the follower leads %s after the leader's cancellation (lease duration %s)", time.Since(killed).Round(time.Millisecond), leaderLeaseDuration)
 	if h := leaseHolder(t, ns); h == firstHolder || h == "" {
