@@ -29,7 +29,7 @@ func pollUntil(interval, timeout time.Duration, cond func() bool) bool {
 const (
 	deploymentController  = "servicedeployment"
 	profileController     = "mcpserviceprofile"
-	credentialController  = "mcpcredential"
+	credentialController  = "mcpcredential" //nolint:gosec // G101: a controller name, not a credential
 	trustPolicyController = "mcptrustpolicy"
 )
 
