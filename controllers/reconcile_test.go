@@ -320,19 +320,6 @@ func TestDriftRefusesWithDiffAndRecoversWithNewProfile(t *testing.T) {
 	}
 }
 
-func TestProtocolEraChangeIsDrift(t *testing.T) {
-	_, objs := world(t)
-	h := newHarness(t, objs...)
-	h.activate()
-	h.freezer.set(liveSnapshot(t, "2025-11-25", toolA, toolB), nil)
-	h.clock.SetTime(h.clock.Now().Add(2 * time.Hour))
-	h.reconcileDeployment("sd")
-	st := h.deployment("sd").Status
-	if st.Drift == nil || st.Drift.ProtocolFrom != "2026-07-28" || st.Drift.ProtocolTo != "2025-11-25" || len(st.Drift.Changed)+len(st.Drift.Added)+len(st.Drift.Removed) != 0 {
-		t.Fatalf("drift = %+v", st.Drift)
-	}
-}
-
 func drain(r *events.FakeRecorder) []string {
 	var out []string
 	for {
@@ -418,28 +405,6 @@ func TestCredentialMissingAndRotated(t *testing.T) {
 	st = h.deployment("sd").Status
 	if h.freezer.count() != freezes+1 || st.CredentialHash != CredentialHash(testHashKey, "sd-uid", []byte("v2")) {
 		t.Fatalf("rotation not noticed: %d freezes, hash %s", h.freezer.count()-freezes, st.CredentialHash)
-	}
-}
-
-func TestInlineRefusedWhenProvenanceRequired(t *testing.T) {
-	_, objs := world(t)
-	h := newHarness(t, objs...)
-	h.prof.Resolver.RequireProvenance = true
-	h.reconcileProfile("svc")
-	p := h.profile("svc")
-	if c := cond(p.Status.Conditions, TypeSourceVerified); c.Status != metav1.ConditionFalse || c.Reason != ReasonInlineSourceRefused {
-		t.Fatalf("SourceVerified = %+v", c)
-	}
-	if p.Status.SnapshotDigest != "" || kstatusOf(t, p) != status.FailedStatus {
-		t.Fatalf("status %+v kstatus %s", p.Status, kstatusOf(t, p))
-	}
-	h.reconcileDeployment("sd")
-	sd := h.deployment("sd")
-	if c := cond(sd.Status.Conditions, TypeReady); c.Reason != ReasonProfileNotReady || kstatusOf(t, sd) != status.FailedStatus {
-		t.Fatalf("Ready = %+v kstatus %s", c, kstatusOf(t, sd))
-	}
-	if h.freezer.count() != 0 {
-		t.Fatal("froze for an unverified profile")
 	}
 }
 

@@ -131,20 +131,14 @@ func TestStoryNoOpReconcileWritesNothing(t *testing.T) {
 	sd = waitObj(t, sd, storyTimeout, "Ready", isReady[*apiv1.ServiceDeployment])
 	waitObj(t, prof, storyTimeout, "profile Ready", isReady[*apiv1.McpServiceProfile])
 
-	// Let the pass triggered by our own status patch settle, then poke the deployment with a
-	// label change (a watch event, no generation change) and wait until it was reconciled.
-	time.Sleep(time.Second)
+	// Let the passes queued so far finish (a pass the status patch's own watch event queues
+	// later is a no-op pass too, counted below), then poke the deployment with a label change
+	// (a watch event, no generation change) and wait until that pass has run and finished.
+	waitIdle(t, op, deploymentController, profileController)
 	writes, hits := op.writes.Load(), live.hits.Load()
 	before := op.reconciles(ns + "/svc")
 	mutate(t, sd, func(sd *apiv1.ServiceDeployment) { sd.Labels = map[string]string{"poke": "1"} })
-	deadline := time.Now().Add(storyTimeout)
-	for op.reconciles(ns+"/svc") == before {
-		if time.Now().After(deadline) {
-			t.Fatal("the deployment was not reconciled after the label change")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(500 * time.Millisecond)
+	waitPasses(t, op, ns+"/svc", before, 1, deploymentController, profileController)
 	if got := op.writes.Load() - writes; got != 0 {
 		t.Fatalf("a no-op reconcile made %d API writes", got)
 	}
@@ -177,7 +171,7 @@ func TestStoryProtocolEraChangeIsDrift(t *testing.T) {
 		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift)
 	})
 	d := sd.Status.Drift
-	if d == nil || d.ProtocolFrom != "2026-07-28" || d.ProtocolTo != "2025-11-25" {
+	if d == nil || d.ProtocolFrom != "2026-07-28" || d.ProtocolTo != "2025-11-25" || len(d.Changed)+len(d.Added)+len(d.Removed) != 0 {
 		t.Fatalf("drift = %+v", d)
 	}
 }

@@ -113,18 +113,12 @@ func fluxHealth(t *testing.T, u *unstructured.Unstructured) string {
 // waitU polls u until cond holds.
 func waitU(t *testing.T, u *unstructured.Unstructured, what string, cond func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
 	t.Helper()
-	deadline := time.Now().Add(storyTimeout)
-	for {
-		got := fetch(t, u)
-		if cond(got) {
-			return got
-		}
-		if time.Now().After(deadline) {
-			st, _ := json.Marshal(got.Object["status"])
-			t.Fatalf("timed out waiting for %s; status: %s", what, st)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var got *unstructured.Unstructured
+	if !pollUntil(200*time.Millisecond, storyTimeout, func() bool { got = fetch(t, u); return cond(got) }) {
+		st, _ := json.Marshal(got.Object["status"])
+		t.Fatalf("timed out waiting for %s; status: %s", what, st)
 	}
+	return got
 }
 
 func readyReasonOf(u *unstructured.Unstructured) string {

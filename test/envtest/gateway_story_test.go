@@ -190,16 +190,9 @@ func listTools(cs *mcp.ClientSession) (*mcp.ListToolsResult, error) {
 // eventually polls fn until it returns nil or timeout passes.
 func eventually(t testing.TB, timeout time.Duration, what string, fn func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var err error
+	if !pollUntil(pollInterval, timeout, func() bool { err = fn(); return err == nil }) {
+		t.Fatalf("%s: not within %s: %v", what, timeout, err)
 	}
 }
 

@@ -154,16 +154,14 @@ func TestStoryReviewedPackActivates(t *testing.T) {
 	}
 
 	// Verification is cached by (digest, policy): touching both objects reads no registry.
-	time.Sleep(500 * time.Millisecond)
+	waitIdle(t, op, deploymentController, profileController)
 	requests := w.reg.Requests()
-	before := op.reconciles(ns + "/demo")
+	before, profPasses := op.reconciles(ns+"/demo"), finishedPasses(t, profileController)
 	mutate(t, prof, func(p *apiv1.McpServiceProfile) { p.Labels = map[string]string{"poke": "1"} })
 	mutate(t, sd, func(sd *apiv1.ServiceDeployment) { sd.Labels = map[string]string{"poke": "1"} })
-	deadline := time.Now().Add(storyTimeout)
-	for op.reconciles(ns+"/demo") == before && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
+	// The profile (its only one in the process) and the deployment each pass again.
+	waitFinished(t, op, profileController, profPasses, 1, profileController)
+	waitPasses(t, op, ns+"/demo", before, 1, deploymentController, profileController)
 	if got := w.reg.Requests() - requests; got != 0 {
 		t.Fatalf("re-reading a verified pack made %d registry requests", got)
 	}

@@ -89,7 +89,7 @@ func (ca *privateCA) serveTLS(t testing.TB, h http.Handler) (url string, hits *a
 // once labelled, the manager sees it and the deployment activates through egress.
 func TestStoryPrivateCAUpstream(t *testing.T) {
 	ns := newNamespace(t, "story-private-ca")
-	startOperator(t, ns, devOptions())
+	op := startOperator(t, ns, devOptions())
 	ca := newPrivateCA(t)
 	_, h := modernServer(mcptest.DefaultTools())
 	url, hits := ca.serveTLS(t, h)
@@ -140,8 +140,9 @@ func TestStoryPrivateCAUpstream(t *testing.T) {
 
 	// An unlabelled ConfigMap is invisible to the manager: still waiting.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "in-house-ca"}, Data: map[string]string{"ca.crt": ca.pem}}
+	passes := op.reconciles(ns + "/" + sd.Name)
 	mustCreate(t, cm)
-	time.Sleep(2 * devOptions().RetryInterval) // several retries pass; nothing changes
+	waitPasses(t, op, ns+"/"+sd.Name, passes, 2, deploymentController) // two retries pass; nothing changes
 	sd = waitObj(t, sd, storyTimeout, "still waiting", func(sd *apiv1.ServiceDeployment) bool {
 		return hasCondition(sd, controllers.TypeBound, metav1.ConditionFalse, controllers.ReasonCABundleNotFound)
 	})

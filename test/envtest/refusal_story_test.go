@@ -99,8 +99,8 @@ func TestStoryCollisionFirstComeKeepsIt(t *testing.T) {
 	mustCreate(t, inlineProfile(ns, "svc", doc))
 	first := newDeployment(ns, "first", "svc", "provider-a", live.URL, doc, nil, "all")
 	mustCreate(t, first)
-	waitObj(t, first, storyTimeout, "first Ready", isReady[*apiv1.ServiceDeployment])
-	time.Sleep(1100 * time.Millisecond) // creation timestamps have second resolution
+	first = waitObj(t, first, storyTimeout, "first Ready", isReady[*apiv1.ServiceDeployment])
+	waitNextSecond(t, first.CreationTimestamp) // creation timestamps have second resolution
 
 	second := newDeployment(ns, "second", "svc", "provider-b", strings.Replace(live.URL, "127.0.0.1", "127.0.0.1", 1), doc, nil, "all")
 	mustCreate(t, second)
@@ -260,16 +260,12 @@ func TestStoryDeletionWithHungServer(t *testing.T) {
 	if err := k8sClient.Delete(context.Background(), sd); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(storyTimeout)
-	for {
-		err := k8sClient.Get(context.Background(), objKey(sd), &apiv1.ServiceDeployment{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the deployment was not deleted while its server hung (err %v)", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var err error
+	if !pollUntil(50*time.Millisecond, storyTimeout, func() bool {
+		err = k8sClient.Get(context.Background(), objKey(sd), &apiv1.ServiceDeployment{})
+		return apierrors.IsNotFound(err)
+	}) {
+		t.Fatalf("the deployment was not deleted while its server hung (err %v)", err)
 	}
 }
 

@@ -89,7 +89,7 @@ func TestResilienceAPIServerRestarts(t *testing.T) {
 	refusedWith(t, refused, controllers.ReasonGrantNotFound)
 	waitEvent(t, ns, "active", "Normal/"+controllers.ReasonActivated)
 	waitEvent(t, ns, "refused", "Warning/"+controllers.ReasonGrantNotFound)
-	settleWrites(t, op, time.Second)
+	settleWrites(t, op, writeQuiet)
 
 	first := map[string]observed{"active": observe(t, ns, "active"), "refused": observe(t, ns, "refused")}
 	names := []string{"active", "refused"}
@@ -99,12 +99,12 @@ func TestResilienceAPIServerRestarts(t *testing.T) {
 		restartAPIServer(t)
 		waitObj(t, late, restartConvergence, fmt.Sprintf("Ready after restart %d", round), isReady[*apiv1.ServiceDeployment])
 		waitEvent(t, ns, name, "Normal/"+controllers.ReasonActivated)
-		settleWrites(t, op, time.Second)
+		settleWrites(t, op, writeQuiet)
 		first[name] = observe(t, ns, name)
 		names = append(names, name)
 	}
 	// Let the manager's watches and retries run against the last apiserver for a while.
-	settleWrites(t, op, 2*time.Second)
+	settleWrites(t, op, apiserverSoak)
 
 	for _, name := range names {
 		now := observe(t, ns, name)

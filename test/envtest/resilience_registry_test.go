@@ -77,12 +77,8 @@ func TestResilienceRegistryOutageKeepsActive(t *testing.T) {
 		}
 		n.Labels["resilience-poke"] = "1"
 	})
-	deadline := time.Now().Add(storyTimeout)
-	for op.reconciles(profileGetsPrefix+ns+"/demo") == profileReads {
-		if time.Now().After(deadline) {
-			t.Fatal("the profile was not reconciled after the namespace label change")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !pollUntil(50*time.Millisecond, storyTimeout, func() bool { return op.reconciles(profileGetsPrefix+ns+"/demo") != profileReads }) {
+		t.Fatal("the profile was not reconciled after the namespace label change")
 	}
 	// Full re-verification passes of the deployment.
 	for i := 0; i < 3; i++ {

@@ -335,12 +335,12 @@ func reviewLoop(t *testing.T, tc loopCase, restart bool) {
 		// A restarted manager derives the same gauge from its fresh informer.
 		op.stop()
 		op = startOperator(t, ns, o)
-		deadline := time.Now().Add(storyTimeout)
-		for got := refusedSeries(t, op.wired.Refused, ns); len(got) != 1 || got[controllers.ReasonSnapshotDrift] != 1; got = refusedSeries(t, op.wired.Refused, ns) {
-			if time.Now().After(deadline) {
-				t.Fatalf("refused gauge after restart = %v, want SnapshotDrift 1", got)
-			}
-			time.Sleep(100 * time.Millisecond)
+		var got map[string]float64
+		if !pollUntil(pollInterval, storyTimeout, func() bool {
+			got = refusedSeries(t, op.wired.Refused, ns)
+			return len(got) == 1 && got[controllers.ReasonSnapshotDrift] == 1
+		}) {
+			t.Fatalf("refused gauge after restart = %v, want SnapshotDrift 1", got)
 		}
 	}
 
@@ -412,16 +412,11 @@ func reviewLoop(t *testing.T, tc loopCase, restart bool) {
 	if sd.Status.ActiveSnapshotDigest != rv.Spec.CandidateSnapshotDigest {
 		t.Fatalf("active snapshot %s, want the recorded candidate %s", sd.Status.ActiveSnapshotDigest, rv.Spec.CandidateSnapshotDigest)
 	}
-	deadline := time.Now().Add(storyTimeout)
-	for {
-		err := k8sClient.Get(ctx, objKey(rv), &apiv1.McpSnapshotReview{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("review still present after re-activation: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !pollUntil(pollInterval, storyTimeout, func() bool {
+		err = k8sClient.Get(ctx, objKey(rv), &apiv1.McpSnapshotReview{})
+		return apierrors.IsNotFound(err)
+	}) {
+		t.Fatalf("review still present after re-activation: %v", err)
 	}
 	if got := refusedSeries(t, op.wired.Refused, ns); len(got) != 0 {
 		t.Fatalf("refused gauge after re-activation = %v, want no series", got)

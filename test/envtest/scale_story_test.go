@@ -103,25 +103,22 @@ func runActivationScale(b *testing.B, n int) {
 		b.Fatalf("create: %v", err)
 	default:
 	}
-	deadline := time.Now().Add(30 * time.Minute)
-	for {
+	ready := 0
+	// Each poll Lists every deployment: the interval grows with n.
+	if !pollUntil(time.Duration(200+n/10)*time.Millisecond, 30*time.Minute, func() bool {
 		var list apiv1.ServiceDeploymentList
 		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			b.Fatal(err)
 		}
-		ready := 0
+		ready = 0
 		for i := range list.Items {
 			if isReady(&list.Items[i]) {
 				ready++
 			}
 		}
-		if ready == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d deployments Ready after 30 minutes", ready, n)
-		}
-		time.Sleep(time.Duration(200+n/10) * time.Millisecond) // a List of every deployment each time
+		return ready == n
+	}) {
+		b.Fatalf("%d of %d deployments Ready after 30 minutes", ready, n)
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()

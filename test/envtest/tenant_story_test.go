@@ -27,12 +27,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
@@ -108,30 +104,11 @@ func tenantManagerIdentity(t *testing.T, ns, sa string) *rest.Config {
 }
 
 // tenantStartManager starts the manager as restCfg watching namespaces, wired by app.Setup with
-// the production cache configuration. The returned stop function waits for it to stop (also
-// called when the test ends).
-func tenantStartManager(t *testing.T, restCfg *rest.Config, o app.Options, namespaces ...string) (stop func()) {
+// the production cache configuration (app.CacheOptions). Its stop function waits for it to stop
+// (also called when the test ends).
+func tenantStartManager(t *testing.T, restCfg *rest.Config, o app.Options, namespaces ...string) *operator {
 	t.Helper()
-	nss := map[string]cache.Config{}
-	for _, ns := range namespaces {
-		nss[ns] = cache.Config{}
-	}
-	shutdown := 5 * time.Second
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:  "0",
-		Cache:                   cache.Options{DefaultNamespaces: nss, ByObject: app.CacheByObject()},
-		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
-		GracefulShutdownTimeout: &shutdown,
-	})
-	if err != nil {
-		t.Fatalf("manager: %v", err)
-	}
-	if _, err := app.Setup(mgr, o, false); err != nil {
-		t.Fatalf("setup: %v", err)
-	}
-	return runManager(t, mgr)
+	return startOperatorIn(t, restCfg, namespaces, o)
 }
 
 // tenantIdentity is a user with edit rights on McpServiceProfiles and ServiceDeployments in ns
@@ -220,7 +197,7 @@ func TestStoryHostileTenant(t *testing.T) {
 
 	o := devOptions()
 	o.CredentialHashKeyFile = tenantKeyFile(t, "tenant-story-key-0123456789abcdef")
-	stop := tenantStartManager(t, tenantManagerIdentity(t, tenantNS, "manager"), o, tenantNS, victimNS)
+	op := tenantStartManager(t, tenantManagerIdentity(t, tenantNS, "manager"), o, tenantNS, victimNS)
 
 	hostile := tenantCountingServer(t, "127.0.0.1:0")
 	legit := tenantCountingServer(t, "127.0.0.1:0")
@@ -235,9 +212,9 @@ func TestStoryHostileTenant(t *testing.T) {
 	mustCreate(t, inlineProfile(victimNS, "payroll", vdoc))
 	vsd := newDeployment(victimNS, "payroll-bridge", "payroll", "payroll-provider", victim.URL+"/mcp", vdoc, nil, "all")
 	mustCreate(t, vsd)
-	waitObj(t, vsd, storyTimeout, "victim Ready", isReady[*apiv1.ServiceDeployment])
+	vsd = waitObj(t, vsd, storyTimeout, "victim Ready", isReady[*apiv1.ServiceDeployment])
 	victimHits := victim.hits.Load()
-	time.Sleep(1100 * time.Millisecond) // creation timestamps have second resolution
+	waitNextSecond(t, vsd.CreationTimestamp) // creation timestamps have second resolution
 
 	// Secrets of the tenant's namespace, written by its namespace admin: an application Secret
 	// that never opted in, one opted in for another host, a ServiceAccount token that opted in
@@ -364,8 +341,18 @@ func TestStoryHostileTenant(t *testing.T) {
 		}
 	}
 
-	// Nothing reached any endpoint of a refused attempt, and no Authorization header ever did.
-	time.Sleep(2 * time.Second) // let any retry of a transient refusal run
+	// Nothing reached any endpoint of a refused attempt, and no Authorization header ever did,
+	// even after every refused attempt has passed once more (a label change queues the pass a
+	// retry of a transient refusal would run).
+	passes := map[string]int{}
+	for _, a := range attempts {
+		passes[a.sd.Name] = op.reconciles(tenantNS + "/" + a.sd.Name)
+		mutate(t, &apiv1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: a.sd.Name}},
+			func(sd *apiv1.ServiceDeployment) { sd.Labels = map[string]string{"tenant-story/poke": "1"} })
+	}
+	for name, n := range passes {
+		waitPasses(t, op, tenantNS+"/"+name, n, 1, deploymentController)
+	}
 	if n := hostile.hits.Load() - hostileHits; n != 0 {
 		t.Errorf("the tenant's endpoints received %d requests", n)
 	}
@@ -383,16 +370,18 @@ func TestStoryHostileTenant(t *testing.T) {
 
 	// The credential hash is keyed by the operator: a restart with the same key file keeps it
 	// and sends nothing (no re-freeze); a restart with another key changes it (re-freeze).
-	stop()
+	op.stop()
 	legitHits := legit.hits.Load()
 	hash := good.Status.CredentialHash
-	stop = tenantStartManager(t, tenantManagerIdentity(t, tenantNS, "manager-2"), o, tenantNS, victimNS)
-	time.Sleep(3 * time.Second)
+	op = tenantStartManager(t, tenantManagerIdentity(t, tenantNS, "manager-2"), o, tenantNS, victimNS)
+	// The restarted manager passes over the deployment (its informers' initial list); once that
+	// pass has finished, nothing was re-frozen.
+	waitPasses(t, op, tenantNS+"/legit", 0, 1, deploymentController)
 	good = waitObj(t, good, storyTimeout, "still Ready after a restart", isReady[*apiv1.ServiceDeployment])
 	if good.Status.CredentialHash != hash || legit.hits.Load() != legitHits {
 		t.Fatalf("same key: hash %s -> %s, %d requests after the restart", hash, good.Status.CredentialHash, legit.hits.Load()-legitHits)
 	}
-	stop()
+	op.stop()
 	o.CredentialHashKeyFile = tenantKeyFile(t, "another-operator-key-0123456789ab")
 	tenantStartManager(t, tenantManagerIdentity(t, tenantNS, "manager-3"), o, tenantNS, victimNS)
 	waitObj(t, good, storyTimeout, "hash under the new key", func(sd *apiv1.ServiceDeployment) bool {
