@@ -285,7 +285,7 @@ func (r *DeploymentReconciler) deriveClaims(ctx context.Context) error {
 		memo := claimMemoKey{generation: sd.Generation}
 		if prof != nil {
 			memo.profileUID, memo.profileGeneration, memo.profileDigest = prof.UID, prof.Generation, prof.Status.SnapshotDigest
-			ready := meta.FindStatusCondition(prof.Status.Conditions, TypeReady)
+			ready := meta.FindStatusCondition(prof.Status.Conditions, v1.ConditionReady)
 			memo.profileReady = ready != nil && ready.Status == metav1.ConditionTrue
 		}
 		x.mu.Lock()

@@ -106,7 +106,7 @@ func TestClaimIndexFullOperationKey(t *testing.T) {
 	if len(got) != 1 || got[0].Key != "ns/a" {
 		t.Fatalf("claims sharing conn-a/op-b = %+v, want ns/a", got)
 	}
-	if serr := FindCollision(later, got); serr == nil || serr.Reason != ReasonOperationCollision || !strings.Contains(serr.Message, `"conn-a/op-b" is held by ServiceDeployment ns/a`) {
+	if serr := FindCollision(later, got); serr == nil || serr.Reason != v1.ReasonOperationCollision || !strings.Contains(serr.Message, `"conn-a/op-b" is held by ServiceDeployment ns/a`) {
 		t.Fatalf("FindCollision = %+v", serr)
 	}
 }
@@ -139,7 +139,7 @@ func TestClaimDerivedOncePerGenerationAndProfile(t *testing.T) {
 	if got := h.dep.claims.derivations; got != 3 {
 		t.Fatalf("passes over an unchanged cluster derived %d claims in all, want still 3", got)
 	}
-	if c := cond(h.deployment("sd2").Status.Conditions, TypeBound); c.Reason != ReasonOperationCollision {
+	if c := cond(h.deployment("sd2").Status.Conditions, v1.ConditionBound); c.Reason != v1.ReasonOperationCollision {
 		t.Fatalf("sd2 Bound = %+v", c)
 	}
 	// The profile changes: its deployments are derived again (all three reference it).
@@ -152,7 +152,7 @@ func TestClaimDerivedOncePerGenerationAndProfile(t *testing.T) {
 	}
 	p := h.profile("svc")
 	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == TypeReady {
+		if p.Status.Conditions[i].Type == v1.ConditionReady {
 			p.Status.Conditions[i].Status = metav1.ConditionFalse
 		}
 	}
@@ -259,7 +259,7 @@ func TestNewDeploymentWaitsForUnseenProfileWithoutWriting(t *testing.T) {
 			res := h.reconcileDeployment("sd")
 			sd := h.deployment("sd")
 			if !tc.waits {
-				if c := cond(sd.Status.Conditions, TypeReady); c.Reason != ReasonProfileNotReady || h.writes != 1 {
+				if c := cond(sd.Status.Conditions, v1.ConditionReady); c.Reason != v1.ReasonProfileNotReady || h.writes != 1 {
 					t.Fatalf("Ready = %+v after %d writes, want ProfileNotReady written", c, h.writes)
 				}
 				return
@@ -299,8 +299,8 @@ func TestStaleCacheRepeatWritesNothing(t *testing.T) {
 	}
 	// Twin: the next pass (memory used) writes the status again.
 	h.reconcileDeployment("sd")
-	if h.writes != before+1 || cond(h.deployment("sd").Status.Conditions, TypeReady).Status != metav1.ConditionTrue {
-		t.Fatalf("the pass after a stale repeat wrote %d times; Ready %+v", h.writes-before, cond(h.deployment("sd").Status.Conditions, TypeReady))
+	if h.writes != before+1 || cond(h.deployment("sd").Status.Conditions, v1.ConditionReady).Status != metav1.ConditionTrue {
+		t.Fatalf("the pass after a stale repeat wrote %d times; Ready %+v", h.writes-before, cond(h.deployment("sd").Status.Conditions, v1.ConditionReady))
 	}
 }
 
@@ -326,7 +326,7 @@ func TestProfileRegistryOutageBacksOff(t *testing.T) {
 	if second.RequeueAfter < 5*time.Second || second.RequeueAfter >= 10*time.Second {
 		t.Fatalf("second retry after %v, want within [5s, 10s)", second.RequeueAfter)
 	}
-	if c := cond(h.profile("svc").Status.Conditions, TypeReady); c.Reason != ReasonRegistryUnavailable {
+	if c := cond(h.profile("svc").Status.Conditions, v1.ConditionReady); c.Reason != v1.ReasonRegistryUnavailable {
 		t.Fatalf("Ready = %+v", c)
 	}
 }

@@ -277,7 +277,7 @@ func requests(items []v1.ServiceDeployment) []reconcile.Request {
 }
 
 // deploymentStages are the stage conditions in pipeline order.
-var deploymentStages = []string{TypeProfileVerified, TypeBound, TypeSnapshotFrozen, TypeSnapshotMatched}
+var deploymentStages = []string{v1.ConditionProfileVerified, v1.ConditionBound, v1.ConditionSnapshotFrozen, v1.ConditionSnapshotMatched}
 
 // pass is the state of one reconcile pass.
 type pass struct {
@@ -337,7 +337,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			break
 		}
 	}
-	o := outcome{stages: deploymentStages, failed: failed, readyReason: ReasonActivated}
+	o := outcome{stages: deploymentStages, failed: failed, readyReason: v1.ReasonActivated}
 	st := &sd.Status
 	if failed == nil {
 		st.ActiveSnapshotDigest = p.resolved.Snapshot.Digest
@@ -347,7 +347,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	} else {
 		// Fail closed: nothing is active unless every stage passed in this pass.
 		st.ActiveSnapshotDigest, st.ExposedOperations = "", 0
-		if failed.Reason != ReasonSnapshotDrift {
+		if failed.Reason != v1.ReasonSnapshotDrift {
 			st.CandidateSnapshotDigest, st.Drift = "", nil
 		}
 	}
@@ -400,7 +400,7 @@ const ProfileUnseenGrace = 10 * time.Minute
 // waitsForProfile reports a pass that should write nothing: the deployment has no status yet and
 // failed only because its profile, which exists, has not been reconciled yet.
 func waitsForProfile(orig *v1.ServiceDeployment, failed *StageError, p *pass) bool {
-	return failed != nil && failed.Reason == ReasonProfileNotReady && failed.Transient && p.profileUnseen &&
+	return failed != nil && failed.Reason == v1.ReasonProfileNotReady && failed.Transient && p.profileUnseen &&
 		len(orig.Status.Conditions) == 0 && orig.Status.ObservedGeneration == 0
 }
 
@@ -435,20 +435,20 @@ func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *Stag
 	key := types.NamespacedName{Namespace: p.sd.Namespace, Name: p.sd.Spec.ProfileRef.Name}
 	if err := r.Client.Get(ctx, key, prof); err != nil {
 		if apierrors.IsNotFound(err) {
-			return &StageError{Condition: TypeProfileVerified, Reason: ReasonProfileNotFound, Transient: true,
+			return &StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotFound, Transient: true,
 				Message: fmt.Sprintf("McpServiceProfile %q does not exist in this namespace", key.Name)}
 		}
-		return retry(TypeProfileVerified, ReasonProfileNotReady, err, "McpServiceProfile %q could not be read", key.Name)
+		return retry(v1.ConditionProfileVerified, v1.ReasonProfileNotReady, err, "McpServiceProfile %q could not be read", key.Name)
 	}
-	ready := meta.FindStatusCondition(prof.Status.Conditions, TypeReady)
+	ready := meta.FindStatusCondition(prof.Status.Conditions, v1.ConditionReady)
 	// Unseen: no status yet, in this manager's shard (its reconciler will write one), and young
 	// (a profile nobody reconciles must not leave the deployment without a status for long).
 	p.profileUnseen = len(prof.Status.Conditions) == 0 && prof.Status.ObservedGeneration == 0 && inShard(r.Shard, prof) &&
 		p.now.Sub(prof.CreationTimestamp.Time) < ProfileUnseenGrace
 	if ready == nil || ready.Status != metav1.ConditionTrue || prof.Status.ObservedGeneration != prof.Generation {
-		serr := &StageError{Condition: TypeProfileVerified, Reason: ReasonProfileNotReady, Transient: true,
+		serr := &StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotReady, Transient: true,
 			Message: fmt.Sprintf("McpServiceProfile %q is not verified", key.Name)}
-		if stalled := meta.FindStatusCondition(prof.Status.Conditions, TypeStalled); stalled != nil && stalled.Status == metav1.ConditionTrue &&
+		if stalled := meta.FindStatusCondition(prof.Status.Conditions, v1.ConditionStalled); stalled != nil && stalled.Status == metav1.ConditionTrue &&
 			prof.Status.ObservedGeneration == prof.Generation {
 			serr.Transient = false
 			serr.Message += " (" + stalled.Reason + ")"
@@ -457,11 +457,11 @@ func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *Stag
 	}
 	res, serr := r.Resolver.Resolve(ctx, prof)
 	if serr != nil {
-		return &StageError{Condition: TypeProfileVerified, Reason: ReasonProfileNotReady, Transient: serr.Transient, Err: serr,
+		return &StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotReady, Transient: serr.Transient, Err: serr,
 			Message: fmt.Sprintf("McpServiceProfile %q does not verify: %s", key.Name, serr.Reason)}
 	}
 	if res.Snapshot.Digest != prof.Status.SnapshotDigest {
-		return &StageError{Condition: TypeProfileVerified, Reason: ReasonProfileNotReady, Transient: true,
+		return &StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotReady, Transient: true,
 			Message: fmt.Sprintf("McpServiceProfile %q is being re-verified", key.Name)}
 	}
 	p.resolved = res
@@ -493,14 +493,14 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 	}
 	authority, err := NormalizeEndpoint(sd.Spec.MCPConnection.URL)
 	if err != nil {
-		return refuse(TypeBound, ReasonEndpointRefused, "%s", err.Error())
+		return refuse(v1.ConditionBound, v1.ReasonEndpointRefused, "%s", err.Error())
 	}
 	// The namespace's egress ceiling and the always-denied literal addresses, every pass and
 	// before anything is dialed (the credential is read by the freeze stage).
 	req := bindingRequest(sd)
 	req.Credential = nil
 	if err := r.binder().Check(ctx, req); err != nil {
-		return BindingStageError(TypeBound, err)
+		return BindingStageError(v1.ConditionBound, err)
 	}
 	self := r.claim(sd, authority, doc)
 	// Only the claims sharing a full claim key with this one can collide with it; they come
@@ -514,9 +514,9 @@ func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDep
 	rb := &rbacv1.RoleBinding{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: name}, rb); err != nil {
 		if apierrors.IsNotFound(err) {
-			return refuse(TypeBound, ReasonGrantNotFound, "grant RoleBinding %q does not exist in this namespace", name)
+			return refuse(v1.ConditionBound, v1.ReasonGrantNotFound, "grant RoleBinding %q does not exist in this namespace", name)
 		}
-		return retry(TypeBound, ReasonProgressing, err, "grant RoleBinding %q could not be read", name)
+		return retry(v1.ConditionBound, v1.ReasonProgressing, err, "grant RoleBinding %q could not be read", name)
 	}
 	var rules []rbacv1.PolicyRule
 	var err error
@@ -530,16 +530,16 @@ func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDep
 		err = r.Client.Get(ctx, types.NamespacedName{Name: rb.RoleRef.Name}, role)
 		rules = role.Rules
 	default:
-		return refuse(TypeBound, ReasonGrantDenied, "grant RoleBinding %q refers to an unknown role kind", name)
+		return refuse(v1.ConditionBound, v1.ReasonGrantDenied, "grant RoleBinding %q refers to an unknown role kind", name)
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return refuse(TypeBound, ReasonGrantNotFound, "the %s %q of grant RoleBinding %q does not exist", rb.RoleRef.Kind, rb.RoleRef.Name, name)
+			return refuse(v1.ConditionBound, v1.ReasonGrantNotFound, "the %s %q of grant RoleBinding %q does not exist", rb.RoleRef.Kind, rb.RoleRef.Name, name)
 		}
-		return retry(TypeBound, ReasonProgressing, err, "the role of grant RoleBinding %q could not be read", name)
+		return retry(v1.ConditionBound, v1.ReasonProgressing, err, "the role of grant RoleBinding %q could not be read", name)
 	}
 	if !RulesAllowInvoke(rules, sd.Name) {
-		return refuse(TypeBound, ReasonGrantDenied, "grant RoleBinding %q does not allow verb %q on %s.%s %q", name, InvokeVerb, ServiceDeploymentsResource, v1.GroupVersion.Group, sd.Name)
+		return refuse(v1.ConditionBound, v1.ReasonGrantDenied, "grant RoleBinding %q does not allow verb %q on %s.%s %q", name, InvokeVerb, ServiceDeploymentsResource, v1.GroupVersion.Group, sd.Name)
 	}
 	return nil
 }
@@ -561,7 +561,7 @@ func (r *DeploymentReconciler) otherClaim(ctx context.Context, sd *v1.ServiceDep
 	authority, _ := NormalizeEndpoint(sd.Spec.MCPConnection.URL)
 	var doc *v1.ProfileDocument
 	if prof != nil {
-		if ready := meta.FindStatusCondition(prof.Status.Conditions, TypeReady); ready != nil && ready.Status == metav1.ConditionTrue {
+		if ready := meta.FindStatusCondition(prof.Status.Conditions, v1.ConditionReady); ready != nil && ready.Status == metav1.ConditionTrue {
 			if res, serr := r.Resolver.Resolve(ctx, prof); serr == nil {
 				doc = res.Document
 			}
@@ -576,11 +576,11 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 	if sd.Spec.MCPConnection.CredentialRef != nil {
 		val, err := r.binder().Credential(ctx, bindingRequest(sd))
 		if err != nil {
-			return BindingStageError(TypeSnapshotFrozen, err)
+			return BindingStageError(v1.ConditionSnapshotFrozen, err)
 		}
 		if len(r.CredentialHashKey) < CredentialHashKeyMinBytes {
 			clear(val)
-			return refuse(TypeSnapshotFrozen, ReasonCredentialRefused, "the operator has no credential hash key")
+			return refuse(v1.ConditionSnapshotFrozen, v1.ReasonCredentialRefused, "the operator has no credential hash key")
 		}
 		p.credHash = CredentialHash(r.CredentialHashKey, string(sd.UID), val)
 		clear(val)
@@ -611,7 +611,7 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 		if errors.As(err, &serr) {
 			return serr
 		}
-		return retry(TypeSnapshotFrozen, ReasonServerUnreachable, err, "the live tool list of %s could not be read; retrying", SanitizeURL(sd.Spec.MCPConnection.URL))
+		return retry(v1.ConditionSnapshotFrozen, v1.ReasonServerUnreachable, err, "the live tool list of %s could not be read; retrying", SanitizeURL(sd.Spec.MCPConnection.URL))
 	}
 	p.live, p.froze = live, true
 	t := metav1.NewTime(p.now)
@@ -683,10 +683,10 @@ func (r *DeploymentReconciler) match(ctx context.Context, p *pass) *StageError {
 	if !p.froze {
 		if st.CandidateSnapshotDigest != "" && st.Drift != nil {
 			msg := "the live tool list differs from the reviewed snapshot"
-			if c := meta.FindStatusCondition(st.Conditions, TypeSnapshotMatched); c != nil && c.Reason == ReasonSnapshotDrift {
+			if c := meta.FindStatusCondition(st.Conditions, v1.ConditionSnapshotMatched); c != nil && c.Reason == v1.ReasonSnapshotDrift {
 				msg = c.Message
 			}
-			return &StageError{Condition: TypeSnapshotMatched, Reason: ReasonSnapshotDrift, Message: msg}
+			return &StageError{Condition: v1.ConditionSnapshotMatched, Reason: v1.ReasonSnapshotDrift, Message: msg}
 		}
 		return nil
 	}
@@ -699,7 +699,7 @@ func (r *DeploymentReconciler) match(ctx context.Context, p *pass) *StageError {
 	st.CandidateSnapshotDigest = p.live.Digest
 	st.Drift = DriftStatus(d.Diff)
 	r.recordReview(ctx, p)
-	return refuse(TypeSnapshotMatched, ReasonSnapshotDrift, "%s; candidate %s kept for review", DriftSummary(d.Diff), p.live.Digest)
+	return refuse(v1.ConditionSnapshotMatched, v1.ReasonSnapshotDrift, "%s; candidate %s kept for review", DriftSummary(d.Diff), p.live.Digest)
 }
 
 // announce emits an event, logs and counts when the Ready reason changed or drift was found.
@@ -764,20 +764,20 @@ func (r *DeploymentReconciler) suspend(ctx context.Context, sd *v1.ServiceDeploy
 	st.ActiveSnapshotDigest, st.ExposedOperations = "", 0
 	st.ObservedGeneration = sd.Generation
 	const msg = "reconciliation is suspended (spec.suspend): nothing is frozen, re-verified or active"
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: TypeReady, Status: metav1.ConditionFalse,
-		Reason: ReasonSuspended, Message: msg, ObservedGeneration: sd.Generation, LastTransitionTime: metav1.NewTime(r.now())})
-	meta.RemoveStatusCondition(&st.Conditions, TypeReconciling)
-	meta.RemoveStatusCondition(&st.Conditions, TypeStalled)
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: v1.ReasonSuspended, Message: msg, ObservedGeneration: sd.Generation, LastTransitionTime: metav1.NewTime(r.now())})
+	meta.RemoveStatusCondition(&st.Conditions, v1.ConditionReconciling)
+	meta.RemoveStatusCondition(&st.Conditions, v1.ConditionStalled)
 	if equality.Semantic.DeepEqual(orig.Status, sd.Status) {
 		return nil
 	}
 	if err := r.Client.Status().Patch(ctx, sd, client.MergeFrom(orig)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if readyReason(orig.Status.Conditions) != ReasonSuspended {
+	if readyReason(orig.Status.Conditions) != v1.ReasonSuspended {
 		log.FromContext(ctx).Info("Deployment suspended")
 		if r.Events != nil {
-			r.Events.Eventf(sd, nil, corev1.EventTypeNormal, ReasonSuspended, "Suspend", "%s", msg)
+			r.Events.Eventf(sd, nil, corev1.EventTypeNormal, v1.ReasonSuspended, "Suspend", "%s", msg)
 		}
 	}
 	return nil

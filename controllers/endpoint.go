@@ -3,6 +3,8 @@ package controllers
 import (
 	"fmt"
 	"strings"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
 )
 
 // Stable refusal names of an endpoint URL that carries a value: configuration names sources
@@ -40,10 +42,10 @@ func EndpointURLRefusal(raw string) string {
 func CheckEndpointURL(field, raw string) *StageError {
 	switch EndpointURLRefusal(raw) {
 	case RefusalEndpointUserinfo:
-		return &StageError{Condition: TypeBound, Reason: ReasonEndpointRefused,
+		return &StageError{Condition: v1.ConditionBound, Reason: v1.ReasonEndpointRefused,
 			Message: fmt.Sprintf("%s: %s must not carry userinfo (user:pass@); configuration names sources, never values: name a bearer with spec.mcpConnection.credentialRef", RefusalEndpointUserinfo, field)}
 	case RefusalEndpointFragment:
-		return &StageError{Condition: TypeBound, Reason: ReasonEndpointRefused,
+		return &StageError{Condition: v1.ConditionBound, Reason: v1.ReasonEndpointRefused,
 			Message: fmt.Sprintf("%s: %s must not carry a fragment (#...)", RefusalEndpointFragment, field)}
 	}
 	return nil

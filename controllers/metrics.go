@@ -74,14 +74,14 @@ const RefusedReasonOther = "Other"
 
 // refusedReasons are the reasons a Stalled condition may carry, kept as labels.
 var refusedReasons = map[string]bool{
-	ReasonInlineSourceRefused: true, ReasonVerificationFailed: true, ReasonUntrustedSigner: true,
-	ReasonProvenanceMissing: true, ReasonPackInvalid: true, ReasonRegistryUnavailable: true,
-	ReasonProfileInvalid: true, ReasonSnapshotDigestMismatch: true, ReasonProfileNotFound: true,
-	ReasonProfileNotReady: true, ReasonOperationSetMismatch: true, ReasonEndpointRefInvalid: true,
-	ReasonCredentialRefMismatch: true, ReasonGrantNotFound: true, ReasonGrantDenied: true,
-	ReasonProviderCollision: true, ReasonAuthorityCollision: true, ReasonOperationCollision: true,
-	ReasonEndpointRefused: true, ReasonCredentialNotFound: true, ReasonCredentialRefused: true,
-	ReasonServerUnreachable: true, ReasonFreezeRefused: true, ReasonSnapshotDrift: true,
+	v1.ReasonInlineSourceRefused: true, v1.ReasonVerificationFailed: true, v1.ReasonUntrustedSigner: true,
+	v1.ReasonProvenanceMissing: true, v1.ReasonPackInvalid: true, v1.ReasonRegistryUnavailable: true,
+	v1.ReasonProfileInvalid: true, v1.ReasonSnapshotDigestMismatch: true, v1.ReasonProfileNotFound: true,
+	v1.ReasonProfileNotReady: true, v1.ReasonOperationSetMismatch: true, v1.ReasonEndpointRefInvalid: true,
+	v1.ReasonCredentialRefMismatch: true, v1.ReasonGrantNotFound: true, v1.ReasonGrantDenied: true,
+	v1.ReasonProviderCollision: true, v1.ReasonAuthorityCollision: true, v1.ReasonOperationCollision: true,
+	v1.ReasonEndpointRefused: true, v1.ReasonCredentialNotFound: true, v1.ReasonCredentialRefused: true,
+	v1.ReasonServerUnreachable: true, v1.ReasonFreezeRefused: true, v1.ReasonSnapshotDrift: true,
 }
 
 // RefusedKey is one series of the refused gauge.
@@ -97,7 +97,7 @@ type RefusedKey struct {
 func CountRefused(items []v1.ServiceDeployment) map[RefusedKey]int {
 	out := map[RefusedKey]int{}
 	for i := range items {
-		c := meta.FindStatusCondition(items[i].Status.Conditions, TypeStalled)
+		c := meta.FindStatusCondition(items[i].Status.Conditions, v1.ConditionStalled)
 		if c == nil || c.Status != metav1.ConditionTrue {
 			continue
 		}

@@ -33,17 +33,17 @@ import (
 // SnapshotDigestMismatch).
 func CheckProfile(doc *v1.ProfileDocument) (*snapshot.ToolSnapshot, *StageError) {
 	if doc == nil {
-		return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "the profile has no document")
+		return nil, refuse(v1.ConditionSourceVerified, v1.ReasonProfileInvalid, "the profile has no document")
 	}
 	for _, check := range []ocipack.Check{ocipack.ValidateFields, ocipack.ValidateMapping, ocipack.ValidateEffects} {
 		if err := check(doc); err != nil {
-			return nil, &StageError{Condition: TypeSourceVerified, Reason: ReasonProfileInvalid, Err: err,
+			return nil, &StageError{Condition: v1.ConditionSourceVerified, Reason: v1.ReasonProfileInvalid, Err: err,
 				Message: "the profile document is refused: " + RefusalText(err, "invalid")}
 		}
 	}
 	rec, err := ocipack.SnapshotOf(doc)
 	if err != nil {
-		return nil, &StageError{Condition: TypeSnapshotMatched, Reason: ReasonSnapshotDigestMismatch, Err: err,
+		return nil, &StageError{Condition: v1.ConditionSnapshotMatched, Reason: v1.ReasonSnapshotDigestMismatch, Err: err,
 			Message: "the recorded snapshot does not reconstruct: " + RefusalText(err, "invalid")}
 	}
 	return rec, nil
@@ -175,17 +175,17 @@ func CheckBindings(doc *v1.ProfileDocument, spec *v1.ServiceDeploymentSpec) *Sta
 			}
 			msg += " unknown " + quoteList(extra)
 		}
-		return refuse(TypeBound, ReasonOperationSetMismatch, "%s", msg)
+		return refuse(v1.ConditionBound, v1.ReasonOperationSetMismatch, "%s", msg)
 	}
 	for _, b := range spec.Operations {
 		if b.EndpointRef != v1.EndpointRefMCPConnection {
-			return refuse(TypeBound, ReasonEndpointRefInvalid, "operation %q has endpointRef %q; it must be %q", clip(b.OperationRef), clip(b.EndpointRef), v1.EndpointRefMCPConnection)
+			return refuse(v1.ConditionBound, v1.ReasonEndpointRefInvalid, "operation %q has endpointRef %q; it must be %q", clip(b.OperationRef), clip(b.EndpointRef), v1.EndpointRefMCPConnection)
 		}
 		if !sameCredential(b.CredentialRef, spec.MCPConnection.CredentialRef) {
-			return refuse(TypeBound, ReasonCredentialRefMismatch, "operation %q must carry exactly the connection's credentialRef (%s)", clip(b.OperationRef), describeCredential(spec.MCPConnection.CredentialRef))
+			return refuse(v1.ConditionBound, v1.ReasonCredentialRefMismatch, "operation %q must carry exactly the connection's credentialRef (%s)", clip(b.OperationRef), describeCredential(spec.MCPConnection.CredentialRef))
 		}
 		if len(b.GrantRefs) == 0 {
-			return refuse(TypeBound, ReasonGrantNotFound, "operation %q names no grant", clip(b.OperationRef))
+			return refuse(v1.ConditionBound, v1.ReasonGrantNotFound, "operation %q names no grant", clip(b.OperationRef))
 		}
 	}
 	return nil
@@ -281,13 +281,13 @@ func FindCollision(self Claim, all []Claim) *StageError {
 		}
 		switch {
 		case c.Provider == self.Provider:
-			consider(c, ReasonProviderCollision, "providerID "+strconvQuote(self.Provider))
+			consider(c, v1.ReasonProviderCollision, "providerID "+strconvQuote(self.Provider))
 		case self.Authority != "" && c.Authority == self.Authority:
-			consider(c, ReasonAuthorityCollision, "endpoint "+strconvQuote(self.Authority))
+			consider(c, v1.ReasonAuthorityCollision, "endpoint "+strconvQuote(self.Authority))
 		default:
 			for _, o := range c.Operations {
 				if ops[o] {
-					consider(c, ReasonOperationCollision, "operation "+strconvQuote(o))
+					consider(c, v1.ReasonOperationCollision, "operation "+strconvQuote(o))
 					break
 				}
 			}
@@ -298,9 +298,9 @@ func FindCollision(self Claim, all []Claim) *StageError {
 	}
 	if namespaceOf(holder.Key) != namespaceOf(self.Key) {
 		// Nothing of another namespace is named: not its namespace, not its deployment.
-		return refuse(TypeBound, kind, "%s is held by another deployment, in another namespace", value)
+		return refuse(v1.ConditionBound, kind, "%s is held by another deployment, in another namespace", value)
 	}
-	return refuse(TypeBound, kind, "%s is held by ServiceDeployment %s", value, holder.Key)
+	return refuse(v1.ConditionBound, kind, "%s is held by ServiceDeployment %s", value, holder.Key)
 }
 
 // namespaceOf returns the namespace part of a "namespace/name" claim key.
@@ -425,31 +425,31 @@ func BindingStageError(cond string, err error) *StageError {
 	var cab *k8sbinding.CABundleError
 	switch {
 	case errors.As(err, &cab) && cab.Transient():
-		return &StageError{Condition: cond, Reason: ReasonCABundleNotFound, Transient: true, Err: err,
+		return &StageError{Condition: cond, Reason: v1.ReasonCABundleNotFound, Transient: true, Err: err,
 			Message: fmt.Sprintf("%s: no ConfigMap %q with key %q labelled %s=true in this namespace (spec.mcpConnection.caBundleRef)", cab.Name, clip(cab.Ref.Name), clip(cab.Ref.Key), v1.CABundleLabel)}
 	case errors.As(err, &cab):
-		return &StageError{Condition: cond, Reason: ReasonEndpointRefused, Err: err,
+		return &StageError{Condition: cond, Reason: v1.ReasonEndpointRefused, Err: err,
 			Message: fmt.Sprintf("%s: ConfigMap %q key %q holds no usable PEM CA certificates (spec.mcpConnection.caBundleRef)", cab.Name, clip(cab.Ref.Name), clip(cab.Ref.Key))}
 	case errors.As(err, &cred) && cred.Transient():
-		return &StageError{Condition: cond, Reason: ReasonCredentialNotFound, Transient: true, Err: err,
+		return &StageError{Condition: cond, Reason: v1.ReasonCredentialNotFound, Transient: true, Err: err,
 			Message: fmt.Sprintf("%s: no Secret %q labelled %s=true in this namespace", cred.Name, clip(cred.Ref.Name), v1.CredentialLabel)}
 	case errors.As(err, &cred):
-		return &StageError{Condition: cond, Reason: ReasonCredentialRefused, Err: err,
+		return &StageError{Condition: cond, Reason: v1.ReasonCredentialRefused, Err: err,
 			Message: fmt.Sprintf("%s: Secret %q may not be sent to this endpoint", cred.Name, clip(cred.Ref.Name))}
 	case errors.As(err, &ce):
-		return &StageError{Condition: cond, Reason: ReasonCredentialNotFound, Transient: true, Err: err,
+		return &StageError{Condition: cond, Reason: v1.ReasonCredentialNotFound, Transient: true, Err: err,
 			Message: fmt.Sprintf("credential Secret %q: %s", clip(ce.Ref.Name), ce.Reason)}
 	case errors.As(err, &ceil):
-		return &StageError{Condition: cond, Reason: ReasonEndpointRefused, Err: err,
+		return &StageError{Condition: cond, Reason: v1.ReasonEndpointRefused, Err: err,
 			Message: fmt.Sprintf("%s: mcpConnection.egress.allowCIDRs entry %q is beyond the ranges the cluster allows this namespace", k8sbinding.RefusalEgressCeiling, clip(ceil.Entry))}
 	case errors.Is(err, k8sbinding.ErrClusterPolicyUnavailable):
-		return &StageError{Condition: cond, Reason: ReasonProgressing, Transient: true, Err: err,
+		return &StageError{Condition: cond, Reason: v1.ReasonProgressing, Transient: true, Err: err,
 			Message: "the cluster egress policy could not be read; retrying"}
 	case errors.Is(err, egress.ErrInvalidPolicy):
-		return &StageError{Condition: cond, Reason: ReasonEndpointRefused, Err: err,
+		return &StageError{Condition: cond, Reason: v1.ReasonEndpointRefused, Err: err,
 			Message: "the endpoint binding is not a valid egress policy (check mcpConnection.egress.allowCIDRs)"}
 	}
-	return &StageError{Condition: cond, Reason: ReasonEndpointRefused, Err: err,
+	return &StageError{Condition: cond, Reason: v1.ReasonEndpointRefused, Err: err,
 		Message: "the endpoint is not acceptable to the egress policy: " + RefusalText(err, "refused")}
 }
 

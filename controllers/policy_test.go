@@ -72,20 +72,20 @@ func TestCheckProfile(t *testing.T) {
 		reason    string
 	}{
 		{name: "reviewed profile passes"},
-		{name: "wrong contract", mutate: func(d *v1.ProfileDocument) { d.Contract = "b10x.connector-mcp-service.v2" }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
-		{name: "unreviewed effect", mutate: func(d *v1.ProfileDocument) { d.Operations[0].Effect = v1.EffectUnreviewed }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
-		{name: "unmapped tool", mutate: func(d *v1.ProfileDocument) { d.Operations = d.Operations[:1] }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
-		{name: "operation maps unknown tool", mutate: func(d *v1.ProfileDocument) { d.Operations[1].RemoteName = "zzz" }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
-		{name: "tool mapped twice", mutate: func(d *v1.ProfileDocument) { d.Operations[1].RemoteName = d.Operations[0].RemoteName }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
-		{name: "duplicate operationRef", mutate: func(d *v1.ProfileDocument) { d.Operations[1].OperationRef = d.Operations[0].OperationRef }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
-		{name: "tampered descriptor", mutate: func(d *v1.ProfileDocument) { d.Snapshot.Tools[0].Descriptor.Raw = []byte(toolAx) }, condition: TypeSnapshotMatched, reason: ReasonSnapshotDigestMismatch},
+		{name: "wrong contract", mutate: func(d *v1.ProfileDocument) { d.Contract = "b10x.connector-mcp-service.v2" }, condition: v1.ConditionSourceVerified, reason: v1.ReasonProfileInvalid},
+		{name: "unreviewed effect", mutate: func(d *v1.ProfileDocument) { d.Operations[0].Effect = v1.EffectUnreviewed }, condition: v1.ConditionSourceVerified, reason: v1.ReasonProfileInvalid},
+		{name: "unmapped tool", mutate: func(d *v1.ProfileDocument) { d.Operations = d.Operations[:1] }, condition: v1.ConditionSourceVerified, reason: v1.ReasonProfileInvalid},
+		{name: "operation maps unknown tool", mutate: func(d *v1.ProfileDocument) { d.Operations[1].RemoteName = "zzz" }, condition: v1.ConditionSourceVerified, reason: v1.ReasonProfileInvalid},
+		{name: "tool mapped twice", mutate: func(d *v1.ProfileDocument) { d.Operations[1].RemoteName = d.Operations[0].RemoteName }, condition: v1.ConditionSourceVerified, reason: v1.ReasonProfileInvalid},
+		{name: "duplicate operationRef", mutate: func(d *v1.ProfileDocument) { d.Operations[1].OperationRef = d.Operations[0].OperationRef }, condition: v1.ConditionSourceVerified, reason: v1.ReasonProfileInvalid},
+		{name: "tampered descriptor", mutate: func(d *v1.ProfileDocument) { d.Snapshot.Tools[0].Descriptor.Raw = []byte(toolAx) }, condition: v1.ConditionSnapshotMatched, reason: v1.ReasonSnapshotDigestMismatch},
 		{name: "tampered snapshot digest", mutate: func(d *v1.ProfileDocument) {
 			d.Snapshot.Digest = "sha256:" + strings.Repeat("0", 64)
-		}, condition: TypeSnapshotMatched, reason: ReasonSnapshotDigestMismatch},
-		{name: "protocol changed after recording", mutate: func(d *v1.ProfileDocument) { d.Snapshot.ProtocolVersion = "2025-11-25" }, condition: TypeSnapshotMatched, reason: ReasonSnapshotDigestMismatch},
+		}, condition: v1.ConditionSnapshotMatched, reason: v1.ReasonSnapshotDigestMismatch},
+		{name: "protocol changed after recording", mutate: func(d *v1.ProfileDocument) { d.Snapshot.ProtocolVersion = "2025-11-25" }, condition: v1.ConditionSnapshotMatched, reason: v1.ReasonSnapshotDigestMismatch},
 		{name: "descriptor with duplicate key", mutate: func(d *v1.ProfileDocument) {
 			d.Snapshot.Tools[1].Descriptor.Raw = []byte(`{"name":"b","name":"b"}`)
-		}, condition: TypeSnapshotMatched, reason: ReasonSnapshotDigestMismatch},
+		}, condition: v1.ConditionSnapshotMatched, reason: v1.ReasonSnapshotDigestMismatch},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,19 +216,19 @@ func TestCheckBindings(t *testing.T) {
 		msg    string
 	}{
 		{name: "exact binding passes"},
-		{name: "missing operation", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations = s.Operations[:1] }, reason: ReasonOperationSetMismatch, msg: `missing "op-b"`},
-		{name: "unknown operation", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[1].OperationRef = "op-z" }, reason: ReasonOperationSetMismatch, msg: `unknown "op-z"`},
-		{name: "wrong endpoint ref", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[0].EndpointRef = "other" }, reason: ReasonEndpointRefInvalid},
-		{name: "credential ref missing", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[1].CredentialRef = nil }, reason: ReasonCredentialRefMismatch},
-		{name: "credential ref other key", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[1].CredentialRef.Key = "other" }, reason: ReasonCredentialRefMismatch},
-		{name: "credential ref where connection has none", mutate: func(s *v1.ServiceDeploymentSpec) { s.MCPConnection.CredentialRef = nil }, reason: ReasonCredentialRefMismatch},
+		{name: "missing operation", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations = s.Operations[:1] }, reason: v1.ReasonOperationSetMismatch, msg: `missing "op-b"`},
+		{name: "unknown operation", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[1].OperationRef = "op-z" }, reason: v1.ReasonOperationSetMismatch, msg: `unknown "op-z"`},
+		{name: "wrong endpoint ref", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[0].EndpointRef = "other" }, reason: v1.ReasonEndpointRefInvalid},
+		{name: "credential ref missing", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[1].CredentialRef = nil }, reason: v1.ReasonCredentialRefMismatch},
+		{name: "credential ref other key", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[1].CredentialRef.Key = "other" }, reason: v1.ReasonCredentialRefMismatch},
+		{name: "credential ref where connection has none", mutate: func(s *v1.ServiceDeploymentSpec) { s.MCPConnection.CredentialRef = nil }, reason: v1.ReasonCredentialRefMismatch},
 		{name: "no credential anywhere passes", mutate: func(s *v1.ServiceDeploymentSpec) {
 			s.MCPConnection.CredentialRef = nil
 			for i := range s.Operations {
 				s.Operations[i].CredentialRef = nil
 			}
 		}},
-		{name: "no grant", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[0].GrantRefs = nil }, reason: ReasonGrantNotFound},
+		{name: "no grant", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[0].GrantRefs = nil }, reason: v1.ReasonGrantNotFound},
 	}
 	doc := testDoc(t, "2026-07-28", toolA, toolB)
 	for _, tc := range cases {
@@ -244,7 +244,7 @@ func TestCheckBindings(t *testing.T) {
 				}
 				return
 			}
-			if serr == nil || serr.Reason != tc.reason || serr.Condition != TypeBound {
+			if serr == nil || serr.Reason != tc.reason || serr.Condition != v1.ConditionBound {
 				t.Fatalf("got %v, want reason %s", serr, tc.reason)
 			}
 			if !strings.Contains(serr.Message, tc.msg) {
@@ -293,10 +293,10 @@ func TestFindCollision(t *testing.T) {
 		reason string
 	}{
 		{name: "distinct", self: Claim{Key: "ns/second", Created: t1, Provider: "p2", Authority: "https://b:443/mcp", Operations: []string{"conn2/op-a"}}},
-		{name: "same provider", self: Claim{Key: "ns/second", Created: t1, Provider: "p1", Authority: "https://b:443/mcp"}, reason: ReasonProviderCollision},
-		{name: "same endpoint", self: Claim{Key: "ns/second", Created: t1, Provider: "p2", Authority: "https://a:443/mcp"}, reason: ReasonAuthorityCollision},
-		{name: "same operation of the Connection", self: Claim{Key: "ns/second", Created: t1, Provider: "p2", Authority: "https://b:443/mcp", Operations: []string{"conn/op-a"}}, reason: ReasonOperationCollision},
-		{name: "first keeps it even when created at the same time (name order)", self: Claim{Key: "ns/zzz", Created: t0, Provider: "p1"}, reason: ReasonProviderCollision},
+		{name: "same provider", self: Claim{Key: "ns/second", Created: t1, Provider: "p1", Authority: "https://b:443/mcp"}, reason: v1.ReasonProviderCollision},
+		{name: "same endpoint", self: Claim{Key: "ns/second", Created: t1, Provider: "p2", Authority: "https://a:443/mcp"}, reason: v1.ReasonAuthorityCollision},
+		{name: "same operation of the Connection", self: Claim{Key: "ns/second", Created: t1, Provider: "p2", Authority: "https://b:443/mcp", Operations: []string{"conn/op-a"}}, reason: v1.ReasonOperationCollision},
+		{name: "first keeps it even when created at the same time (name order)", self: Claim{Key: "ns/zzz", Created: t0, Provider: "p1"}, reason: v1.ReasonProviderCollision},
 		{name: "earlier object is never refused", self: Claim{Key: "ns/early", Created: metav1.NewTime(t0.Add(-time.Minute)), Provider: "p1", Authority: "https://a:443/mcp"}},
 	}
 	for _, tc := range cases {
@@ -325,8 +325,8 @@ func TestFindCollisionDoesNotNameAnotherNamespace(t *testing.T) {
 	holder := Claim{Key: "team-secret/payroll-bridge", Created: t0, Provider: "p", Authority: "https://h:443/mcp"}
 	self := Claim{Key: "tenant/probe", Created: metav1.NewTime(t0.Add(time.Minute)), Provider: "q", Authority: "https://h:443/mcp"}
 	serr := FindCollision(self, []Claim{holder, self})
-	if serr == nil || serr.Reason != ReasonAuthorityCollision {
-		t.Fatalf("got %v, want %s", serr, ReasonAuthorityCollision)
+	if serr == nil || serr.Reason != v1.ReasonAuthorityCollision {
+		t.Fatalf("got %v, want %s", serr, v1.ReasonAuthorityCollision)
 	}
 	if strings.Contains(serr.Message, "team-secret") || strings.Contains(serr.Message, "payroll") || !strings.Contains(serr.Message, "another deployment") {
 		t.Fatalf("message %q names another namespace's object", serr.Message)
@@ -343,7 +343,7 @@ func TestFindCollisionNamesEarliestHolder(t *testing.T) {
 	b := Claim{Key: "ns/b", Created: t0, Provider: "x", Authority: "https://h:443/"}
 	self := Claim{Key: "ns/c", Created: metav1.NewTime(t0.Add(3 * time.Minute)), Provider: "p", Authority: "https://h:443/"}
 	serr := FindCollision(self, []Claim{a, b, self})
-	if serr == nil || serr.Reason != ReasonAuthorityCollision || !strings.Contains(serr.Message, "ns/b") {
+	if serr == nil || serr.Reason != v1.ReasonAuthorityCollision || !strings.Contains(serr.Message, "ns/b") {
 		t.Fatalf("got %v", serr)
 	}
 }
@@ -452,16 +452,16 @@ func TestBindingStageError(t *testing.T) {
 		transient bool
 		says      string
 	}{
-		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialNotOptedIn}, ReasonCredentialNotFound, true, "credential_not_opted_in"},
-		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialHostNotAllowed}, ReasonCredentialRefused, false, "credential_host_not_allowed"},
-		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialServiceAccountToken}, ReasonCredentialRefused, false, "credential_service_account_token"},
-		{&egress.CredentialError{Ref: ref, Reason: "key not found"}, ReasonCredentialNotFound, true, "key not found"},
-		{&k8sbinding.CeilingError{Entry: "10.0.0.0/8"}, ReasonEndpointRefused, false, "egress_ceiling_exceeded"},
-		{fmt.Errorf("%w: boom", k8sbinding.ErrClusterPolicyUnavailable), ReasonProgressing, true, "could not be read"},
-		{&egress.DestinationError{Addr: "169.254.169.254:80", Reason: "metadata"}, ReasonEndpointRefused, false, "destination_refused"},
+		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialNotOptedIn}, v1.ReasonCredentialNotFound, true, "credential_not_opted_in"},
+		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialHostNotAllowed}, v1.ReasonCredentialRefused, false, "credential_host_not_allowed"},
+		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialServiceAccountToken}, v1.ReasonCredentialRefused, false, "credential_service_account_token"},
+		{&egress.CredentialError{Ref: ref, Reason: "key not found"}, v1.ReasonCredentialNotFound, true, "key not found"},
+		{&k8sbinding.CeilingError{Entry: "10.0.0.0/8"}, v1.ReasonEndpointRefused, false, "egress_ceiling_exceeded"},
+		{fmt.Errorf("%w: boom", k8sbinding.ErrClusterPolicyUnavailable), v1.ReasonProgressing, true, "could not be read"},
+		{&egress.DestinationError{Addr: "169.254.169.254:80", Reason: "metadata"}, v1.ReasonEndpointRefused, false, "destination_refused"},
 	} {
-		serr := BindingStageError(TypeBound, c.err)
-		if serr.Reason != c.reason || serr.Transient != c.transient || serr.Condition != TypeBound || !strings.Contains(serr.Message, c.says) {
+		serr := BindingStageError(v1.ConditionBound, c.err)
+		if serr.Reason != c.reason || serr.Transient != c.transient || serr.Condition != v1.ConditionBound || !strings.Contains(serr.Message, c.says) {
 			t.Errorf("%v: got %s transient=%v %q", c.err, serr.Reason, serr.Transient, serr.Message)
 		}
 		if strings.Contains(serr.Message, "metadata") || strings.Contains(serr.Message, "169.254") {

@@ -110,7 +110,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	now := r.now()
 
 	resolved, failed := r.Resolver.Resolve(ctx, p)
-	o := outcome{stages: []string{TypeSourceVerified, TypeSnapshotMatched}, failed: failed, readyReason: ReasonVerified}
+	o := outcome{stages: []string{v1.ConditionSourceVerified, v1.ConditionSnapshotMatched}, failed: failed, readyReason: v1.ReasonVerified}
 	st := &p.Status
 	if failed == nil {
 		st.PackDigest = resolved.PackDigest

@@ -114,14 +114,14 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 	switch {
 	case src.Inline != nil:
 		if r.RequireProvenance {
-			return nil, refuse(TypeSourceVerified, ReasonInlineSourceRefused,
+			return nil, refuse(v1.ConditionSourceVerified, v1.ReasonInlineSourceRefused,
 				"the cluster requires pack provenance; inline profiles are for development clusters only")
 		}
 		// A private copy: p may be a read-only view of the informer cache.
 		res.Document = src.Inline.DeepCopy()
 	case src.OCI != nil:
 		if r.Verifier == nil {
-			return nil, refuse(TypeSourceVerified, ReasonVerificationFailed, "this manager has no pack verifier configured")
+			return nil, refuse(v1.ConditionSourceVerified, v1.ReasonVerificationFailed, "this manager has no pack verifier configured")
 		}
 		vs, err := r.Verifier.VerifyPack(ctx, VerifyRequest{Namespace: p.Namespace, Ref: src.OCI.Ref, PullSecret: src.OCI.PullSecretRef, Policy: src.OCI.Verify})
 		if err != nil {
@@ -129,13 +129,13 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 			if errors.As(err, &serr) {
 				return nil, serr
 			}
-			return nil, retry(TypeSourceVerified, ReasonRegistryUnavailable, err, "the pack could not be fetched; retrying")
+			return nil, retry(v1.ConditionSourceVerified, v1.ReasonRegistryUnavailable, err, "the pack could not be fetched; retrying")
 		}
 		res.Document, res.PackDigest, res.ProfileDigest = vs.Document, vs.PackDigest, vs.ProfileDigest
 		prov := vs.Provenance
 		res.Provenance = &prov
 	default:
-		return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "the profile names no source")
+		return nil, refuse(v1.ConditionSourceVerified, v1.ReasonProfileInvalid, "the profile names no source")
 	}
 	rec, serr := CheckProfile(res.Document)
 	if serr != nil {
@@ -145,7 +145,7 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 	if res.ProfileDigest == "" {
 		d, err := ocipack.ProfileDigest(res.Document)
 		if err != nil {
-			return nil, &StageError{Condition: TypeSourceVerified, Reason: ReasonProfileInvalid, Err: err, Message: "the profile document does not encode: " + RefusalText(err, "invalid")}
+			return nil, &StageError{Condition: v1.ConditionSourceVerified, Reason: v1.ReasonProfileInvalid, Err: err, Message: "the profile document does not encode: " + RefusalText(err, "invalid")}
 		}
 		res.ProfileDigest = d
 	}

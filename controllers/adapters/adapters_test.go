@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
@@ -25,24 +26,24 @@ func TestClassifyFreezeErrors(t *testing.T) {
 		reason    string
 		transient bool
 	}{
-		{"connection refused", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), controllers.ReasonServerUnreachable, true},
-		{"deadline", fmt.Errorf("list: %w", context.DeadlineExceeded), controllers.ReasonServerUnreachable, true},
-		{"probe timeout", &mcpclient.RefusalError{Name: "probe_timeout", Err: mcpclient.ErrProbeTimeout}, controllers.ReasonServerUnreachable, true},
-		{"http status", fmt.Errorf("%w: 503", mcpclient.ErrHTTPStatus), controllers.ReasonServerUnreachable, true},
-		{"unresolvable host", &egress.DestinationError{Addr: "mcp.example:443", Reason: "resolve"}, controllers.ReasonServerUnreachable, true},
-		{"credential missing", &egress.CredentialError{Ref: egress.CredentialRef{Name: "s", Key: "k"}, Reason: "secret not found"}, controllers.ReasonCredentialNotFound, true},
+		{"connection refused", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), v1.ReasonServerUnreachable, true},
+		{"deadline", fmt.Errorf("list: %w", context.DeadlineExceeded), v1.ReasonServerUnreachable, true},
+		{"probe timeout", &mcpclient.RefusalError{Name: "probe_timeout", Err: mcpclient.ErrProbeTimeout}, v1.ReasonServerUnreachable, true},
+		{"http status", fmt.Errorf("%w: 503", mcpclient.ErrHTTPStatus), v1.ReasonServerUnreachable, true},
+		{"unresolvable host", &egress.DestinationError{Addr: "mcp.example:443", Reason: "resolve"}, v1.ReasonServerUnreachable, true},
+		{"credential missing", &egress.CredentialError{Ref: egress.CredentialRef{Name: "s", Key: "k"}, Reason: "secret not found"}, v1.ReasonCredentialNotFound, true},
 		// A destination refused at dial time reads like a closed port (no scanner oracle).
-		{"metadata address at dial time", fmt.Errorf("post: %w", &egress.DestinationError{Addr: "169.254.169.254:80", Reason: "metadata"}), controllers.ReasonServerUnreachable, true},
-		{"credential not opted in", &k8sbinding.CredentialRefusal{Name: k8sbinding.RefusalCredentialNotOptedIn}, controllers.ReasonCredentialNotFound, true},
-		{"credential for another host", fmt.Errorf("x: %w", &k8sbinding.CredentialRefusal{Name: k8sbinding.RefusalCredentialHostNotAllowed}), controllers.ReasonCredentialRefused, false},
-		{"too many tools", &mcpclient.RefusalError{Name: "too_many_tools", Err: mcpclient.ErrTooManyTools}, controllers.ReasonFreezeRefused, false},
-		{"roots requested", &mcpclient.FeatureRefusedError{Feature: "roots"}, controllers.ReasonFreezeRefused, false},
+		{"metadata address at dial time", fmt.Errorf("post: %w", &egress.DestinationError{Addr: "169.254.169.254:80", Reason: "metadata"}), v1.ReasonServerUnreachable, true},
+		{"credential not opted in", &k8sbinding.CredentialRefusal{Name: k8sbinding.RefusalCredentialNotOptedIn}, v1.ReasonCredentialNotFound, true},
+		{"credential for another host", fmt.Errorf("x: %w", &k8sbinding.CredentialRefusal{Name: k8sbinding.RefusalCredentialHostNotAllowed}), v1.ReasonCredentialRefused, false},
+		{"too many tools", &mcpclient.RefusalError{Name: "too_many_tools", Err: mcpclient.ErrTooManyTools}, v1.ReasonFreezeRefused, false},
+		{"roots requested", &mcpclient.FeatureRefusedError{Feature: "roots"}, v1.ReasonFreezeRefused, false},
 		// A certificate that does not verify needs a human (a CA bundle, or an impostor).
-		{"private CA without its bundle", fmt.Errorf("connect: %w", &egress.TLSError{Name: egress.RefusalTLSUnknownAuthority}), controllers.ReasonFreezeRefused, false},
-		{"certificate for another host", &egress.TLSError{Name: egress.RefusalTLSHostnameMismatch}, controllers.ReasonFreezeRefused, false},
+		{"private CA without its bundle", fmt.Errorf("connect: %w", &egress.TLSError{Name: egress.RefusalTLSUnknownAuthority}), v1.ReasonFreezeRefused, false},
+		{"certificate for another host", &egress.TLSError{Name: egress.RefusalTLSHostnameMismatch}, v1.ReasonFreezeRefused, false},
 		// Step-up needs a human: the credential lacks a scope.
-		{"insufficient scope", &mcpclient.TransportError{Op: "connect", Status: 403, Err: mcpclient.ErrInsufficientScope, Scopes: []string{"repo:write"}}, controllers.ReasonFreezeRefused, false},
-		{"plain 403", &mcpclient.TransportError{Op: "connect", Status: 403, Err: mcpclient.ErrHTTPStatus}, controllers.ReasonServerUnreachable, true},
+		{"insufficient scope", &mcpclient.TransportError{Op: "connect", Status: 403, Err: mcpclient.ErrInsufficientScope, Scopes: []string{"repo:write"}}, v1.ReasonFreezeRefused, false},
+		{"plain 403", &mcpclient.TransportError{Op: "connect", Status: 403, Err: mcpclient.ErrHTTPStatus}, v1.ReasonServerUnreachable, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,7 +51,7 @@ func TestClassifyFreezeErrors(t *testing.T) {
 			if !errors.As(classify(tc.err, "https://mcp.example.com/mcp"), &serr) {
 				t.Fatal("not a StageError")
 			}
-			if serr.Reason != tc.reason || serr.Transient != tc.transient || serr.Condition != controllers.TypeSnapshotFrozen {
+			if serr.Reason != tc.reason || serr.Transient != tc.transient || serr.Condition != v1.ConditionSnapshotFrozen {
 				t.Fatalf("got %s transient=%v", serr.Reason, serr.Transient)
 			}
 			if strings.Contains(serr.Message, "127.0.0.1:1") || strings.Contains(serr.Message, "connection refused") {
@@ -69,18 +70,18 @@ func TestClassifyPackErrors(t *testing.T) {
 		reason    string
 		transient bool
 	}{
-		{&ocipack.RefusalError{Name: "missing_signature", Err: ocipack.ErrNoSignature}, controllers.ReasonProvenanceMissing, false},
-		{&ocipack.RefusalError{Name: "missing_attestation", Err: ocipack.ErrNoAttestation}, controllers.ReasonProvenanceMissing, false},
-		{&ocipack.RefusalError{Name: "wrong_source_ref", Err: ocipack.ErrWrongSourceRef}, controllers.ReasonVerificationFailed, false},
-		{&ocipack.RefusalError{Name: "wrong_identity", Err: ocipack.ErrWrongIdentity}, controllers.ReasonVerificationFailed, false},
-		{&ocipack.RefusalError{Name: "blob_digest_mismatch", Err: ocipack.ErrBlobDigestMismatch}, controllers.ReasonPackInvalid, false},
-		{&ocipack.RefusalError{Name: "unreviewed", Path: "operations[0].effect", Err: ocipack.ErrUnreviewedEffect}, controllers.ReasonPackInvalid, false},
-		{&ocipack.RegistryError{Op: "fetch", Err: errors.New("boom")}, controllers.ReasonRegistryUnavailable, true},
-		{errors.New("something else"), controllers.ReasonRegistryUnavailable, true},
+		{&ocipack.RefusalError{Name: "missing_signature", Err: ocipack.ErrNoSignature}, v1.ReasonProvenanceMissing, false},
+		{&ocipack.RefusalError{Name: "missing_attestation", Err: ocipack.ErrNoAttestation}, v1.ReasonProvenanceMissing, false},
+		{&ocipack.RefusalError{Name: "wrong_source_ref", Err: ocipack.ErrWrongSourceRef}, v1.ReasonVerificationFailed, false},
+		{&ocipack.RefusalError{Name: "wrong_identity", Err: ocipack.ErrWrongIdentity}, v1.ReasonVerificationFailed, false},
+		{&ocipack.RefusalError{Name: "blob_digest_mismatch", Err: ocipack.ErrBlobDigestMismatch}, v1.ReasonPackInvalid, false},
+		{&ocipack.RefusalError{Name: "unreviewed", Path: "operations[0].effect", Err: ocipack.ErrUnreviewedEffect}, v1.ReasonPackInvalid, false},
+		{&ocipack.RegistryError{Op: "fetch", Err: errors.New("boom")}, v1.ReasonRegistryUnavailable, true},
+		{errors.New("something else"), v1.ReasonRegistryUnavailable, true},
 	}
 	for _, tc := range cases {
 		var serr *controllers.StageError
-		if !errors.As(classifyPack(tc.err), &serr) || serr.Reason != tc.reason || serr.Transient != tc.transient || serr.Condition != controllers.TypeSourceVerified {
+		if !errors.As(classifyPack(tc.err), &serr) || serr.Reason != tc.reason || serr.Transient != tc.transient || serr.Condition != v1.ConditionSourceVerified {
 			t.Errorf("%v: got %+v, want %s", tc.err, serr, tc.reason)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 
+	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
@@ -69,7 +70,7 @@ func BindingRequest(req controllers.FreezeRequest) k8sbinding.Request {
 // BindingError maps a refusal of the binding (see controllers.BindingStageError) onto a
 // SnapshotFrozen stage outcome. Nothing has been dialed when it is called.
 func BindingError(err error) *controllers.StageError {
-	return controllers.BindingStageError(controllers.TypeSnapshotFrozen, err)
+	return controllers.BindingStageError(v1.ConditionSnapshotFrozen, err)
 }
 
 // classify maps a freeze error onto a stage outcome: named refusals of egress, mcpclient and
@@ -81,7 +82,7 @@ func classify(err error, where string) error {
 	case errors.Is(err, egress.ErrTLSRefused):
 		// The server's certificate failed verification: a private CA whose bundle is not
 		// configured (spec.mcpConnection.caBundleRef), or an impostor. A human must act.
-		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonFreezeRefused, Err: err,
+		return &controllers.StageError{Condition: v1.ConditionSnapshotFrozen, Reason: v1.ReasonFreezeRefused, Err: err,
 			Message: fmt.Sprintf("the TLS certificate of %s was refused: %s (name the endpoint's CA bundle in spec.mcpConnection.caBundleRef)", where, refusalText(err))}
 	case errors.Is(err, mcpclient.ErrInsufficientScope):
 		// Step-up: the credential lacks a scope. The condition names what the server asked for,
@@ -91,7 +92,7 @@ func classify(err error, where string) error {
 		if errors.As(err, &te) && len(te.Scopes) > 0 {
 			asked = "scope " + strings.Join(te.Scopes, " ")
 		}
-		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonFreezeRefused, Err: err,
+		return &controllers.StageError{Condition: v1.ConditionSnapshotFrozen, Reason: v1.ReasonFreezeRefused, Err: err,
 			Message: fmt.Sprintf("%s requires %s that the credential lacks (%s): log in again with it (mcpctl login --to-secret ... --scope ...); the cluster never escalates scopes", where, asked, mcpclient.RefusalInsufficientScope)}
 	case errors.Is(err, egress.ErrDestinationRefused):
 		// A destination refused at dial time (a name resolving into a denied or unallowed
@@ -99,17 +100,17 @@ func classify(err error, where string) error {
 		return unreachable(err, where)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, egress.ErrDeadlineExceeded),
 		errors.Is(err, mcpclient.ErrCallTimeout), errors.Is(err, mcpclient.ErrProbeTimeout):
-		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonServerUnreachable, Transient: true, Err: err,
+		return &controllers.StageError{Condition: v1.ConditionSnapshotFrozen, Reason: v1.ReasonServerUnreachable, Transient: true, Err: err,
 			Message: fmt.Sprintf("%s did not answer the tool listing (%s); retrying", where, refusalText(err))}
 	case errors.Is(err, mcpclient.ErrConnectionClosed), errors.Is(err, mcpclient.ErrHTTPStatus):
 		if isDialFailure(err) {
 			return unreachable(err, where)
 		}
-		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonServerUnreachable, Transient: true, Err: err,
+		return &controllers.StageError{Condition: v1.ConditionSnapshotFrozen, Reason: v1.ReasonServerUnreachable, Transient: true, Err: err,
 			Message: fmt.Sprintf("%s did not answer the tool listing (%s); retrying", where, refusalText(err))}
 	}
 	if _, ok := refusal.As(err); ok {
-		return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonFreezeRefused, Err: err,
+		return &controllers.StageError{Condition: v1.ConditionSnapshotFrozen, Reason: v1.ReasonFreezeRefused, Err: err,
 			Message: fmt.Sprintf("the live tool listing of %s was refused: %s", where, refusalText(err))}
 	}
 	return unreachable(err, where)
@@ -118,7 +119,7 @@ func classify(err error, where string) error {
 // unreachable is the one outcome of every failure to open a connection: refused by the IP
 // policy, not resolving, closed, filtered or absent.
 func unreachable(err error, where string) *controllers.StageError {
-	return &controllers.StageError{Condition: controllers.TypeSnapshotFrozen, Reason: controllers.ReasonServerUnreachable, Transient: true, Err: err,
+	return &controllers.StageError{Condition: v1.ConditionSnapshotFrozen, Reason: v1.ReasonServerUnreachable, Transient: true, Err: err,
 		Message: fmt.Sprintf("%s could not be reached; retrying", where)}
 }
 

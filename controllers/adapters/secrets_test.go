@@ -37,9 +37,9 @@ func wantSecretRefused(t *testing.T, err error, name string, secretData ...strin
 	t.Helper()
 	var serr *controllers.StageError
 	var cr *k8sbinding.CredentialRefusal
-	if !errors.As(err, &serr) || serr.Reason != controllers.ReasonCredentialRefused || serr.Transient ||
+	if !errors.As(err, &serr) || serr.Reason != v1.ReasonCredentialRefused || serr.Transient ||
 		!strings.Contains(serr.Message, "("+name+")") || !errors.As(err, &cr) || cr.Name != name {
-		t.Fatalf("got %v (%+v), want %s (%s)", err, serr, controllers.ReasonCredentialRefused, name)
+		t.Fatalf("got %v (%+v), want %s (%s)", err, serr, v1.ReasonCredentialRefused, name)
 	}
 	for _, d := range secretData {
 		if strings.Contains(serr.Message, d) || strings.Contains(err.Error(), d) {
@@ -100,8 +100,8 @@ func TestVerifyPackSecretsOptIn(t *testing.T) {
 	t.Run("twin: without the pull secret the registry refuses the pull", func(t *testing.T) {
 		_, err := verifier().VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: platformPack})
 		var serr *controllers.StageError
-		if !errors.As(err, &serr) || serr.Reason != controllers.ReasonRegistryUnavailable {
-			t.Fatalf("got %v, want %s", err, controllers.ReasonRegistryUnavailable)
+		if !errors.As(err, &serr) || serr.Reason != v1.ReasonRegistryUnavailable {
+			t.Fatalf("got %v, want %s", err, v1.ReasonRegistryUnavailable)
 		}
 	})
 	for _, tc := range []struct{ secret, refusal string }{
@@ -127,7 +127,7 @@ func TestVerifyPackSecretsOptIn(t *testing.T) {
 		req := pull("pull")
 		req.Policy = own("team-key")
 		_, err := verifier().VerifyPack(ctx, req)
-		wantStage(t, err, controllers.ReasonVerificationFailed, RefusalProfilePolicy+"/untrusted_signature")
+		wantStage(t, err, v1.ReasonVerificationFailed, RefusalProfilePolicy+"/untrusted_signature")
 	})
 	for _, tc := range []struct{ secret, refusal string }{
 		{"key-unlabelled", k8sbinding.RefusalCredentialNotOptedIn},

@@ -61,16 +61,16 @@ var _ controllers.SourceVerifier = (*PackVerifier)(nil)
 func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyRequest) (*controllers.VerifiedSource, error) {
 	ref, err := ocipack.ParseDigestReference(req.Ref)
 	if err != nil {
-		return nil, stage(controllers.ReasonPackInvalid, err, "the pack reference is refused: %s", refusalText(err))
+		return nil, stage(v1.ReasonPackInvalid, err, "the pack reference is refused: %s", refusalText(err))
 	}
 	sources, _, err := v.trustSources(ctx, req.Namespace)
 	if err != nil {
-		return nil, &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: controllers.ReasonVerificationFailed, Transient: true, Err: err,
+		return nil, &controllers.StageError{Condition: v1.ConditionSourceVerified, Reason: v1.ReasonVerificationFailed, Transient: true, Err: err,
 			Message: "the cluster trust policies could not be read; retrying"}
 	}
 	pols, cands := Candidates(sources, v.SkipProvenanceUnsafe)
 	if len(pols) == 0 {
-		return nil, stage(controllers.ReasonUntrustedSigner, ErrNoTrustSource,
+		return nil, stage(v1.ReasonUntrustedSigner, ErrNoTrustSource,
 			"refused (%s): no trust source with a signer and a provenance rule applies to this namespace; a cluster administrator grants one with an McpTrustPolicy", RefusalNoTrustSource)
 	}
 	// The profile's own policy is checked after a trust source is satisfied; read its key first
@@ -82,18 +82,18 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 			return nil, err
 		}
 		if ownKey, err = ocipack.ParsePublicKey(pem); err != nil {
-			return nil, stage(controllers.ReasonVerificationFailed, err, "the profile's verify policy is refused: %s", refusalText(err))
+			return nil, stage(v1.ReasonVerificationFailed, err, "the profile's verify policy is refused: %s", refusalText(err))
 		}
 	}
 	if req.Policy != nil && req.Policy.Keyless != nil && req.Policy.Keyless.SubjectRegExp != "" {
 		if err := ocipack.CheckSubjectRegExp(req.Policy.Keyless.SubjectRegExp); err != nil {
-			return nil, stage(controllers.ReasonVerificationFailed, err, "the profile's verify policy is refused: %s", refusalText(err))
+			return nil, stage(v1.ReasonVerificationFailed, err, "the profile's verify policy is refused: %s", refusalText(err))
 		}
 	}
 	verifier := v.Verifier
 	if req.PullSecret != nil {
 		if v.NewVerifier == nil {
-			return nil, stage(controllers.ReasonVerificationFailed, nil, "pull secrets are not enabled on this manager")
+			return nil, stage(v1.ReasonVerificationFailed, nil, "pull secrets are not enabled on this manager")
 		}
 		// The pull secret is sent to the registry the profile names: it must opt in and name
 		// that registry host, like a deployment's credential names its endpoint host.
@@ -103,7 +103,7 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 		}
 		creds, err := ocipack.CredentialsFromDockerConfig(cfg)
 		if err != nil {
-			return nil, stage(controllers.ReasonVerificationFailed, err, "pull secret %q is not a docker config", req.PullSecret.Name)
+			return nil, stage(v1.ReasonVerificationFailed, err, "pull secret %q is not a docker config", req.PullSecret.Name)
 		}
 		c := v.Registry
 		c.Credentials = creds
@@ -130,11 +130,11 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 	// The McpServiceProfile names no service within the pack: the pack must hold exactly one.
 	doc, err := pack.Profile("")
 	if err != nil {
-		return nil, stage(controllers.ReasonPackInvalid, err, "the pack is refused: %s", refusalText(err))
+		return nil, stage(v1.ReasonPackInvalid, err, "the pack is refused: %s", refusalText(err))
 	}
 	pd, err := ocipack.ProfileDigest(doc)
 	if err != nil {
-		return nil, stage(controllers.ReasonPackInvalid, err, "the profile document does not encode: %s", refusalText(err))
+		return nil, stage(v1.ReasonPackInvalid, err, "the profile document does not encode: %s", refusalText(err))
 	}
 	prov := res.VerifiedProvenance()
 	prov.TrustSource, prov.Signer = cands[i].Source, cands[i].Signer
@@ -155,7 +155,7 @@ func (v *PackVerifier) secretKey(ctx context.Context, ns, kind, name, key, endpo
 		if apierrors.IsNotFound(err) {
 			return nil, secretRefused(kind, name, &k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialNotOptedIn})
 		}
-		return nil, &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: controllers.ReasonRegistryUnavailable, Transient: true, Err: err,
+		return nil, &controllers.StageError{Condition: v1.ConditionSourceVerified, Reason: v1.ReasonRegistryUnavailable, Transient: true, Err: err,
 			Message: fmt.Sprintf("%s Secret %q could not be read", kind, name)}
 	}
 	var (
@@ -174,7 +174,7 @@ func (v *PackVerifier) secretKey(ctx context.Context, ns, kind, name, key, endpo
 		return nil, secretRefused(kind, name, refused)
 	}
 	if err != nil || len(val) == 0 {
-		return nil, stage(controllers.ReasonVerificationFailed, nil, "%s Secret %q has no key %q", kind, name, key)
+		return nil, stage(v1.ReasonVerificationFailed, nil, "%s Secret %q has no key %q", kind, name, key)
 	}
 	return val, nil
 }
@@ -182,7 +182,7 @@ func (v *PackVerifier) secretKey(ctx context.Context, ns, kind, name, key, endpo
 // secretRefused is the SourceVerified refusal of a Secret that did not opt in; it names the
 // Secret and the k8sbinding refusal, never the Secret's data or annotations.
 func secretRefused(kind, name string, r *k8sbinding.CredentialRefusal) *controllers.StageError {
-	return stage(controllers.ReasonCredentialRefused, r, "%s Secret %q is refused (%s): it must be labelled %s=true, not be a ServiceAccount token, and (a pull secret) name the registry host in %s",
+	return stage(v1.ReasonCredentialRefused, r, "%s Secret %q is refused (%s): it must be labelled %s=true, not be a ServiceAccount token, and (a pull secret) name the registry host in %s",
 		kind, name, r.Name, v1.CredentialLabel, v1.CredentialAllowedHostsAnnotation)
 }
 
@@ -197,26 +197,26 @@ func classifyPack(err error) error {
 			// (--ca-bundle-file); retried, as the registry may also be mid-rotation.
 			op += ": " + te.Refusal()
 		}
-		return &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: controllers.ReasonRegistryUnavailable, Transient: true, Err: err,
+		return &controllers.StageError{Condition: v1.ConditionSourceVerified, Reason: v1.ReasonRegistryUnavailable, Transient: true, Err: err,
 			Message: "the registry could not serve the pack (" + op + "); retrying"}
 	}
 	switch {
 	case errors.Is(err, ocipack.ErrNoSignature), errors.Is(err, ocipack.ErrNoAttestation):
-		return stage(controllers.ReasonProvenanceMissing, err, "the pack has no valid provenance: %s", refusalText(err))
+		return stage(v1.ReasonProvenanceMissing, err, "the pack has no valid provenance: %s", refusalText(err))
 	case errors.Is(err, ocipack.ErrUntrustedSignature), errors.Is(err, ocipack.ErrWrongIdentity), errors.Is(err, ocipack.ErrWrongIssuer),
 		errors.Is(err, ocipack.ErrWrongSubjectDigest), errors.Is(err, ocipack.ErrWrongPredicateType), errors.Is(err, ocipack.ErrWrongBuilder),
 		errors.Is(err, ocipack.ErrWrongSourceRepository), errors.Is(err, ocipack.ErrWrongSourceRef), errors.Is(err, ocipack.ErrInvalidPolicy),
 		errors.Is(err, ocipack.ErrInvalidKey), errors.Is(err, ocipack.ErrUnanchoredSubjectRegExp), errors.Is(err, ocipack.ErrAmbiguousSource),
 		errors.Is(err, ocipack.ErrCertificateSource), errors.Is(err, ocipack.ErrPredicateDisagreesWithCertificate), errors.Is(err, ocipack.ErrMissingTransparency):
-		return stage(controllers.ReasonVerificationFailed, err, "the pack does not satisfy the provenance policy: %s", refusalText(err))
+		return stage(v1.ReasonVerificationFailed, err, "the pack does not satisfy the provenance policy: %s", refusalText(err))
 	}
 	if _, ok := refusal.As(err); ok {
-		return stage(controllers.ReasonPackInvalid, err, "the pack is refused: %s", refusalText(err))
+		return stage(v1.ReasonPackInvalid, err, "the pack is refused: %s", refusalText(err))
 	}
-	return &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: controllers.ReasonRegistryUnavailable, Transient: true, Err: err,
+	return &controllers.StageError{Condition: v1.ConditionSourceVerified, Reason: v1.ReasonRegistryUnavailable, Transient: true, Err: err,
 		Message: "the pack could not be fetched; retrying"}
 }
 
 func stage(reason string, err error, format string, args ...any) *controllers.StageError {
-	return &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: reason, Err: err, Message: fmt.Sprintf(format, args...)}
+	return &controllers.StageError{Condition: v1.ConditionSourceVerified, Reason: reason, Err: err, Message: fmt.Sprintf(format, args...)}
 }
