@@ -29,7 +29,7 @@ import (
 // CheckProfile decides whether a profile document is a complete, reviewed profile whose recorded
 // digests reconstruct, using the ocipack checks (the same ones a pack layer is held to). It
 // returns the recorded snapshot on success. Refusals carry the SourceVerified condition (fields,
-// mapping, effects; reason ProfileInvalid) or SnapshotMatched (digests; reason
+// mapping, effects; reason ProfileInvalid) or SnapshotReconstructed (digests; reason
 // SnapshotDigestMismatch).
 func CheckProfile(doc *v1.ProfileDocument) (*snapshot.ToolSnapshot, *StageError) {
 	if doc == nil {
@@ -43,7 +43,7 @@ func CheckProfile(doc *v1.ProfileDocument) (*snapshot.ToolSnapshot, *StageError)
 	}
 	rec, err := ocipack.SnapshotOf(doc)
 	if err != nil {
-		return nil, &StageError{Condition: v1.ConditionSnapshotMatched, Reason: v1.ReasonSnapshotDigestMismatch, Err: err,
+		return nil, &StageError{Condition: v1.ConditionSnapshotReconstructed, Reason: v1.ReasonSnapshotDigestMismatch, Err: err,
 			Message: "the recorded snapshot does not reconstruct: " + RefusalText(err, "invalid")}
 	}
 	return rec, nil

@@ -78,14 +78,14 @@ func TestCheckProfile(t *testing.T) {
 		{name: "operation maps unknown tool", mutate: func(d *v1.ProfileDocument) { d.Operations[1].RemoteName = "zzz" }, condition: v1.ConditionSourceVerified, reason: v1.ReasonProfileInvalid},
 		{name: "tool mapped twice", mutate: func(d *v1.ProfileDocument) { d.Operations[1].RemoteName = d.Operations[0].RemoteName }, condition: v1.ConditionSourceVerified, reason: v1.ReasonProfileInvalid},
 		{name: "duplicate operationRef", mutate: func(d *v1.ProfileDocument) { d.Operations[1].OperationRef = d.Operations[0].OperationRef }, condition: v1.ConditionSourceVerified, reason: v1.ReasonProfileInvalid},
-		{name: "tampered descriptor", mutate: func(d *v1.ProfileDocument) { d.Snapshot.Tools[0].Descriptor.Raw = []byte(toolAx) }, condition: v1.ConditionSnapshotMatched, reason: v1.ReasonSnapshotDigestMismatch},
+		{name: "tampered descriptor", mutate: func(d *v1.ProfileDocument) { d.Snapshot.Tools[0].Descriptor.Raw = []byte(toolAx) }, condition: v1.ConditionSnapshotReconstructed, reason: v1.ReasonSnapshotDigestMismatch},
 		{name: "tampered snapshot digest", mutate: func(d *v1.ProfileDocument) {
 			d.Snapshot.Digest = "sha256:" + strings.Repeat("0", 64)
-		}, condition: v1.ConditionSnapshotMatched, reason: v1.ReasonSnapshotDigestMismatch},
-		{name: "protocol changed after recording", mutate: func(d *v1.ProfileDocument) { d.Snapshot.ProtocolVersion = "2025-11-25" }, condition: v1.ConditionSnapshotMatched, reason: v1.ReasonSnapshotDigestMismatch},
+		}, condition: v1.ConditionSnapshotReconstructed, reason: v1.ReasonSnapshotDigestMismatch},
+		{name: "protocol changed after recording", mutate: func(d *v1.ProfileDocument) { d.Snapshot.ProtocolVersion = "2025-11-25" }, condition: v1.ConditionSnapshotReconstructed, reason: v1.ReasonSnapshotDigestMismatch},
 		{name: "descriptor with duplicate key", mutate: func(d *v1.ProfileDocument) {
 			d.Snapshot.Tools[1].Descriptor.Raw = []byte(`{"name":"b","name":"b"}`)
-		}, condition: v1.ConditionSnapshotMatched, reason: v1.ReasonSnapshotDigestMismatch},
+		}, condition: v1.ConditionSnapshotReconstructed, reason: v1.ReasonSnapshotDigestMismatch},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

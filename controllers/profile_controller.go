@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -110,7 +111,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	now := r.now()
 
 	resolved, failed := r.Resolver.Resolve(ctx, p)
-	o := outcome{stages: []string{v1.ConditionSourceVerified, v1.ConditionSnapshotMatched}, failed: failed, readyReason: v1.ReasonVerified}
+	o := outcome{stages: []string{v1.ConditionSourceVerified, v1.ConditionSnapshotReconstructed}, failed: failed, readyReason: v1.ReasonVerified}
 	st := &p.Status
 	if failed == nil {
 		st.PackDigest = resolved.PackDigest
@@ -126,6 +127,10 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		st.PackDigest, st.ProfileDigest, st.SnapshotDigest, st.Verified = "", "", "", nil
 	}
 	applyConditions(&st.Conditions, p.Generation, now, o)
+	// The reconstruction stage was written as SnapshotMatched before it was renamed
+	// (SnapshotReconstructed): a profile written by an older manager must not keep both. Nothing
+	// reads a profile's SnapshotMatched back, so the old condition is simply dropped.
+	meta.RemoveStatusCondition(&st.Conditions, v1.ConditionSnapshotMatched)
 	if o.terminal() {
 		st.ObservedGeneration = p.Generation
 	}

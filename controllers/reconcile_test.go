@@ -449,7 +449,7 @@ func TestTamperedInlineProfile(t *testing.T) {
 	h := newHarness(t, objs...)
 	h.reconcileProfile("svc")
 	p := h.profile("svc")
-	if c := cond(p.Status.Conditions, v1.ConditionSnapshotMatched); c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonSnapshotDigestMismatch {
+	if c := cond(p.Status.Conditions, v1.ConditionSnapshotReconstructed); c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonSnapshotDigestMismatch {
 		t.Fatalf("SnapshotMatched = %+v (all %+v)", c, p.Status.Conditions)
 	}
 	if c := cond(p.Status.Conditions, v1.ConditionSourceVerified); c.Status != metav1.ConditionTrue {

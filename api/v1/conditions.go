@@ -17,9 +17,14 @@ const (
 	// signature and provenance, or the inline-source rule) and the strict checks of its
 	// document.
 	ConditionSourceVerified = "SourceVerified"
-	// ConditionSnapshotMatched is, on a McpServiceProfile, the reconstruction of the recorded
-	// snapshot digest and, on a ServiceDeployment, the typed equality of the live and the
-	// reviewed snapshot.
+	// ConditionSnapshotReconstructed is the McpServiceProfile's reconstruction stage: every
+	// recorded descriptor digest and the snapshot digest reconstruct from the recorded
+	// descriptors. Managers before it wrote this stage as SnapshotMatched on profiles; the
+	// profile reconciler removes that stale condition whenever it writes a profile's status.
+	ConditionSnapshotReconstructed = "SnapshotReconstructed"
+	// ConditionSnapshotMatched is the ServiceDeployment's match stage: the typed equality of the
+	// live and the reviewed snapshot (protocol revision, descriptor digests, snapshot digest).
+	// It is written on ServiceDeployments only.
 	ConditionSnapshotMatched = "SnapshotMatched"
 	// ConditionProfileVerified is the ServiceDeployment's check that its profile is verified
 	// and current.
