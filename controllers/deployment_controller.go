@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -276,8 +275,8 @@ func requests(items []v1.ServiceDeployment) []reconcile.Request {
 	return out
 }
 
-// deploymentStages are the stage conditions in pipeline order.
-var deploymentStages = []string{v1.ConditionProfileVerified, v1.ConditionBound, v1.ConditionSnapshotFrozen, v1.ConditionSnapshotMatched}
+// deploymentConditions are the stage conditions of deploymentStages, in order.
+var deploymentConditions = conditions(deploymentStages)
 
 // pass is the state of one reconcile pass.
 type pass struct {
@@ -332,12 +331,12 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	p.reverify, p.reverifyWait = ReverifyRequested(sd, p.now)
 
 	var failed *StageError
-	for _, stage := range []func(context.Context, *pass) *StageError{r.verifyProfile, r.bind, r.freeze, r.match} {
-		if failed = stage(ctx, p); failed != nil {
+	for _, s := range deploymentStages {
+		if failed = s.run(r, ctx, p); failed != nil {
 			break
 		}
 	}
-	o := outcome{stages: deploymentStages, failed: failed, readyReason: v1.ReasonActivated}
+	o := outcome{stages: deploymentConditions, failed: failed, readyReason: v1.ReasonActivated}
 	st := &sd.Status
 	if failed == nil {
 		st.ActiveSnapshotDigest = p.resolved.Snapshot.Digest
@@ -500,7 +499,7 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 	req := bindingRequest(sd)
 	req.Credential = nil
 	if err := r.binder().Check(ctx, req); err != nil {
-		return BindingStageError(v1.ConditionBound, err)
+		return classify(v1.ConditionBound, &bindingRules, err, nil)
 	}
 	self := r.claim(sd, authority, doc)
 	// Only the claims sharing a full claim key with this one can collide with it; they come
@@ -576,7 +575,7 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 	if sd.Spec.MCPConnection.CredentialRef != nil {
 		val, err := r.binder().Credential(ctx, bindingRequest(sd))
 		if err != nil {
-			return BindingStageError(v1.ConditionSnapshotFrozen, err)
+			return classify(v1.ConditionSnapshotFrozen, &bindingRules, err, nil)
 		}
 		if len(r.CredentialHashKey) < CredentialHashKeyMinBytes {
 			clear(val)
@@ -596,9 +595,10 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 		defer cancel()
 	}
 	start := time.Now()
-	live, err := r.Freezer.Freeze(fctx, FreezeRequest{Namespace: sd.Namespace, Name: sd.Name, URL: sd.Spec.MCPConnection.URL,
+	freq := FreezeRequest{Namespace: sd.Namespace, Name: sd.Name, URL: sd.Spec.MCPConnection.URL,
 		Credential: sd.Spec.MCPConnection.CredentialRef, AllowCIDRs: sd.Spec.MCPConnection.Egress.AllowCIDRs,
-		CABundle: sd.Spec.MCPConnection.CABundleRef})
+		CABundle: sd.Spec.MCPConnection.CABundleRef}
+	live, err := r.Freezer.Freeze(fctx, freq)
 	if r.Metrics != nil {
 		result := "ok"
 		if err != nil {
@@ -607,11 +607,7 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 		r.Metrics.FreezeDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
 	}
 	if err != nil {
-		var serr *StageError
-		if errors.As(err, &serr) {
-			return serr
-		}
-		return retry(v1.ConditionSnapshotFrozen, v1.ReasonServerUnreachable, err, "the live tool list of %s could not be read; retrying", SanitizeURL(sd.Spec.MCPConnection.URL))
+		return ClassifyFreezeError(freq, err)
 	}
 	p.live, p.froze = live, true
 	t := metav1.NewTime(p.now)

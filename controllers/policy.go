@@ -19,8 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/egress"
-	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/refusal"
 	"github.com/b10x/connector-mcp/snapshot"
@@ -412,45 +410,6 @@ func CredentialHash(key []byte, uid string, value []byte) string {
 	h.Write([]byte{0})
 	h.Write(value)
 	return "hmac:" + hex.EncodeToString(h.Sum(nil))
-}
-
-// BindingStageError maps a refusal of the endpoint binding (egress/k8sbinding: credential
-// opt-in, egress ceiling, cluster policy; egress: literal address, invalid policy) onto a stage
-// outcome of condition cond. It is used before anything is dialed; its messages name refusals
-// and the tenant's own references, never values, ceilings or other namespaces.
-func BindingStageError(cond string, err error) *StageError {
-	var cred *k8sbinding.CredentialRefusal
-	var ce *egress.CredentialError
-	var ceil *k8sbinding.CeilingError
-	var cab *k8sbinding.CABundleError
-	switch {
-	case errors.As(err, &cab) && cab.Transient():
-		return &StageError{Condition: cond, Reason: v1.ReasonCABundleNotFound, Transient: true, Err: err,
-			Message: fmt.Sprintf("%s: no ConfigMap %q with key %q labelled %s=true in this namespace (spec.mcpConnection.caBundleRef)", cab.Name, clip(cab.Ref.Name), clip(cab.Ref.Key), v1.CABundleLabel)}
-	case errors.As(err, &cab):
-		return &StageError{Condition: cond, Reason: v1.ReasonEndpointRefused, Err: err,
-			Message: fmt.Sprintf("%s: ConfigMap %q key %q holds no usable PEM CA certificates (spec.mcpConnection.caBundleRef)", cab.Name, clip(cab.Ref.Name), clip(cab.Ref.Key))}
-	case errors.As(err, &cred) && cred.Transient():
-		return &StageError{Condition: cond, Reason: v1.ReasonCredentialNotFound, Transient: true, Err: err,
-			Message: fmt.Sprintf("%s: no Secret %q labelled %s=true in this namespace", cred.Name, clip(cred.Ref.Name), v1.CredentialLabel)}
-	case errors.As(err, &cred):
-		return &StageError{Condition: cond, Reason: v1.ReasonCredentialRefused, Err: err,
-			Message: fmt.Sprintf("%s: Secret %q may not be sent to this endpoint", cred.Name, clip(cred.Ref.Name))}
-	case errors.As(err, &ce):
-		return &StageError{Condition: cond, Reason: v1.ReasonCredentialNotFound, Transient: true, Err: err,
-			Message: fmt.Sprintf("credential Secret %q: %s", clip(ce.Ref.Name), ce.Reason)}
-	case errors.As(err, &ceil):
-		return &StageError{Condition: cond, Reason: v1.ReasonEndpointRefused, Err: err,
-			Message: fmt.Sprintf("%s: mcpConnection.egress.allowCIDRs entry %q is beyond the ranges the cluster allows this namespace", k8sbinding.RefusalEgressCeiling, clip(ceil.Entry))}
-	case errors.Is(err, k8sbinding.ErrClusterPolicyUnavailable):
-		return &StageError{Condition: cond, Reason: v1.ReasonProgressing, Transient: true, Err: err,
-			Message: "the cluster egress policy could not be read; retrying"}
-	case errors.Is(err, egress.ErrInvalidPolicy):
-		return &StageError{Condition: cond, Reason: v1.ReasonEndpointRefused, Err: err,
-			Message: "the endpoint binding is not a valid egress policy (check mcpConnection.egress.allowCIDRs)"}
-	}
-	return &StageError{Condition: cond, Reason: v1.ReasonEndpointRefused, Err: err,
-		Message: "the endpoint is not acceptable to the egress policy: " + RefusalText(err, "refused")}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

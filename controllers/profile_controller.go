@@ -24,6 +24,9 @@ import (
 	v1 "github.com/b10x/connector-mcp/api/v1"
 )
 
+// profileConditions are the stage conditions of profileStages, in order.
+var profileConditions = conditions(profileStages)
+
 // ProfileReconciler verifies McpServiceProfiles: source verification (pack by digest with a
 // provenance policy, or inline where allowed), strict decode and snapshot digest reconstruction.
 type ProfileReconciler struct {
@@ -111,7 +114,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	now := r.now()
 
 	resolved, failed := r.Resolver.Resolve(ctx, p)
-	o := outcome{stages: []string{v1.ConditionSourceVerified, v1.ConditionSnapshotReconstructed}, failed: failed, readyReason: v1.ReasonVerified}
+	o := outcome{stages: profileConditions, failed: failed, readyReason: v1.ReasonVerified}
 	st := &p.Status
 	if failed == nil {
 		st.PackDigest = resolved.PackDigest

@@ -206,7 +206,7 @@ func TestActivationAndNoOpReconcile(t *testing.T) {
 		st.ProfileDigest != p.Status.ProfileDigest || st.CredentialHash != CredentialHash(testHashKey, "sd-uid", []byte("s3cret")) || st.LastFrozenTime == nil {
 		t.Fatalf("deployment status = %+v", st)
 	}
-	for _, typ := range deploymentStages {
+	for _, typ := range deploymentConditions {
 		if c := cond(st.Conditions, typ); c.Status != metav1.ConditionTrue {
 			t.Fatalf("%s = %+v", typ, c)
 		}

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -123,13 +122,10 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 		if r.Verifier == nil {
 			return nil, refuse(v1.ConditionSourceVerified, v1.ReasonVerificationFailed, "this manager has no pack verifier configured")
 		}
-		vs, err := r.Verifier.VerifyPack(ctx, VerifyRequest{Namespace: p.Namespace, Ref: src.OCI.Ref, PullSecret: src.OCI.PullSecretRef, Policy: src.OCI.Verify})
+		req := VerifyRequest{Namespace: p.Namespace, Ref: src.OCI.Ref, PullSecret: src.OCI.PullSecretRef, Policy: src.OCI.Verify}
+		vs, err := r.Verifier.VerifyPack(ctx, req)
 		if err != nil {
-			var serr *StageError
-			if errors.As(err, &serr) {
-				return nil, serr
-			}
-			return nil, retry(v1.ConditionSourceVerified, v1.ReasonRegistryUnavailable, err, "the pack could not be fetched; retrying")
+			return nil, ClassifyVerifyError(req, err)
 		}
 		res.Document, res.PackDigest, res.ProfileDigest = vs.Document, vs.PackDigest, vs.ProfileDigest
 		prov := vs.Provenance

@@ -35,9 +35,9 @@ func secretFixture(name string, typ corev1.SecretType, opted bool, hosts string,
 // carrying no Secret data.
 func wantSecretRefused(t *testing.T, err error, name string, secretData ...string) {
 	t.Helper()
-	var serr *controllers.StageError
+	serr := staged(err)
 	var cr *k8sbinding.CredentialRefusal
-	if !errors.As(err, &serr) || serr.Reason != v1.ReasonCredentialRefused || serr.Transient ||
+	if serr == nil || serr.Reason != v1.ReasonCredentialRefused || serr.Transient ||
 		!strings.Contains(serr.Message, "("+name+")") || !errors.As(err, &cr) || cr.Name != name {
 		t.Fatalf("got %v (%+v), want %s (%s)", err, serr, v1.ReasonCredentialRefused, name)
 	}
@@ -99,8 +99,7 @@ func TestVerifyPackSecretsOptIn(t *testing.T) {
 	})
 	t.Run("twin: without the pull secret the registry refuses the pull", func(t *testing.T) {
 		_, err := verifier().VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: platformPack})
-		var serr *controllers.StageError
-		if !errors.As(err, &serr) || serr.Reason != v1.ReasonRegistryUnavailable {
+		if serr := staged(err); serr == nil || serr.Reason != v1.ReasonRegistryUnavailable {
 			t.Fatalf("got %v, want %s", err, v1.ReasonRegistryUnavailable)
 		}
 	})

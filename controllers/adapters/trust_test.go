@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -264,11 +263,16 @@ func (w *trustWorld) verifier(t *testing.T, withPlatform bool, policies ...v1.Mc
 	return v
 }
 
+// staged classifies a VerifyPack error as the profile reconciler does (nil for nil).
+func staged(err error) *controllers.StageError {
+	return controllers.ClassifyVerifyError(controllers.VerifyRequest{}, err)
+}
+
 // wantStage asserts a refusal's reason and that its message names want.
 func wantStage(t *testing.T, err error, reason, want string) {
 	t.Helper()
-	var serr *controllers.StageError
-	if !errors.As(err, &serr) || serr.Reason != reason || serr.Transient || !strings.Contains(serr.Message, want) {
+	serr := staged(err)
+	if serr == nil || serr.Reason != reason || serr.Transient || !strings.Contains(serr.Message, want) {
 		t.Fatalf("got %v (%+v), want %s naming %q", err, serr, reason, want)
 	}
 }
