@@ -8,10 +8,10 @@ import (
 	v1 "github.com/b10x/connector-mcp/api/v1"
 )
 
-// CheckBindings runs the binding checks that need no cluster access: the deployment's operation
+// checkBindings runs the binding checks that need no cluster access: the deployment's operation
 // set equals the profile's exactly, every operation carries endpointRef "mcp_connection", the
 // exact credential reference of the connection, and at least one grant.
-func CheckBindings(doc *v1.ProfileDocument, spec *v1.ServiceDeploymentSpec) *StageError {
+func checkBindings(doc *v1.ProfileDocument, spec *v1.ServiceDeploymentSpec) *StageError {
 	want := make(map[string]bool, len(doc.Operations))
 	for _, o := range doc.Operations {
 		want[o.OperationRef] = true

@@ -9,38 +9,38 @@ import (
 	v1 "github.com/b10x/connector-mcp/api/v1"
 )
 
-// Claim is what one deployment holds in the bundle: its permanent provider identity, its
+// bundleClaim is what one deployment holds in the bundle: its permanent provider identity, its
 // endpoint authority and the operations of its Connection.
-type Claim struct {
+type bundleClaim struct {
 	// Key is "namespace/name" of the deployment.
 	Key string
 	// Created orders claims: first come keeps the name.
 	Created metav1.Time
 	// Provider is the providerID.
 	Provider string
-	// Authority is the normalized endpoint (see NormalizeEndpoint); empty when invalid.
+	// Authority is the normalized endpoint (see normalizeEndpoint); empty when invalid.
 	Authority string
 	// Operations are "connectionRef/operationRef" keys; empty when the profile is not resolved.
 	Operations []string
 }
 
 // before reports whether claim a came first: earlier creation, then key order.
-func (a Claim) before(b Claim) bool {
+func (a bundleClaim) before(b bundleClaim) bool {
 	if !a.Created.Equal(&b.Created) {
 		return a.Created.Before(&b.Created)
 	}
 	return a.Key < b.Key
 }
 
-// FindCollision applies the bundle builder's collision rules to self against every other claim:
+// findCollision applies the bundle builder's collision rules to self against every other claim:
 // a provider identity, an endpoint authority or an operation of a Connection belongs to the
 // deployment that claimed it first; the later one is refused with a reason naming the holder
 // when it is in the same namespace, and saying only "another deployment, in another namespace"
 // otherwise.
-func FindCollision(self Claim, all []Claim) *StageError {
-	var holder *Claim
+func findCollision(self bundleClaim, all []bundleClaim) *StageError {
+	var holder *bundleClaim
 	var kind, value string
-	consider := func(c *Claim, k, v string) {
+	consider := func(c *bundleClaim, k, v string) {
 		if holder == nil || c.before(*holder) {
 			holder, kind, value = c, k, v
 		}

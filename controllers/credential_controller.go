@@ -174,7 +174,7 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 			message: fmt.Sprintf("Secret %q exists and is not produced by this McpCredential; it is never taken over", clip(c.Spec.TargetSecretName))}, nil
 	}
 	// Fresh: the target holds a Ready token not yet due, for this generation.
-	if due, exp, fresh := RefreshDue(c, target, r.skew(c), now); fresh {
+	if due, exp, fresh := refreshDue(c, target, r.skew(c), now); fresh {
 		return credOutcome{reason: v1.ReasonTokenFresh, message: freshMessage(c), state: v1.CredentialStateReady,
 			expiry: exp, requeue: due.Sub(now) + time.Second}, nil
 	}
@@ -249,10 +249,10 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 	return o, nil
 }
 
-// RefreshDue is the pure decision whether the target Secret's token may be kept: it is fresh when
+// refreshDue is the pure decision whether the target Secret's token may be kept: it is fresh when
 // the Secret is marked Ready with an expiry, the McpCredential's status describes its current
 // generation, and now is before expiry − skew (due). A token of unknown expiry is never fresh.
-func RefreshDue(c *v1.McpCredential, target *corev1.Secret, skew time.Duration, now time.Time) (due, expiry time.Time, fresh bool) {
+func refreshDue(c *v1.McpCredential, target *corev1.Secret, skew time.Duration, now time.Time) (due, expiry time.Time, fresh bool) {
 	if target == nil || c.Status.ObservedGeneration != c.Generation || target.Annotations[v1.CredentialStateAnnotation] != v1.CredentialStateReady {
 		return time.Time{}, time.Time{}, false
 	}
@@ -303,7 +303,7 @@ func tokenFailure(err error) credOutcome {
 		return credOutcome{reason: v1.ReasonReauthorizationRequired, state: v1.ReasonReauthorizationRequired,
 			message: "the authorization server answered invalid_grant: run mcpctl login --to-secret again"}
 	}
-	detail := RefusalText(err, "token_request_failed")
+	detail := refusalTextOr(err, "token_request_failed")
 	var re *oauth.RefreshError
 	if errors.As(err, &re) && re.Code != "" {
 		detail = re.Code // a registered OAuth error code, never the server's description
@@ -354,7 +354,7 @@ func (r *CredentialReconciler) secret(ctx context.Context, ns string, ref *v1.Se
 		return nil, refused(k8sbinding.RefusalCredentialNotOptedIn)
 	}
 	if err := k8sbinding.CheckOptIn(sec, eref); err != nil {
-		return nil, refused(RefusalText(err, k8sbinding.RefusalCredentialNotOptedIn))
+		return nil, refused(refusalTextOr(err, k8sbinding.RefusalCredentialNotOptedIn))
 	}
 	if len(sec.Data[ref.Key]) == 0 {
 		return nil, refused("key_not_found")
@@ -418,10 +418,10 @@ func allowedHost(resource string) (string, error) {
 	return strings.ToLower(u.Host), nil
 }
 
-// CredentialConditions is the pure decision of the conditions of an outcome: Ready True
+// credentialConditions is the pure decision of the conditions of an outcome: Ready True
 // (TokenFresh) or False with the reason; Stalled True for a failure that needs a human;
 // Reconciling True for one that is retried.
-func CredentialConditions(reason, message string, transient bool) []metav1.Condition {
+func credentialConditions(reason, message string, transient bool) []metav1.Condition {
 	if reason == v1.ReasonTokenFresh {
 		return []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: reason, Message: message}}
 	}
@@ -437,7 +437,7 @@ func CredentialConditions(reason, message string, transient bool) []metav1.Condi
 
 // writeStatus patches the status when anything observable changed (a no-op pass writes nothing).
 func (r *CredentialReconciler) writeStatus(ctx context.Context, c *v1.McpCredential, o credOutcome) error {
-	want := CredentialConditions(o.reason, o.message, o.transient)
+	want := credentialConditions(o.reason, o.message, o.transient)
 	st := c.Status
 	var exp *metav1.Time
 	if !o.expiry.IsZero() {

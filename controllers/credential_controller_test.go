@@ -13,7 +13,7 @@ import (
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
 )
 
-// RefreshDue keeps a Ready token until expiry − skew, and refreshes in every other case.
+// refreshDue keeps a Ready token until expiry − skew, and refreshes in every other case.
 func TestRefreshDue(t *testing.T) {
 	now := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
 	cred := func(gen, observed int64) *v1.McpCredential {
@@ -41,7 +41,7 @@ func TestRefreshDue(t *testing.T) {
 		{"unknown expiry", cred(1, 1), sec(v1.CredentialStateReady, ""), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			due, _, fresh := RefreshDue(c.c, c.s, 5*time.Minute, now)
+			due, _, fresh := refreshDue(c.c, c.s, 5*time.Minute, now)
 			if fresh != c.fresh {
 				t.Fatalf("fresh = %v, want %v", fresh, c.fresh)
 			}
@@ -83,19 +83,19 @@ func TestTokenFailure(t *testing.T) {
 // Ready True only for TokenFresh; a verdict that needs a human is Stalled, a retried one
 // Reconciling (kstatus: Current, Failed, InProgress).
 func TestCredentialConditions(t *testing.T) {
-	if cs := CredentialConditions(v1.ReasonTokenFresh, "m", false); len(cs) != 1 || cs[0].Status != metav1.ConditionTrue {
+	if cs := credentialConditions(v1.ReasonTokenFresh, "m", false); len(cs) != 1 || cs[0].Status != metav1.ConditionTrue {
 		t.Fatalf("fresh: %+v", cs)
 	}
 	for reason, second := range map[string]string{
 		v1.ReasonReauthorizationRequired: v1.ConditionStalled, v1.ReasonInsufficientScope: v1.ConditionStalled, v1.ReasonIssuerMismatch: v1.ConditionStalled,
 		v1.ReasonTargetSecretConflict: v1.ConditionStalled, v1.ReasonSecretRefused: v1.ConditionReconciling,
 	} {
-		cs := CredentialConditions(reason, "m", false)
+		cs := credentialConditions(reason, "m", false)
 		if len(cs) != 2 || cs[0].Type != v1.ConditionReady || cs[0].Status != metav1.ConditionFalse || cs[0].Reason != reason || cs[1].Type != second {
 			t.Errorf("%s: %+v", reason, cs)
 		}
 	}
-	if cs := CredentialConditions(v1.ReasonRefreshFailed, "m", true); cs[1].Type != v1.ConditionReconciling {
+	if cs := credentialConditions(v1.ReasonRefreshFailed, "m", true); cs[1].Type != v1.ConditionReconciling {
 		t.Errorf("transient: %+v", cs)
 	}
 }

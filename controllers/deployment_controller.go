@@ -53,7 +53,7 @@ type DeploymentReconciler struct {
 	// FreezeTimeout bounds one live freeze.
 	FreezeTimeout time.Duration
 	// RetryInterval is the first step of the exponential, jittered retry of a transient failure
-	// (see RetryBackoff); zero means 30 s.
+	// (see retryBackoff); zero means 30 s.
 	RetryInterval time.Duration
 	// Metrics is optional.
 	Metrics *Metrics
@@ -66,7 +66,7 @@ type DeploymentReconciler struct {
 	// cluster, whichever shard reconciles it.
 	Shard labels.Selector
 	// RetryMaxInterval caps the exponential retry delay of transient failures (zero:
-	// DefaultRetryMaxInterval). See RetryBackoff.
+	// defaultRetryMaxInterval). See retryBackoff.
 	RetryMaxInterval time.Duration
 
 	// claims is the claim index of every deployment (see claims.go).
@@ -76,7 +76,7 @@ type DeploymentReconciler struct {
 	claimEvents chan event.TypedGenericEvent[*v1.ServiceDeployment]
 	// informerFed is true when the ServiceDeployment informer feeds the claim index.
 	informerFed bool
-	// retries counts consecutive transient failures per deployment (see RetryBackoff).
+	// retries counts consecutive transient failures per deployment (see retryBackoff).
 	retries retryCounter
 	// written remembers the last status written per deployment (stale-cache repeats).
 	written writtenStatus
@@ -99,7 +99,7 @@ type pass struct {
 	// reverifyWait is how long until a request stamped slightly in the future becomes due.
 	reverifyWait time.Duration
 	// profileUnseen is true when the referenced profile exists in this manager's shard, was
-	// created less than ProfileUnseenGrace ago and its reconciler has not written its status
+	// created less than profileUnseenGrace ago and its reconciler has not written its status
 	// yet (no condition, observedGeneration 0).
 	profileUnseen bool
 }
@@ -135,7 +135,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	orig := sd.DeepCopy()
 	p := &pass{sd: sd, now: r.now()}
-	p.reverify, p.reverifyWait = ReverifyRequested(sd, p.now)
+	p.reverify, p.reverifyWait = reverifyRequested(sd, p.now)
 
 	var failed *StageError
 	for _, s := range deploymentStages {
@@ -196,12 +196,12 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return res, nil
 }
 
-// ProfileUnseenGrace is how long after a profile's creation a new deployment referencing it
+// profileUnseenGrace is how long after a profile's creation a new deployment referencing it
 // waits, without writing a status, for the profile's first status (see waitsForProfile): long
 // enough for a manager working through thousands of new profiles (with 5,000 created at once,
 // 30 s was not). A profile outside this manager's shard is never waited for; the grace bounds
 // only a profile reconciler that is stuck.
-const ProfileUnseenGrace = 10 * time.Minute
+const profileUnseenGrace = 10 * time.Minute
 
 // waitsForProfile reports a pass that should write nothing: the deployment has no status yet and
 // failed only because its profile, which exists, has not been reconciled yet.
@@ -218,15 +218,15 @@ func (r *DeploymentReconciler) result(sd *v1.ServiceDeployment, failed *StageErr
 		n := r.retries.next(name)
 		maxDelay := r.RetryMaxInterval
 		if maxDelay <= 0 {
-			maxDelay = DefaultRetryMaxInterval
+			maxDelay = defaultRetryMaxInterval
 		}
-		return ctrl.Result{RequeueAfter: RetryBackoff(r.retryInterval(), maxDelay, n, retryJitter(sd.UID, n))}
+		return ctrl.Result{RequeueAfter: retryBackoff(r.retryInterval(), maxDelay, n, retryJitter(sd.UID, n))}
 	}
 	r.retries.reset(name)
 	if r.ReverifyInterval <= 0 || sd.Status.LastFrozenTime == nil {
 		return ctrl.Result{}
 	}
-	next := NextVerification(sd.Status.LastFrozenTime.Time, r.ReverifyInterval, r.ReverifyJitter, string(sd.UID))
+	next := nextVerification(sd.Status.LastFrozenTime.Time, r.ReverifyInterval, r.ReverifyJitter, string(sd.UID))
 	d := next.Sub(r.now())
 	if d < time.Second {
 		d = time.Second

@@ -53,7 +53,7 @@ func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *Stag
 	// Unseen: no status yet, in this manager's shard (its reconciler will write one), and young
 	// (a profile nobody reconciles must not leave the deployment without a status for long).
 	p.profileUnseen = len(prof.Status.Conditions) == 0 && prof.Status.ObservedGeneration == 0 && inShard(r.Shard, prof) &&
-		p.now.Sub(prof.CreationTimestamp.Time) < ProfileUnseenGrace
+		p.now.Sub(prof.CreationTimestamp.Time) < profileUnseenGrace
 	if ready == nil || ready.Status != metav1.ConditionTrue || prof.Status.ObservedGeneration != prof.Generation {
 		serr := &StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotReady, Transient: true,
 			Message: fmt.Sprintf("McpServiceProfile %q is not verified", key.Name)}
@@ -80,7 +80,7 @@ func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *Stag
 // bind runs the binding checks, the grant checks against RBAC and the collision rules.
 func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 	sd, doc := p.sd, p.resolved.Document
-	if serr := CheckBindings(doc, &sd.Spec); serr != nil {
+	if serr := checkBindings(doc, &sd.Spec); serr != nil {
 		return serr
 	}
 	var grants []string
@@ -97,10 +97,10 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 			return serr
 		}
 	}
-	if serr := CheckEndpointURL("spec.mcpConnection.url", sd.Spec.MCPConnection.URL); serr != nil {
+	if serr := checkEndpointURL("spec.mcpConnection.url", sd.Spec.MCPConnection.URL); serr != nil {
 		return serr
 	}
-	authority, err := NormalizeEndpoint(sd.Spec.MCPConnection.URL)
+	authority, err := normalizeEndpoint(sd.Spec.MCPConnection.URL)
 	if err != nil {
 		return refuse(v1.ConditionBound, v1.ReasonEndpointRefused, "%s", err.Error())
 	}
@@ -114,7 +114,7 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 	self := r.claim(sd, authority, doc)
 	// Only the claims sharing a full claim key with this one can collide with it; they come
 	// from the claim index, derived once per deployment generation and profile.
-	return FindCollision(self, r.claims.earlierSharing(self))
+	return findCollision(self, r.claims.earlierSharing(self))
 }
 
 // checkGrant checks that RoleBinding name exists in the deployment's namespace and that its
@@ -147,15 +147,15 @@ func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDep
 		}
 		return retry(v1.ConditionBound, v1.ReasonProgressing, err, "the role of grant RoleBinding %q could not be read", name)
 	}
-	if !RulesAllowInvoke(rules, sd.Name) {
-		return refuse(v1.ConditionBound, v1.ReasonGrantDenied, "grant RoleBinding %q does not allow verb %q on %s.%s %q", name, InvokeVerb, ServiceDeploymentsResource, v1.GroupVersion.Group, sd.Name)
+	if !rulesAllowInvoke(rules, sd.Name) {
+		return refuse(v1.ConditionBound, v1.ReasonGrantDenied, "grant RoleBinding %q does not allow verb %q on %s.%s %q", name, invokeVerb, serviceDeploymentsResource, v1.GroupVersion.Group, sd.Name)
 	}
 	return nil
 }
 
 // claim builds what sd holds in the bundle.
-func (r *DeploymentReconciler) claim(sd *v1.ServiceDeployment, authority string, doc *v1.ProfileDocument) Claim {
-	c := Claim{Key: sd.Namespace + "/" + sd.Name, Created: sd.CreationTimestamp, Provider: sd.Spec.ProviderID, Authority: authority}
+func (r *DeploymentReconciler) claim(sd *v1.ServiceDeployment, authority string, doc *v1.ProfileDocument) bundleClaim {
+	c := bundleClaim{Key: sd.Namespace + "/" + sd.Name, Created: sd.CreationTimestamp, Provider: sd.Spec.ProviderID, Authority: authority}
 	if doc != nil {
 		for _, op := range sd.Spec.Operations {
 			c.Operations = append(c.Operations, doc.Service.ConnectionRef+"/"+op.OperationRef)
@@ -166,8 +166,8 @@ func (r *DeploymentReconciler) claim(sd *v1.ServiceDeployment, authority string,
 
 // otherClaim builds another deployment's claim; its operations count only when its profile is
 // verified (resolved from the memo, so a collision check never fetches a failing pack).
-func (r *DeploymentReconciler) otherClaim(ctx context.Context, sd *v1.ServiceDeployment, prof *v1.McpServiceProfile) Claim {
-	authority, _ := NormalizeEndpoint(sd.Spec.MCPConnection.URL)
+func (r *DeploymentReconciler) otherClaim(ctx context.Context, sd *v1.ServiceDeployment, prof *v1.McpServiceProfile) bundleClaim {
+	authority, _ := normalizeEndpoint(sd.Spec.MCPConnection.URL)
 	var doc *v1.ProfileDocument
 	if prof != nil {
 		if ready := meta.FindStatusCondition(prof.Status.Conditions, v1.ConditionReady); ready != nil && ready.Status == metav1.ConditionTrue {
@@ -191,7 +191,7 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 			clear(val)
 			return refuse(v1.ConditionSnapshotFrozen, v1.ReasonCredentialRefused, "the operator has no credential hash key")
 		}
-		p.credHash = CredentialHash(r.CredentialHashKey, string(sd.UID), val)
+		p.credHash = credentialHash(r.CredentialHashKey, string(sd.UID), val)
 		clear(val)
 	}
 	st := &sd.Status
@@ -229,7 +229,7 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 
 // freezeDue decides whether this pass must freeze the live server: never frozen, re-verification
 // freezeDue decides whether this pass must freeze the live server: never frozen, a re-verification
-// requested (ReverifyRequested) or due, the profile, credential or spec changed since the last freeze, or the last pass ended
+// requested (reverifyRequested) or due, the profile, credential or spec changed since the last freeze, or the last pass ended
 func (r *DeploymentReconciler) freezeDue(p *pass) bool {
 	st := &p.sd.Status
 	switch {
@@ -241,24 +241,24 @@ func (r *DeploymentReconciler) freezeDue(p *pass) bool {
 		st.ActiveSnapshotDigest == "" && st.CandidateSnapshotDigest == "":
 		return true
 	case r.ReverifyInterval > 0:
-		return !p.now.Before(NextVerification(st.LastFrozenTime.Time, r.ReverifyInterval, r.ReverifyJitter, string(p.sd.UID)))
+		return !p.now.Before(nextVerification(st.LastFrozenTime.Time, r.ReverifyInterval, r.ReverifyJitter, string(p.sd.UID)))
 	}
 	return false
 }
 
-// MaxReverifyRequestSkew is how far in the future a ReverifyRequestedAtAnnotation may be (clock
+// maxReverifyRequestSkew is how far in the future a ReverifyRequestedAtAnnotation may be (clock
 // skew between the requester and the manager): such a request becomes due when its time comes.
 // A request further in the future is ignored, so an annotation cannot keep the reconciler
 // freezing in a loop.
-const MaxReverifyRequestSkew = time.Minute
+const maxReverifyRequestSkew = time.Minute
 
-// ReverifyRequested reads the deployment's ReverifyRequestedAtAnnotation at now: due reports a
+// reverifyRequested reads the deployment's ReverifyRequestedAtAnnotation at now: due reports a
 // request newer than status.lastFrozenTime whose time has come; wait > 0 is the time until a
-// request stamped slightly in the future (at most MaxReverifyRequestSkew) comes due. The request
+// request stamped slightly in the future (at most maxReverifyRequestSkew) comes due. The request
 // time is rounded up to the whole second, because status.lastFrozenTime is stored in whole
 // seconds: a freeze at or after the request always satisfies it. A value that is not RFC 3339
 // is ignored.
-func ReverifyRequested(sd *v1.ServiceDeployment, now time.Time) (due bool, wait time.Duration) {
+func reverifyRequested(sd *v1.ServiceDeployment, now time.Time) (due bool, wait time.Duration) {
 	raw, ok := sd.Annotations[v1.ReverifyRequestedAtAnnotation]
 	if !ok {
 		return false, 0
@@ -274,7 +274,7 @@ func ReverifyRequested(sd *v1.ServiceDeployment, now time.Time) (due bool, wait 
 		return false, 0
 	}
 	if at.After(now) {
-		if at.Sub(now) > MaxReverifyRequestSkew {
+		if at.Sub(now) > maxReverifyRequestSkew {
 			return false, 0
 		}
 		return false, at.Sub(now)
@@ -296,14 +296,14 @@ func (r *DeploymentReconciler) match(ctx context.Context, p *pass) *StageError {
 		}
 		return nil
 	}
-	d := DecideMatch(p.resolved.Snapshot, p.live)
+	d := decideMatch(p.resolved.Snapshot, p.live)
 	if d.Matched {
 		r.dropReview(ctx, p.sd)
 		return nil
 	}
 	p.drift = &d.Diff
 	st.CandidateSnapshotDigest = p.live.Digest
-	st.Drift = DriftStatus(d.Diff)
+	st.Drift = driftStatus(d.Diff)
 	r.recordReview(ctx, p)
-	return refuse(v1.ConditionSnapshotMatched, v1.ReasonSnapshotDrift, "%s; candidate %s kept for review", DriftSummary(d.Diff), p.live.Digest)
+	return refuse(v1.ConditionSnapshotMatched, v1.ReasonSnapshotDrift, "%s; candidate %s kept for review", driftSummary(d.Diff), p.live.Digest)
 }

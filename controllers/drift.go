@@ -8,8 +8,8 @@ import (
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
-// MatchDecision is the outcome of comparing a live snapshot against the reviewed one.
-type MatchDecision struct {
+// matchDecision is the outcome of comparing a live snapshot against the reviewed one.
+type matchDecision struct {
 	// Matched is true when the live snapshot equals the reviewed one: same protocol revision,
 	// same tool names, same descriptor digests and the same snapshot digest.
 	Matched bool
@@ -17,18 +17,18 @@ type MatchDecision struct {
 	Diff snapshot.Diff
 }
 
-// DecideMatch compares the live snapshot against the reviewed one. Equality is typed: protocol
+// decideMatch compares the live snapshot against the reviewed one. Equality is typed: protocol
 // revision, every descriptor digest (RFC 8785, so byte-for-byte on the canonical form) and the
 // snapshot digest must all agree.
-func DecideMatch(recorded, live *snapshot.ToolSnapshot) MatchDecision {
+func decideMatch(recorded, live *snapshot.ToolSnapshot) matchDecision {
 	d := snapshot.Compare(recorded, live)
 	ok := d.Empty() && recorded != nil && live != nil && recorded.Digest == live.Digest && len(recorded.Tools) == len(live.Tools)
-	return MatchDecision{Matched: ok, Diff: d}
+	return matchDecision{Matched: ok, Diff: d}
 }
 
-// DriftStatus renders a diff for status: names and digests only, protocol only when it changed,
+// driftStatus renders a diff for status: names and digests only, protocol only when it changed,
 // each list bounded to the API's maximum.
-func DriftStatus(d snapshot.Diff) *v1.SnapshotDrift {
+func driftStatus(d snapshot.Diff) *v1.SnapshotDrift {
 	const maxItems = 512
 	out := &v1.SnapshotDrift{}
 	if d.ProtocolFrom != d.ProtocolTo {
@@ -55,8 +55,8 @@ func DriftStatus(d snapshot.Diff) *v1.SnapshotDrift {
 	return out
 }
 
-// DriftSummary is a one-line, prose-free summary of a diff for a condition message.
-func DriftSummary(d snapshot.Diff) string {
+// driftSummary is a one-line, prose-free summary of a diff for a condition message.
+func driftSummary(d snapshot.Diff) string {
 	var parts []string
 	if d.ProtocolFrom != d.ProtocolTo {
 		parts = append(parts, fmt.Sprintf("protocol %s -> %s", clipN(d.ProtocolFrom, 10), clipN(d.ProtocolTo, 10)))

@@ -21,11 +21,11 @@ const (
 	RefusalEndpointFragment = "endpoint_fragment"
 )
 
-// EndpointURLRefusal returns the refusal name of an endpoint URL carrying userinfo or a
+// endpointURLRefusal returns the refusal name of an endpoint URL carrying userinfo or a
 // fragment, or "" when it carries neither. A query string is allowed (it is part of the
 // reviewed endpoint, not a secret store). It is the CRDs' CEL rule: userinfo is an '@' in the
 // authority (between "://" and the first '/', '?' or '#').
-func EndpointURLRefusal(raw string) string {
+func endpointURLRefusal(raw string) string {
 	if _, rest, ok := strings.Cut(raw, "://"); ok {
 		auth := rest
 		if i := strings.IndexAny(auth, "/?#"); i >= 0 {
@@ -41,10 +41,10 @@ func EndpointURLRefusal(raw string) string {
 	return ""
 }
 
-// CheckEndpointURL refuses (Bound, EndpointRefused, not retried) an endpoint URL carrying
+// checkEndpointURL refuses (Bound, EndpointRefused, not retried) an endpoint URL carrying
 // userinfo or a fragment, naming field; the message never repeats the URL.
-func CheckEndpointURL(field, raw string) *StageError {
-	switch EndpointURLRefusal(raw) {
+func checkEndpointURL(field, raw string) *StageError {
+	switch endpointURLRefusal(raw) {
 	case RefusalEndpointUserinfo:
 		return &StageError{Condition: v1.ConditionBound, Reason: v1.ReasonEndpointRefused,
 			Message: fmt.Sprintf("%s: %s must not carry userinfo (user:pass@); configuration names sources, never values: name a bearer with spec.mcpConnection.credentialRef", RefusalEndpointUserinfo, field)}
@@ -55,12 +55,12 @@ func CheckEndpointURL(field, raw string) *StageError {
 	return nil
 }
 
-// NormalizeEndpoint returns the endpoint identity of an MCP URL: lowercase scheme and host
+// normalizeEndpoint returns the endpoint identity of an MCP URL: lowercase scheme and host
 // without a trailing dot, explicit decimal port, and the path with percent-escapes normalised
 // (escaped unreserved characters decoded, other escapes in upper case), without userinfo, query
 // or fragment. Two URLs naming the same endpoint normalize equally, so "https://h./%6Dcp" and
 // "https://H:443/mcp" collide.
-func NormalizeEndpoint(raw string) (string, error) {
+func normalizeEndpoint(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", errors.New("the endpoint URL does not parse")

@@ -26,7 +26,7 @@ func TestEndpointURLRefusal(t *testing.T) {
 		"https://a@mcp.example.com/mcp#also-a-fragment":  RefusalEndpointUserinfo,
 		"http://127.0.0.1:8080/mcp?api-version=2026-1-1": "",
 	} {
-		if got := EndpointURLRefusal(raw); got != want {
+		if got := endpointURLRefusal(raw); got != want {
 			t.Errorf("%s: got %q, want %q", raw, got, want)
 		}
 	}

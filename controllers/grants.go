@@ -8,22 +8,22 @@ import (
 	v1 "github.com/b10x/connector-mcp/api/v1"
 )
 
-// InvokeVerb is the RBAC verb a grant must allow on servicedeployments.
-const InvokeVerb = v1.InvokeVerb
+// invokeVerb is the RBAC verb a grant must allow on servicedeployments.
+const invokeVerb = v1.InvokeVerb
 
-// ServiceDeploymentsResource is the RBAC resource a grant must name.
-const ServiceDeploymentsResource = v1.ServiceDeploymentsResource
+// serviceDeploymentsResource is the RBAC resource a grant must name.
+const serviceDeploymentsResource = v1.ServiceDeploymentsResource
 
-// RulesAllowInvoke reports whether RBAC policy rules allow the verb "invoke" on the
+// rulesAllowInvoke reports whether RBAC policy rules allow the verb "invoke" on the
 // servicedeployments resource of group connectors.b10x.io for the named deployment, with the
 // same matching Kubernetes RBAC applies (so `kubectl auth can-i` agrees): "*" matches any verb,
 // group or resource, and an empty resourceNames list means every name.
-func RulesAllowInvoke(rules []rbacv1.PolicyRule, name string) bool {
+func rulesAllowInvoke(rules []rbacv1.PolicyRule, name string) bool {
 	for _, r := range rules {
 		if len(r.NonResourceURLs) > 0 && len(r.Resources) == 0 {
 			continue
 		}
-		if !matches(r.Verbs, InvokeVerb) || !matches(r.APIGroups, v1.GroupVersion.Group) || !matches(r.Resources, ServiceDeploymentsResource) {
+		if !matches(r.Verbs, invokeVerb) || !matches(r.APIGroups, v1.GroupVersion.Group) || !matches(r.Resources, serviceDeploymentsResource) {
 			continue
 		}
 		if len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, name) {

@@ -40,16 +40,16 @@ func TestCountRefused(t *testing.T) {
 		// A reason this operator never writes cannot grow the label set.
 		*deploymentWith("c", "forged", stalled("Forged"+strings.Repeat("x", 40))),
 	}
-	got := CountRefused(items)
-	want := map[RefusedKey]int{
-		{"a", v1.ReasonSnapshotDrift}: 2, {"a", v1.ReasonGrantDenied}: 1, {"b", v1.ReasonSnapshotDrift}: 1, {"c", RefusedReasonOther}: 1,
+	got := countRefused(items)
+	want := map[refusedKey]int{
+		{"a", v1.ReasonSnapshotDrift}: 2, {"a", v1.ReasonGrantDenied}: 1, {"b", v1.ReasonSnapshotDrift}: 1, {"c", refusedReasonOther}: 1,
 	}
 	if len(got) != len(want) {
-		t.Fatalf("CountRefused = %v, want %v", got, want)
+		t.Fatalf("countRefused = %v, want %v", got, want)
 	}
 	for k, n := range want {
 		if got[k] != n {
-			t.Fatalf("CountRefused[%v] = %d, want %d (all: %v)", k, got[k], n, got)
+			t.Fatalf("countRefused[%v] = %d, want %d (all: %v)", k, got[k], n, got)
 		}
 	}
 }

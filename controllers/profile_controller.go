@@ -42,7 +42,7 @@ type ProfileReconciler struct {
 	// may appear); zero means 5 minutes. Successful verifications are cached and not repeated.
 	RefusedRetryInterval time.Duration
 	// RetryInterval is the first step of the exponential, jittered retry of a transient failure
-	// (see RetryBackoff; capped at DefaultRetryMaxInterval).
+	// (see retryBackoff; capped at defaultRetryMaxInterval).
 	RetryInterval time.Duration
 	// Metrics is optional.
 	Metrics *Metrics
@@ -160,10 +160,10 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	}
 	switch {
 	case failed != nil && failed.Transient:
-		// Exponential, jittered per profile (RetryBackoff): a registry outage is not retried by
+		// Exponential, jittered per profile (retryBackoff): a registry outage is not retried by
 		// every profile at once, every RetryInterval.
 		n := r.retries.next(name)
-		return ctrl.Result{RequeueAfter: RetryBackoff(r.retryInterval(), DefaultRetryMaxInterval, n, retryJitter(p.UID, n))}, nil
+		return ctrl.Result{RequeueAfter: retryBackoff(r.retryInterval(), defaultRetryMaxInterval, n, retryJitter(p.UID, n))}, nil
 	case failed != nil && p.Spec.Source.OCI != nil:
 		if r.RefusedRetryInterval > 0 {
 			return ctrl.Result{RequeueAfter: r.RefusedRetryInterval}, nil

@@ -203,7 +203,7 @@ func TestActivationAndNoOpReconcile(t *testing.T) {
 	sd := h.deployment("sd")
 	st := sd.Status
 	if st.ActiveSnapshotDigest != doc.Snapshot.Digest || st.ExposedOperations != 1 || st.ObservedGeneration != 1 ||
-		st.ProfileDigest != p.Status.ProfileDigest || st.CredentialHash != CredentialHash(testHashKey, "sd-uid", []byte("s3cret")) || st.LastFrozenTime == nil {
+		st.ProfileDigest != p.Status.ProfileDigest || st.CredentialHash != credentialHash(testHashKey, "sd-uid", []byte("s3cret")) || st.LastFrozenTime == nil {
 		t.Fatalf("deployment status = %+v", st)
 	}
 	for _, typ := range deploymentConditions {
@@ -405,7 +405,7 @@ func TestCredentialMissingAndRotated(t *testing.T) {
 	}
 	h.reconcileDeployment("sd")
 	st = h.deployment("sd").Status
-	if cond(st.Conditions, v1.ConditionReady).Status != metav1.ConditionTrue || st.CredentialHash != CredentialHash(testHashKey, "sd-uid", []byte("v1")) {
+	if cond(st.Conditions, v1.ConditionReady).Status != metav1.ConditionTrue || st.CredentialHash != credentialHash(testHashKey, "sd-uid", []byte("v1")) {
 		t.Fatalf("status = %+v", st)
 	}
 	// Rotation: noticed on the next pass, re-frozen with the new credential, value never stored.
@@ -416,7 +416,7 @@ func TestCredentialMissingAndRotated(t *testing.T) {
 	freezes := h.freezer.count()
 	h.reconcileDeployment("sd")
 	st = h.deployment("sd").Status
-	if h.freezer.count() != freezes+1 || st.CredentialHash != CredentialHash(testHashKey, "sd-uid", []byte("v2")) {
+	if h.freezer.count() != freezes+1 || st.CredentialHash != credentialHash(testHashKey, "sd-uid", []byte("v2")) {
 		t.Fatalf("rotation not noticed: %d freezes, hash %s", h.freezer.count()-freezes, st.CredentialHash)
 	}
 }

@@ -47,7 +47,7 @@ type Resolver struct {
 	RequireProvenance bool
 	// Metrics counts verification cache hits and misses of OCI sources. Optional.
 	Metrics *Metrics
-	// MemoSize bounds the memo of verified profiles (zero or negative: DefaultResolverMemoSize).
+	// MemoSize bounds the memo of verified profiles (zero or negative: defaultResolverMemoSize).
 	// Read once, on first use.
 	MemoSize int
 
@@ -61,15 +61,15 @@ type resolveKey struct {
 	trust      string
 }
 
-// DefaultResolverMemoSize is the default Resolver.MemoSize.
-const DefaultResolverMemoSize = 4096
+// defaultResolverMemoSize is the default Resolver.MemoSize.
+const defaultResolverMemoSize = 4096
 
 // cache returns the memo, creating it on first use.
 func (r *Resolver) cache() *lru.Cache[resolveKey, *Resolved] {
 	r.once.Do(func() {
 		size := r.MemoSize
 		if size < 1 {
-			size = DefaultResolverMemoSize
+			size = defaultResolverMemoSize
 		}
 		r.memo = lru.New[resolveKey, *Resolved](size)
 	})
@@ -133,7 +133,7 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 	default:
 		return nil, refuse(v1.ConditionSourceVerified, v1.ReasonProfileInvalid, "the profile names no source")
 	}
-	rec, serr := CheckProfile(res.Document)
+	rec, serr := checkProfile(res.Document)
 	if serr != nil {
 		return nil, serr
 	}
@@ -141,7 +141,7 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 	if res.ProfileDigest == "" {
 		d, err := ocipack.ProfileDigest(res.Document)
 		if err != nil {
-			return nil, &StageError{Condition: v1.ConditionSourceVerified, Reason: v1.ReasonProfileInvalid, Err: err, Message: "the profile document does not encode: " + RefusalText(err, "invalid")}
+			return nil, &StageError{Condition: v1.ConditionSourceVerified, Reason: v1.ReasonProfileInvalid, Err: err, Message: "the profile document does not encode: " + refusalTextOr(err, "invalid")}
 		}
 		res.ProfileDigest = d
 	}

@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// NextVerification is when a deployment frozen at last is re-verified: last + interval plus a
+// nextVerification is when a deployment frozen at last is re-verified: last + interval plus a
 // deterministic per-object jitter of up to jitter×interval, derived from seed (the object's
 // UID), so that reconciling an unchanged object always computes the same time and many
 // deployments do not re-freeze in lockstep.
-func NextVerification(last time.Time, interval time.Duration, jitter float64, seed string) time.Time {
+func nextVerification(last time.Time, interval time.Duration, jitter float64, seed string) time.Time {
 	if jitter <= 0 {
 		return last.Add(interval)
 	}

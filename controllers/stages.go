@@ -185,11 +185,11 @@ func ClassifyFreezeError(req FreezeRequest, err error) *StageError {
 	return classify(v1.ConditionSnapshotFrozen, &freezeRules, err, &classifyContext{where: SanitizeURL(req.URL)})
 }
 
-// BindingStageError maps a refusal of the endpoint binding (egress/k8sbinding: credential
+// bindingStageError maps a refusal of the endpoint binding (egress/k8sbinding: credential
 // opt-in, egress ceiling, cluster policy; egress: literal address, invalid policy) onto a stage
 // outcome of condition cond. It is used before anything is dialed; its messages name refusals
 // and the tenant's own references, never values, ceilings or other namespaces.
-func BindingStageError(cond string, err error) *StageError {
+func bindingStageError(cond string, err error) *StageError {
 	return classify(cond, &bindingRules, err, nil)
 }
 
@@ -289,7 +289,7 @@ var bindingRules = ruleset{
 	},
 	fallback: rule{what: "any other error", reason: v1.ReasonEndpointRefused,
 		message: func(err error, _ *classifyContext) string {
-			return "the endpoint is not acceptable to the egress policy: " + RefusalText(err, "refused")
+			return "the endpoint is not acceptable to the egress policy: " + refusalTextOr(err, "refused")
 		}},
 }
 
@@ -312,17 +312,20 @@ const (
 	StepPullSecretsDisabled = "pull_secrets_disabled"
 	// StepPullSecretFormat: the pull secret is not a docker config.
 	StepPullSecretFormat = "pull_secret_not_docker_config"
-	// StepPullSecretRefused and StepPublicKeySecretRefused: the Secret does not opt in (a
-	// k8sbinding.CredentialRefusal is the cause).
-	StepPullSecretRefused      = "pull_secret_refused"
-	StepPublicKeySecretRefused = "public_key_secret_refused"
-	// StepPullSecretUnavailable and StepPublicKeySecretUnavailable: the Secret could not be read
-	// (retried).
-	StepPullSecretUnavailable      = "pull_secret_unavailable"
-	StepPublicKeySecretUnavailable = "public_key_secret_unavailable"
-	// StepPullSecretNoKey and StepPublicKeySecretNoKey: the Secret lacks its key.
-	StepPullSecretNoKey      = "pull_secret_no_key"
-	StepPublicKeySecretNoKey = "public_key_secret_no_key"
+	// StepPullSecretRefused: the pull secret does not opt in (the cause is a
+	// k8sbinding.CredentialRefusal).
+	StepPullSecretRefused = "pull_secret_refused" //nolint:gosec // a refusal name, not a credential
+	// StepPublicKeySecretRefused: the profile's public-key Secret does not opt in (the cause is a
+	// k8sbinding.CredentialRefusal).
+	StepPublicKeySecretRefused = "public_key_secret_refused" //nolint:gosec // a refusal name, not a credential
+	// StepPullSecretUnavailable: the pull secret could not be read (retried).
+	StepPullSecretUnavailable = "pull_secret_unavailable"
+	// StepPublicKeySecretUnavailable: the public-key Secret could not be read (retried).
+	StepPublicKeySecretUnavailable = "public_key_secret_unavailable" //nolint:gosec // a refusal name, not a credential
+	// StepPullSecretNoKey: the pull secret has no .dockerconfigjson key.
+	StepPullSecretNoKey = "pull_secret_no_key"
+	// StepPublicKeySecretNoKey: the public-key Secret lacks the key the profile names.
+	StepPublicKeySecretNoKey = "public_key_secret_no_key" //nolint:gosec // a refusal name, not a credential
 	// StepProfilePolicy: the pack satisfies a trust source but not the profile's own verify
 	// policy; the cause is the ocipack verification error.
 	StepProfilePolicy = "profile_policy"
@@ -399,8 +402,8 @@ func isDialFailure(err error) bool {
 // refusals), or a word for the transport failures that carry none.
 func refusalText(err error) string {
 	switch {
-	case RefusalText(err, "") != "":
-		return RefusalText(err, "")
+	case refusalTextOr(err, "") != "":
+		return refusalTextOr(err, "")
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline_exceeded"
 	case errors.Is(err, mcpclient.ErrConnectionClosed):

@@ -74,9 +74,9 @@ func outcomeSites(t *testing.T, consts map[string]string) []outcomeSite {
 }
 
 // computedOutcomes are the functions that build outcomes from values computed elsewhere: the
-// constructors refuse and retry, classify (the rulesets' reasons), and FindCollision (one of the
+// constructors refuse and retry, classify (the rulesets' reasons), and findCollision (one of the
 // three collision reasons, declared under Bound).
-var computedOutcomes = map[string]bool{"refuse": true, "retry": true, "classify": true, "FindCollision": true}
+var computedOutcomes = map[string]bool{"refuse": true, "retry": true, "classify": true, "findCollision": true}
 
 // sitesIn finds the outcomes built in fd.
 func sitesIn(fset *token.FileSet, fd *ast.FuncDecl, val func(ast.Expr) string) []outcomeSite {

@@ -35,7 +35,7 @@ func (r *TrustPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	want := TrustPolicyConditions(r.Validate(p))
+	want := trustPolicyConditions(r.Validate(p))
 	if p.Status.ObservedGeneration == p.Generation && conditionsEqual(p.Status.Conditions, want) {
 		return ctrl.Result{}, nil
 	}
@@ -60,9 +60,9 @@ func (r *TrustPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return ctrl.Result{}, nil
 }
 
-// TrustPolicyConditions is the pure decision: Ready True (Valid) when invalid is nil, else
+// trustPolicyConditions is the pure decision: Ready True (Valid) when invalid is nil, else
 // Ready False and Stalled True (InvalidGrant) with invalid's message.
-func TrustPolicyConditions(invalid error) []metav1.Condition {
+func trustPolicyConditions(invalid error) []metav1.Condition {
 	if invalid == nil {
 		return []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonValidGrant,
 			Message: "the grant is valid"}}
