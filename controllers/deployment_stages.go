@@ -227,9 +227,9 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 	return nil
 }
 
-// freezeDue decides whether this pass must freeze the live server: never frozen, re-verification
-// freezeDue decides whether this pass must freeze the live server: never frozen, a re-verification
-// requested (reverifyRequested) or due, the profile, credential or spec changed since the last freeze, or the last pass ended
+// freezeDue decides whether this pass must freeze the live server: never frozen, a
+// re-verification requested (reverifyRequested) or due, the profile, credential or spec changed
+// since the last freeze, or neither an active nor a candidate snapshot is recorded.
 func (r *DeploymentReconciler) freezeDue(p *pass) bool {
 	st := &p.sd.Status
 	switch {
