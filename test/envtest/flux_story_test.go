@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
@@ -189,7 +188,7 @@ func runGitOpsStory(t *testing.T) *gitopsStates {
 	mcptest.SetTool(srv, changed)
 	mcptest.SetTool(srv, &mcp.Tool{Name: "exfiltrate", InputSchema: json.RawMessage(`{"type":"object"}`)})
 	s.driftRefused = waitU(t, sdU, "drift refusal", func(u *unstructured.Unstructured) bool {
-		return readyReasonOf(u) == "False/"+controllers.ReasonSnapshotDrift
+		return readyReasonOf(u) == "False/"+apiv1.ReasonSnapshotDrift
 	})
 
 	suspend := manifests()
@@ -201,7 +200,7 @@ func runGitOpsStory(t *testing.T) *gitopsStates {
 	}
 	s.suspended = waitU(t, sdU, "suspended", func(u *unstructured.Unstructured) bool {
 		og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-		return readyReasonOf(u) == "False/"+controllers.ReasonSuspended && og == u.GetGeneration()
+		return readyReasonOf(u) == "False/"+apiv1.ReasonSuspended && og == u.GetGeneration()
 	})
 	return s
 }

@@ -186,7 +186,7 @@ func TestManagerRunsUnderChartRBAC(t *testing.T) {
 		}
 		return nil
 	})
-	waitEvent(t, ns, mc.Name, "Normal/"+controllers.ReasonTokenFresh)
+	waitEvent(t, ns, mc.Name, "Normal/"+apiv1.ReasonTokenFresh)
 	if f := forbidden.list(); len(f) > 0 {
 		t.Errorf("the manager was refused %d request(s) under the chart's RBAC: %v", len(f), f)
 	}

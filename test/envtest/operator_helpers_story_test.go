@@ -38,7 +38,6 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/cmd/manager/app"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/internal/writecount"
 	"github.com/b10x/connector-mcp/mcpclient"
@@ -362,7 +361,7 @@ func condOf(o client.Object, typ string) metav1.Condition {
 
 // isReady reports Ready True for the current generation.
 func isReady[T client.Object](o T) bool {
-	return hasCondition(o, controllers.TypeReady, metav1.ConditionTrue, "") && observedGen(o) == o.GetGeneration()
+	return hasCondition(o, apiv1.ConditionReady, metav1.ConditionTrue, "") && observedGen(o) == o.GetGeneration()
 }
 
 func observedGen(o client.Object) int64 {

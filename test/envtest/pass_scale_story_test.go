@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
@@ -120,7 +119,7 @@ func waitSettled(b testing.TB, op *operator, ns string, n int) {
 		}
 		done = 0
 		for i := range list.Items {
-			if hasCondition(&list.Items[i], controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSuspended) {
+			if hasCondition(&list.Items[i], apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSuspended) {
 				done++
 			}
 		}

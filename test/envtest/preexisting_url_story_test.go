@@ -92,19 +92,19 @@ func TestStoryURLWithUserinfoWrittenBeforeTheRule(t *testing.T) {
 	makeGrant(t, ns, "agents-invoke", "old")
 	mustCreate(t, inlineProfile(ns, "old", doc))
 	sd = waitObj(t, sd, storyTimeout, "refused by the controller", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeBound, metav1.ConditionFalse, controllers.ReasonEndpointRefused)
+		return hasCondition(sd, apiv1.ConditionBound, metav1.ConditionFalse, apiv1.ReasonEndpointRefused)
 	})
-	msg := condOf(sd, controllers.TypeBound).Message
+	msg := condOf(sd, apiv1.ConditionBound).Message
 	if !strings.Contains(msg, controllers.RefusalEndpointUserinfo) || !strings.Contains(msg, "spec.mcpConnection.url") {
 		t.Fatalf("Bound message = %q", msg)
 	}
-	if !hasCondition(sd, controllers.TypeStalled, metav1.ConditionTrue, controllers.ReasonEndpointRefused) {
+	if !hasCondition(sd, apiv1.ConditionStalled, metav1.ConditionTrue, apiv1.ReasonEndpointRefused) {
 		t.Fatalf("not stalled: %s", describeStatus(sd))
 	}
 	if strings.Contains(mustJSON(t, sd.Status), "hunter2") {
 		t.Fatal("status carries the password")
 	}
-	waitEvent(t, ns, "old", "Warning/"+controllers.ReasonEndpointRefused)
+	waitEvent(t, ns, "old", "Warning/"+apiv1.ReasonEndpointRefused)
 	var evs eventsv1.EventList
 	if err := k8sClient.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)

@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 )
 
 // leakOptions are the goroutines that outlive a story by design: the suite's shared admin
@@ -244,7 +243,7 @@ func activatedMessages(t testing.TB, ns, name string) []string {
 	}
 	var out []string
 	for _, e := range list.Items {
-		if e.Regarding.Name == name && e.Reason == controllers.ReasonActivated {
+		if e.Regarding.Name == name && e.Reason == apiv1.ReasonActivated {
 			out = append(out, e.Note)
 		}
 	}

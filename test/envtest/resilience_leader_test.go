@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
@@ -82,7 +81,7 @@ func TestResilienceLeaderFailover(t *testing.T) {
 	makeGrant(t, ns, "all")
 	sd := addService(t, ns, "before", base, live.URL+"/before", "all")
 	sd = waitObj(t, sd, storyTimeout, "Ready under the first leader", isReady[*apiv1.ServiceDeployment])
-	waitEvent(t, ns, "before", "Normal/"+controllers.ReasonActivated)
+	waitEvent(t, ns, "before", "Normal/"+apiv1.ReasonActivated)
 	settleWrites(t, first, writeQuiet)
 	if elected(second) || second.reconciles(ns+"/before") != 0 || second.writes.Load() != 0 {
 		t.Fatalf("the follower acted while the first manager led: elected %v, %d reconciles, %d writes",
@@ -129,9 +128,9 @@ func TestResilienceLeaderFailover(t *testing.T) {
 	// New work is the new leader's, activated once.
 	after := addService(t, ns, "after", base, live.URL+"/after", "all")
 	waitObj(t, after, storyTimeout, "Ready under the new leader", isReady[*apiv1.ServiceDeployment])
-	waitEvent(t, ns, "after", "Normal/"+controllers.ReasonActivated)
+	waitEvent(t, ns, "after", "Normal/"+apiv1.ReasonActivated)
 	settleWrites(t, second, writeQuiet)
-	if got := eventCounts(t, ns, "after")["Normal/"+controllers.ReasonActivated]; got != 1 {
+	if got := eventCounts(t, ns, "after")["Normal/"+apiv1.ReasonActivated]; got != 1 {
 		t.Fatalf("%d Activated events for the deployment created after the failover", got)
 	}
 	if first.reconciles(ns+"/after") != 0 {

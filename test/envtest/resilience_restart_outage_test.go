@@ -30,7 +30,6 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/cmd/manager/app"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/packstore"
 	"github.com/b10x/connector-mcp/ocipack"
 )
@@ -118,7 +117,7 @@ func TestResilienceRestartDuringRegistryOutage(t *testing.T) {
 		at := requestReverify(t, sd)
 		sd = waitObj(t, sd, storyTimeout, "re-verified after the restart", func(d *apiv1.ServiceDeployment) bool { return frozenSince(d, at) })
 		if !isReady(sd) || sd.Status.ActiveSnapshotDigest != rw.active {
-			t.Fatalf("re-verification %d after the restart: Ready %+v, active %q", i, condOf(sd, controllers.TypeReady), sd.Status.ActiveSnapshotDigest)
+			t.Fatalf("re-verification %d after the restart: Ready %+v, active %q", i, condOf(sd, apiv1.ConditionReady), sd.Status.ActiveSnapshotDigest)
 		}
 	}
 	prof := waitObj(t, rw.prof, storyTimeout, "profile status read", func(*apiv1.McpServiceProfile) bool { return true })
@@ -130,7 +129,7 @@ func TestResilienceRestartDuringRegistryOutage(t *testing.T) {
 		t.Fatalf("the watch saw %d status revisions, want the initial one and two re-verifications", len(seen))
 	}
 	for i, st := range seen {
-		ready := meta.FindStatusCondition(st.Conditions, controllers.TypeReady)
+		ready := meta.FindStatusCondition(st.Conditions, apiv1.ConditionReady)
 		if ready == nil || ready.Status != metav1.ConditionTrue || st.ActiveSnapshotDigest != rw.active {
 			t.Fatalf("status revision %d after the restart: Ready %+v, active %q", i, ready, st.ActiveSnapshotDigest)
 		}
@@ -165,9 +164,9 @@ func TestResilienceRestartDuringRegistryOutageWithoutStore(t *testing.T) {
 	}
 	startOperator(t, rw.ns, rw.o)
 	prof := waitObj(t, rw.prof, storyTimeout, "RegistryUnavailable", func(p *apiv1.McpServiceProfile) bool {
-		return hasCondition(p, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonRegistryUnavailable)
+		return hasCondition(p, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonRegistryUnavailable)
 	})
-	if hasCondition(prof, controllers.TypeStalled, metav1.ConditionTrue, "") {
+	if hasCondition(prof, apiv1.ConditionStalled, metav1.ConditionTrue, "") {
 		t.Fatalf("an unreachable registry stalled the profile: %+v", prof.Status.Conditions)
 	}
 }
@@ -201,9 +200,9 @@ func TestResilienceRestartDuringRegistryOutageTamperedStore(t *testing.T) {
 	log := watchDeployment(t, rw.ns, "demo")
 	startOperator(t, rw.ns, rw.o)
 	prof := waitObj(t, rw.prof, storyTimeout, "RegistryUnavailable", func(p *apiv1.McpServiceProfile) bool {
-		return hasCondition(p, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonRegistryUnavailable)
+		return hasCondition(p, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonRegistryUnavailable)
 	})
-	if hasCondition(prof, controllers.TypeStalled, metav1.ConditionTrue, "") {
+	if hasCondition(prof, apiv1.ConditionStalled, metav1.ConditionTrue, "") {
 		t.Fatalf("a tampered store entry stalled the profile: %+v", prof.Status.Conditions)
 	}
 	at := requestReverify(t, rw.sd)
@@ -409,7 +408,7 @@ func TestResilienceGatewayStartDuringRegistryOutage(t *testing.T) {
 			continue
 		}
 		eventually(t, storyTimeout, "the gateway says the registry is unavailable", func() error {
-			if !strings.Contains(logs.text(), controllers.ReasonRegistryUnavailable) {
+			if !strings.Contains(logs.text(), apiv1.ReasonRegistryUnavailable) {
 				return errString("no RegistryUnavailable log yet")
 			}
 			return nil

@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/review"
@@ -74,7 +73,7 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 	mcptest.SetTool(srv, &mcp.Tool{Name: longName, InputSchema: json.RawMessage(`{"type":"object"}`)})
 	srv.RemoveTools("fail")
 	sd = waitObj(t, sd, storyTimeout, "drift refusal", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift) && len(sd.Status.Drift.Removed) == 1 && len(sd.Status.Drift.Added) == 2
+		return hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSnapshotDrift) && len(sd.Status.Drift.Removed) == 1 && len(sd.Status.Drift.Added) == 2
 	})
 	wantClasses := map[string]int32{review.ClassTextOnly: 1, review.ClassSchemaWidened: 1, review.ClassNewTool: 2, review.ClassRemovedTool: 1}
 	if !equalCounts(sd.Status.Drift.Classes, wantClasses) {
@@ -241,7 +240,7 @@ func TestStoryReviewOversizedCandidateIsNamedNotCut(t *testing.T) {
 		mcptest.SetTool(srv, &mcp.Tool{Name: fmt.Sprintf("huge-%02d", i), Description: strings.Repeat("a", 60<<10), InputSchema: json.RawMessage(`{"type":"object"}`)})
 	}
 	sd = waitObj(t, sd, storyTimeout, "drift refusal", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift) && len(sd.Status.Drift.Added) == n
+		return hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSnapshotDrift) && len(sd.Status.Drift.Added) == n
 	})
 	rv := waitObj(t, &apiv1.McpSnapshotReview{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "svc"}}, storyTimeout, "review recorded",
 		func(rv *apiv1.McpSnapshotReview) bool {
@@ -263,7 +262,7 @@ func TestStoryReviewOversizedCandidateIsNamedNotCut(t *testing.T) {
 
 	// The refused gauge follows the informer: the deleted deployment leaves it at once (no
 	// decrement to miss).
-	if got := refusedSeries(t, op.wired.Refused, ns); got[controllers.ReasonSnapshotDrift] != 1 {
+	if got := refusedSeries(t, op.wired.Refused, ns); got[apiv1.ReasonSnapshotDrift] != 1 {
 		t.Fatalf("refused gauge = %v, want SnapshotDrift 1", got)
 	}
 	if err := k8sClient.Delete(context.Background(), sd); err != nil {

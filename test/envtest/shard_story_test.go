@@ -75,8 +75,8 @@ func TestStoryShardsSplitTheWorkAndJudgeCollisionsAcross(t *testing.T) {
 	waitObj(t, ok, storyTimeout, "shard 2's own deployment Ready", isReady[*apiv1.ServiceDeployment])
 	claimant := sharded(newDeployment(ns, "claimant", "svc3", "provider-a", live.URL+"/c", doc3, nil, "all"), "shard2")
 	mustCreate(t, claimant)
-	claimant = refusedWith(t, claimant, controllers.ReasonProviderCollision)
-	if msg := condOf(claimant, controllers.TypeBound).Message; !strings.Contains(msg, ns+"/holder") {
+	claimant = refusedWith(t, claimant, apiv1.ReasonProviderCollision)
+	if msg := condOf(claimant, apiv1.ConditionBound).Message; !strings.Contains(msg, ns+"/holder") {
 		t.Fatalf("the cross-shard refusal does not name the holder: %q", msg)
 	}
 	if shard2.writes.Load() == 0 {

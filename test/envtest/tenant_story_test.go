@@ -33,7 +33,6 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/cmd/manager/app"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
@@ -264,36 +263,36 @@ func TestStoryHostileTenant(t *testing.T) {
 	}
 	attempts := map[string]attempt{
 		"Secret without the label": {sd: deploy("no-label", hostile.URL+"/mcp/1", cred("app-db")),
-			reason: controllers.ReasonCredentialNotFound, refusal: k8sbinding.RefusalCredentialNotOptedIn},
+			reason: apiv1.ReasonCredentialNotFound, refusal: k8sbinding.RefusalCredentialNotOptedIn},
 		"labelled Secret for another host": {sd: deploy("other-host", hostile.URL+"/mcp/2", cred("for-elsewhere")),
-			reason: controllers.ReasonCredentialRefused, refusal: k8sbinding.RefusalCredentialHostNotAllowed, stalled: true, mustHide: []string{"mcp.example.com"}},
+			reason: apiv1.ReasonCredentialRefused, refusal: k8sbinding.RefusalCredentialHostNotAllowed, stalled: true, mustHide: []string{"mcp.example.com"}},
 		"ServiceAccount-token Secret": {sd: deploy("sa-token", hostile.URL+"/mcp/3", cred("sa-token")),
-			reason: controllers.ReasonCredentialRefused, refusal: k8sbinding.RefusalCredentialServiceAccountToken, stalled: true},
+			reason: apiv1.ReasonCredentialRefused, refusal: k8sbinding.RefusalCredentialServiceAccountToken, stalled: true},
 		"allowCIDRs beyond the ceiling (another team's grant)": {sd: deploy("wide", hostile.URL+"/mcp/4", nil, "10.0.0.0/8"),
-			reason: controllers.ReasonEndpointRefused, refusal: k8sbinding.RefusalEgressCeiling, stalled: true, mustHide: []string{"10.20.0.0"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: k8sbinding.RefusalEgressCeiling, stalled: true, mustHide: []string{"10.20.0.0"}},
 		"the apiserver's endpoint address inside an allowed range": {sd: deploy("apiserver", "https://198.51.100.7:6443/mcp", nil, "198.51.100.0/24"),
-			reason: controllers.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"apiserver"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"apiserver"}},
 		"the kubernetes Service inside an allowed range": {sd: deploy("service-cidr", "http://10.0.0.1:443/mcp", nil, "10.0.0.0/24"),
-			reason: controllers.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"apiserver"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"apiserver"}},
 		"IPv4 metadata": {sd: deploy("imds4", "http://169.254.169.254/mcp", nil),
-			reason: controllers.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
 		"IPv6 metadata (AWS) inside an allowed range": {sd: deploy("imds6", "http://[fd00:ec2::254]/mcp", nil, "fd00::/8"),
-			reason: controllers.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
 		"IPv6 metadata (GCP)": {sd: deploy("gcp6", "http://[fd20:ce::254]/mcp", nil),
-			reason: controllers.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
 		"IPv4 metadata mapped into IPv6": {sd: deploy("mapped", "http://[::ffff:169.254.169.254]/mcp", nil),
-			reason: controllers.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
 		"IPv4 metadata through NAT64": {sd: deploy("nat64", "http://[64:ff9b::a9fe:a9fe]/mcp", nil),
-			reason: controllers.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
 		"another namespace's endpoint": {sd: deploy("collide", victim.URL+"/mcp", nil),
-			reason: controllers.ReasonAuthorityCollision, refusal: "another deployment", stalled: true, mustHide: []string{victimNS, "payroll"}},
+			reason: apiv1.ReasonAuthorityCollision, refusal: "another deployment", stalled: true, mustHide: []string{victimNS, "payroll"}},
 	}
 
 	// Twin of the apiserver attempt: the neighbouring address of the same allowed range passes
 	// the Bound stage and goes on to the freeze (which nothing answers there).
 	neighbour := deploy("neighbour", "https://198.51.100.8:6443/mcp", nil, "198.51.100.0/24")
 	waitObj(t, neighbour, storyTimeout, "the apiserver's neighbour Bound", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeBound, metav1.ConditionTrue, "") && condOf(sd, controllers.TypeSnapshotFrozen).Status == metav1.ConditionFalse
+		return hasCondition(sd, apiv1.ConditionBound, metav1.ConditionTrue, "") && condOf(sd, apiv1.ConditionSnapshotFrozen).Status == metav1.ConditionFalse
 	})
 
 	// The legitimate path, and its twin inside the ceiling: Ready, the bearer arrives.
@@ -310,11 +309,11 @@ func TestStoryHostileTenant(t *testing.T) {
 
 	for name, a := range attempts {
 		sd := refusedWith(t, a.sd, a.reason)
-		msg := condOf(sd, controllers.TypeReady).Message
+		msg := condOf(sd, apiv1.ConditionReady).Message
 		if !strings.Contains(msg, a.refusal) {
 			t.Errorf("%s: Ready message %q does not name %q", name, msg, a.refusal)
 		}
-		if stalled := hasCondition(sd, controllers.TypeStalled, metav1.ConditionTrue, a.reason); stalled != a.stalled {
+		if stalled := hasCondition(sd, apiv1.ConditionStalled, metav1.ConditionTrue, a.reason); stalled != a.stalled {
 			t.Errorf("%s: Stalled=%v, want %v (%+v)", name, stalled, a.stalled, sd.Status.Conditions)
 		}
 		js := mustJSON(t, sd.Status)
@@ -328,7 +327,7 @@ func TestStoryHostileTenant(t *testing.T) {
 		}
 		// Refusals of the endpoint are decided by the Bound stage: the freeze never ran, so
 		// nothing was dialed.
-		if a.reason == controllers.ReasonEndpointRefused && !hasCondition(sd, controllers.TypeBound, metav1.ConditionFalse, a.reason) {
+		if a.reason == apiv1.ReasonEndpointRefused && !hasCondition(sd, apiv1.ConditionBound, metav1.ConditionFalse, a.reason) {
 			t.Errorf("%s: not refused by the Bound stage: %+v", name, sd.Status.Conditions)
 		}
 		if sd.Status.ActiveSnapshotDigest != "" || sd.Status.CredentialHash != "" {
@@ -394,8 +393,8 @@ func TestStoryHostileTenant(t *testing.T) {
 	// The platform lowers the ceiling: the deployment that relied on it is refused at once (the
 	// McpTrustPolicy watch), with nothing active.
 	mutate(t, tp, func(p *apiv1.McpTrustPolicy) { p.Spec.Egress.AllowedCIDRs = []string{"10.0.0.0/16"} })
-	lowered := refusedWith(t, inCeiling, controllers.ReasonEndpointRefused)
-	if msg := condOf(lowered, controllers.TypeReady).Message; !strings.Contains(msg, k8sbinding.RefusalEgressCeiling) || lowered.Status.ActiveSnapshotDigest != "" {
+	lowered := refusedWith(t, inCeiling, apiv1.ReasonEndpointRefused)
+	if msg := condOf(lowered, apiv1.ConditionReady).Message; !strings.Contains(msg, k8sbinding.RefusalEgressCeiling) || lowered.Status.ActiveSnapshotDigest != "" {
 		t.Fatalf("after the ceiling was lowered: %q, active %q", msg, lowered.Status.ActiveSnapshotDigest)
 	}
 }
