@@ -213,3 +213,49 @@ func TestSDKNeedsTool(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSDKListResult: nothing is withheld from a page the light split does not read; what the SDK
+// is handed for a JSON page is JSON, read by the same light split
+// as the same page with exactly the descriptors sdkNeedsTool keeps, in order, and the same
+// cursor; when nothing is withheld it is the page as received. It never panics.
+func FuzzSDKListResult(f *testing.F) {
+	f.Add([]byte(`{"tools": [ ` + strings.Join(withholdTools, " , ") + `,null], "nextCursor":"c2","ttlMs":5}`))
+	f.Add([]byte(`{"tools":[{"name":"a"},{"name":"b","d":"x-mcp-header"}],"nextCursor":null}`))
+	f.Add([]byte(`{"tools":[{"name":"a","d":"}]\"{["}, [[]], "x\\u"]}`))
+	f.Add([]byte(`{"tools":[]}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		out := sdkListResult(raw)
+		tools, next, ok := splitPage(raw)
+		if !ok && out != nil {
+			t.Fatalf("handed %q for a page the split does not read: %q", out, raw)
+		}
+		if !ok || !json.Valid(raw) {
+			// The transports refuse a frame that is not JSON before a page is read.
+			return
+		}
+		var want []json.RawMessage
+		for _, d := range tools {
+			if sdkNeedsTool(d) {
+				want = append(want, d)
+			}
+		}
+		if out == nil {
+			if len(want) != len(tools) {
+				t.Fatalf("nothing withheld from %q", raw)
+			}
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("handed invalid JSON %q for %q", out, raw)
+		}
+		got, gotNext, ok := splitPage(out)
+		if !ok || len(got) != len(want) || (next == nil) != (gotNext == nil) || (next != nil && *next != *gotNext) {
+			t.Fatalf("handed %q for %q", out, raw)
+		}
+		for i := range got {
+			if string(got[i]) != string(want[i]) {
+				t.Fatalf("descriptor %d: %q, want %q", i, got[i], want[i])
+			}
+		}
+	})
+}
