@@ -213,7 +213,6 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 	// The SDK excludes tools it cannot call correctly (invalid x-mcp-header annotations,
 	// SEP-2243). They stay in the snapshot as evidence, flagged, and are not callable.
 	sdkKept := map[string]bool{}
-	allTyped := true
 	caches := false
 	cursor := ""
 	for page := 0; ; page++ {
@@ -249,7 +248,8 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 			NextCursor *string
 		}{tools, next}
 		if typed == nil {
-			allTyped, caches = false, true
+			// The SDK failed to decode the page it was handed (its tool cache does not hold it).
+			caches = true
 		} else {
 			caches = caches || typed.TTLMs > 0
 			for _, t := range typed.Tools {
@@ -278,14 +278,15 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 	if err != nil {
 		return nil, err
 	}
-	// Only the tools the SDK was handed can have been dropped by it: the transports withhold the
-	// others from it (sdkNeedsTool, sdkListResult), and those carry no x-mcp-header annotation.
+	// A tool the SDK was handed is callable only if the SDK kept it: it dropped the tool (invalid
+	// annotations), or it could not decode the page at all (a descriptor member of the wrong type:
+	// the SDK judged none of the page's tools, and its tool cache holds none of them). The other
+	// tools were withheld from it by the transports (sdkNeedsTool, sdkListResult): they carry no
+	// x-mcp-header annotation, and the SDK had nothing to judge.
 	excluded := map[string]bool{}
-	if allTyped {
-		for _, t := range snap.Tools {
-			if !sdkKept[t.Name] && sdkNeedsTool(t.Descriptor) {
-				excluded[t.Name] = true
-			}
+	for _, t := range snap.Tools {
+		if !sdkKept[t.Name] && sdkNeedsTool(t.Descriptor) {
+			excluded[t.Name] = true
 		}
 	}
 	if len(excluded) > 0 {

@@ -259,3 +259,56 @@ func FuzzSDKListResult(f *testing.F) {
 		}
 	})
 }
+
+// A withheld descriptor is not decoded by the SDK: one whose "title" is not a string is frozen as
+// received and callable. Must-fail twin: handed to the SDK (it may carry an x-mcp-header
+// annotation), the same descriptor fails the SDK's typed decode of the page, so the SDK judged
+// none of the page's annotated tools: they stay in the snapshot, flagged and refused, the valid
+// "route" too, while the page's withheld tools stay callable.
+func TestWithheldToolNotTypedBySDK(t *testing.T) {
+	const plain = `{"name":"t","title":5,"inputSchema":{"type":"object"}}`
+	const handed = `{"name":"h","title":5,"inputSchema":{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"R"}}}}`
+	for _, era := range []mcptest.Era{mcptest.Modern, mcptest.Legacy} {
+		t.Run(string(era), func(t *testing.T) {
+			srv := mcptest.StartRawHTTP(&mcptest.Raw{Era: era, Tools: []json.RawMessage{json.RawMessage(plain)}})
+			t.Cleanup(srv.Close)
+			s := connect(t, ServerConfig{HTTP: &HTTPServer{URL: srv.URL}})
+			snap, err := s.ListTools(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(snap.Tools) != 1 || string(snap.Tools[0].Descriptor) != plain || len(snap.Warnings) != 0 {
+				t.Fatalf("snapshot %+v, warnings %+v", snap.Tools, snap.Warnings)
+			}
+			if _, err := s.CallTool(context.Background(), "t", nil); err != nil {
+				t.Fatalf("calling the withheld tool: %v", err)
+			}
+
+			tools := []json.RawMessage{json.RawMessage(plain), json.RawMessage(handed), json.RawMessage(withholdTools[1])}
+			twin := mcptest.StartRawHTTP(&mcptest.Raw{Era: era, Tools: tools})
+			t.Cleanup(twin.Close)
+			s = connect(t, ServerConfig{HTTP: &HTTPServer{URL: twin.URL}})
+			snap, err = s.ListTools(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var flagged []string
+			for _, w := range snap.Warnings {
+				if w.Code == WarnInvalidToolHeaders {
+					flagged = append(flagged, w.Tool)
+				}
+			}
+			if len(snap.Tools) != 3 || !slices.Equal(flagged, []string{"h", "route"}) {
+				t.Fatalf("%d tools, flagged %v, want 3 and [h route]", len(snap.Tools), flagged)
+			}
+			for _, name := range flagged {
+				if _, err := s.CallTool(context.Background(), name, nil); refusal.Name(err) != RefusalInvalidToolHeaders {
+					t.Fatalf("calling %s: %v, want %s", name, err, RefusalInvalidToolHeaders)
+				}
+			}
+			if _, err := s.CallTool(context.Background(), "t", nil); err != nil {
+				t.Fatalf("calling the withheld tool: %v", err)
+			}
+		})
+	}
+}
