@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
@@ -125,6 +126,30 @@ func BenchmarkListFreeze1000(b *testing.B) {
 		})
 		b.Run("http-"+string(era), func(b *testing.B) {
 			srv := mcptest.StartHTTP(mcptest.NewServer("bench", mcptest.GenerateTools(n)), era)
+			defer srv.Close()
+			bare := &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}
+			benchListing(b, ServerConfig{HTTP: &HTTPServer{URL: srv.URL}}, bare, want, n)
+		})
+	}
+}
+
+// BenchmarkListFreeze1000Annotated is BenchmarkListFreeze1000 over Streamable HTTP with every
+// tool carrying an x-mcp-header annotation: the worst case for mcpclient, whose transports then
+// hand the SDK every descriptor (see sdkListResult), so mcpclient pays the SDK's decode of the
+// whole listing as the baseline does.
+func BenchmarkListFreeze1000Annotated(b *testing.B) {
+	const n = 1000
+	tools := mcptest.GenerateTools(n)
+	for i, t := range tools {
+		t.InputSchema = json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"p%d":{"type":"string","x-mcp-header":"P%d"}}}`, i, i))
+	}
+	for _, era := range []mcptest.Era{mcptest.Modern, mcptest.Legacy} {
+		want := EraModern
+		if era == mcptest.Legacy {
+			want = EraLegacy
+		}
+		b.Run("http-"+string(era), func(b *testing.B) {
+			srv := mcptest.StartHTTP(mcptest.NewServer("bench", tools), era)
 			defer srv.Close()
 			bare := &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}
 			benchListing(b, ServerConfig{HTTP: &HTTPServer{URL: srv.URL}}, bare, want, n)

@@ -167,7 +167,7 @@ func idKey(raw any) string {
 
 // deliverFrame refuses a frame that is not JSON and records the responses it carries. When the
 // frame is one successful response to a tools/call request and has been recorded, it returns the
-// frame the SDK is handed instead (see placeholderFrame); otherwise the SDK gets raw unchanged.
+// frame the SDK is handed instead (see replaceResult); otherwise the SDK gets raw unchanged.
 func (r *registry) deliverFrame(st *callState, raw []byte) ([]byte, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
@@ -181,8 +181,8 @@ func (r *registry) deliverFrame(st *callState, raw []byte) ([]byte, error) {
 	if raw[0] == '{' {
 		var ms []snapshot.Member
 		if ms, err = snapshot.Members(raw); err == nil {
-			if r.deliverMembers(ms) {
-				return placeholderFrame(ms), nil
+			if rep := r.deliverMembers(ms); rep != nil {
+				return replaceResult(ms, rep), nil
 			}
 			return nil, nil
 		}
@@ -203,13 +203,16 @@ func (r *registry) deliverFrame(st *callState, raw []byte) ([]byte, error) {
 // placeholderResult is the result the SDK decodes in place of a recorded tools/call result.
 const placeholderResult = `{}`
 
-// placeholderFrame rebuilds a response frame from its members as received, the "result" value
-// replaced by placeholderResult. The raw result has already been checked (strict scan) and
-// recorded below the SDK, and the client returns those bytes, never the SDK's typed decode of
-// them; handing the SDK the whole result only made it decode it twice more into Go values
-// (content blocks, structuredContent maps) that are thrown away. Every other member reaches the
-// SDK as received, so its verdict on the envelope (version tag, id, unknown members) is unchanged.
-func placeholderFrame(ms []snapshot.Member) []byte {
+// replaceResult rebuilds a response frame from its members as received, the "result" value
+// replaced by result: placeholderResult for a recorded tools/call result, or a recorded
+// tools/list result with the descriptors the SDK need not see withheld (see sdkListResult).
+//
+// The raw result has already been checked (strict scan) and recorded below the SDK, and the
+// client returns or freezes those bytes, never the SDK's typed decode of them; handing the SDK the
+// whole result only made it decode it again into Go values that are thrown away. Every other
+// member reaches the SDK as received, so its verdict on the envelope (version tag, id, unknown
+// members) is unchanged.
+func replaceResult(ms []snapshot.Member, result []byte) []byte {
 	n := 2
 	for _, m := range ms {
 		n += len(m.Name) + len(m.Value) + 4
@@ -223,12 +226,74 @@ func placeholderFrame(ms []snapshot.Member) []byte {
 		out = appendName(out, m.Name)
 		out = append(out, ':')
 		if m.Name == "result" {
-			out = append(out, placeholderResult...)
+			out = append(out, result...)
 		} else {
 			out = append(out, m.Value...)
 		}
 	}
 	return append(out, '}')
+}
+
+// sdkNeedsTool reports whether the SDK must see a tool descriptor: whether it may carry an
+// x-mcp-header annotation (SEP-2243), the only thing the SDK's ListTools judges a tool by (it
+// excludes a tool whose annotations are invalid) or keeps from it (its tool cache, from which it
+// derives the Mcp-Param-* headers of a call). The SDK reads member names exactly (case-sensitive),
+// so the key is spelled either plainly or with at least one \u escape; a descriptor with neither
+// has no such annotation. A descriptor that is not an object is handed over too, so the SDK's
+// verdict on it (a failed decode, or its exclusion of a null tool) stays as it was.
+func sdkNeedsTool(desc []byte) bool {
+	return len(desc) == 0 || desc[0] != '{' ||
+		bytes.Contains(desc, []byte("x-mcp-header")) || bytes.Contains(desc, []byte(`\u`))
+}
+
+// sdkListResult returns the tools/list result the SDK is handed in place of the recorded result
+// raw: every member as received, the "tools" array holding only the descriptors sdkNeedsTool
+// keeps, in their order. It returns nil (the SDK gets raw as received) when nothing is withheld
+// or when raw is not a page the light split understands (see splitPage).
+//
+// The SDK's typed decode and x-mcp-header filter of every descriptor was most of the cost of a
+// listing, and mcpclient freezes the raw descriptors it recorded, not the SDK's decode. What the
+// SDK still sees is all it acts on: the tools whose annotations it may exclude (Session.ListTools
+// flags exactly those it dropped), and the annotations it keeps in its tool cache for the calls
+// it makes. A withheld tool has no annotation: called through the SDK, it is not in the SDK's
+// cache, which the SDK only consults for headers (it never refuses a tool it has not listed), so
+// it gets the headers it would have had: none.
+func sdkListResult(raw []byte) []byte {
+	tools, _, lo, hi, ok := splitPageAt(raw)
+	if !ok {
+		return nil
+	}
+	keep := 0
+	for _, d := range tools {
+		if sdkNeedsTool(d) {
+			keep++
+		}
+	}
+	if keep == len(tools) {
+		return nil
+	}
+	n := lo + 2 + len(raw) - hi
+	for _, d := range tools {
+		if sdkNeedsTool(d) {
+			n += len(d) + 1
+		}
+	}
+	out := make([]byte, 0, n)
+	out = append(out, raw[:lo]...)
+	out = append(out, '[')
+	first := true
+	for _, d := range tools {
+		if !sdkNeedsTool(d) {
+			continue
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(out, d...)
+	}
+	out = append(out, ']')
+	return append(out, raw[hi:]...)
 }
 
 // appendName appends a member name as a JSON string (the name is valid UTF-8: the frame passed
@@ -274,9 +339,10 @@ type rpcError struct {
 
 // deliverMembers records one JSON-RPC response, given as its members (exact-case names; the
 // values as received), in its callState. A request or notification (a "method" member), a
-// message without an id, or a member of the wrong type is not recorded. It reports whether the
-// message was recorded as the successful result of a tools/call request (see placeholderFrame).
-func (r *registry) deliverMembers(ms []snapshot.Member) bool {
+// message without an id, or a member of the wrong type is not recorded. When the message was
+// recorded as the successful result of a tools/call or tools/list request, it returns the result
+// the SDK is handed instead (see sdkResult and replaceResult); otherwise nil.
+func (r *registry) deliverMembers(ms []snapshot.Member) []byte {
 	var id, result json.RawMessage
 	var rpcErr *rpcError
 	for _, m := range ms {
@@ -286,37 +352,58 @@ func (r *registry) deliverMembers(ms []snapshot.Member) bool {
 		case "method":
 			var method string
 			if snapshot.Unmarshal(m.Value, &method) != nil || method != "" {
-				return false
+				return nil
 			}
 		case "result":
 			result = m.Value
 		case "error":
 			if snapshot.Unmarshal(m.Value, &rpcErr) != nil {
-				return false
+				return nil
 			}
 		}
 	}
 	if len(id) == 0 {
-		return false
+		return nil
 	}
 	var idv any
 	if json.Unmarshal(id, &idv) != nil {
-		return false
+		return nil
 	}
 	st := r.lookup(idKey(idv))
 	if st == nil {
-		return false
+		return nil
 	}
 	if rpcErr != nil {
 		st.deliver(nil, true, true, rpcErr.Code, rpcErr.Data)
-		return false
+		return nil
 	}
 	// Every caller checked the whole frame first (snapshot.Members or snapshot.Validate).
-	return st.deliver(result, true, false, 0, nil) && st.op == opCallTool && len(result) > 0
+	if !st.deliver(result, true, false, 0, nil) {
+		return nil
+	}
+	return sdkResult(st.op, result)
 }
 
 // opCallTool is the operation whose recorded results the SDK sees as placeholders.
 const opCallTool = "tools/call"
+
+// opListTools is the operation whose recorded results the SDK sees with the descriptors it need
+// not see withheld (see sdkListResult).
+const opListTools = "tools/list"
+
+// sdkResult returns the result the SDK is handed in place of the recorded successful result of
+// an op request, or nil when it gets the result as received.
+func sdkResult(op string, result json.RawMessage) []byte {
+	switch {
+	case len(result) == 0:
+		return nil
+	case op == opCallTool:
+		return []byte(placeholderResult)
+	case op == opListTools:
+		return sdkListResult(result)
+	}
+	return nil
+}
 
 // captureConn wraps the stdio connection (ours; the SDK's HTTP connection is never wrapped) to
 // bind request ids to callStates and record raw responses.
@@ -345,9 +432,12 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			case resp.Error != nil:
 				st.deliver(nil, false, true, 0, nil)
 			default:
-				if st.deliver(resp.Result, false, false, 0, nil) && st.op == opCallTool && len(resp.Result) > 0 {
-					// Recorded: the SDK decodes a placeholder (see placeholderFrame).
-					resp.Result = json.RawMessage(placeholderResult)
+				if st.deliver(resp.Result, false, false, 0, nil) {
+					// Recorded: the SDK decodes a placeholder or a listing with the tools it
+					// need not see withheld (see sdkResult).
+					if rep := sdkResult(st.op, resp.Result); rep != nil {
+						resp.Result = rep
+					}
 				}
 			}
 		}
@@ -490,7 +580,7 @@ func frameRefusal(limit int) *RefusalError {
 // jsonBody bounds a JSON response body and records the response it carries. The body is read
 // whole (within the bound) before the SDK gets any of it, as the SDK reads it whole anyway: the
 // SDK then reads the frame as received, or the placeholder frame for a recorded tools/call
-// result (see placeholderFrame).
+// result (see replaceResult).
 type jsonBody struct {
 	body  io.ReadCloser
 	probe *http.Request // a guarded server/discover (see probeBodyFailed)
@@ -560,7 +650,7 @@ func (b *jsonBody) Close() error { return b.body.Close() }
 // sseBody bounds each server-sent event (and each line) and records the responses it carries.
 // The lines of an event are held until the event ends, and only then handed to the SDK: as
 // received, or with the data lines replaced by the placeholder frame when the event carried a
-// recorded tools/call result (see placeholderFrame).
+// recorded tools/call result (see replaceResult).
 type sseBody struct {
 	body  io.ReadCloser
 	probe *http.Request // a guarded server/discover (see probeBodyFailed)

@@ -626,9 +626,10 @@ type headerBinding struct {
 }
 
 // paramHeaders returns the Mcp-Param-* headers the SDK derives from the tool's x-mcp-header
-// annotations and the call's arguments (its generateParamHeaders).
+// annotations and the call's arguments (its generateParamHeaders). The annotation key may be
+// spelled with \u escapes, as the SDK decodes it (sdkNeedsTool).
 func paramHeaders(desc, args []byte) map[string]string {
-	if !bytes.Contains(desc, []byte(`"x-mcp-header"`)) {
+	if !sdkNeedsTool(desc) {
 		return nil
 	}
 	var d struct {

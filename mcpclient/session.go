@@ -200,7 +200,7 @@ func (s *Session) exchange(ctx context.Context, op string, st *callState, fn fun
 // ListTools lists every tool (all pages, within the bounds) and freezes the listing into a new
 // immutable snapshot of the raw descriptors as received.
 func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error) {
-	const op = "tools/list"
+	const op = opListTools
 	// Until this listing completes, the SDK's tool cache (from which it derives the x-mcp-header
 	// headers) may hold pages of it that s.last does not: calls take the SDK path meanwhile.
 	s.mu.Lock()
@@ -213,7 +213,6 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 	// The SDK excludes tools it cannot call correctly (invalid x-mcp-header annotations,
 	// SEP-2243). They stay in the snapshot as evidence, flagged, and are not callable.
 	sdkKept := map[string]bool{}
-	allTyped := true
 	caches := false
 	cursor := ""
 	for page := 0; ; page++ {
@@ -249,7 +248,8 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 			NextCursor *string
 		}{tools, next}
 		if typed == nil {
-			allTyped, caches = false, true
+			// The SDK failed to decode the page it was handed (its tool cache does not hold it).
+			caches = true
 		} else {
 			caches = caches || typed.TTLMs > 0
 			for _, t := range typed.Tools {
@@ -278,12 +278,15 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 	if err != nil {
 		return nil, err
 	}
+	// A tool the SDK was handed is callable only if the SDK kept it: it dropped the tool (invalid
+	// annotations), or it could not decode the page at all (a descriptor member of the wrong type:
+	// the SDK judged none of the page's tools, and its tool cache holds none of them). The other
+	// tools were withheld from it by the transports (sdkNeedsTool, sdkListResult): they carry no
+	// x-mcp-header annotation, and the SDK had nothing to judge.
 	excluded := map[string]bool{}
-	if allTyped {
-		for _, t := range snap.Tools {
-			if !sdkKept[t.Name] {
-				excluded[t.Name] = true
-			}
+	for _, t := range snap.Tools {
+		if !sdkKept[t.Name] && sdkNeedsTool(t.Descriptor) {
+			excluded[t.Name] = true
 		}
 	}
 	if len(excluded) > 0 {
@@ -492,13 +495,20 @@ func parsePage(raw []byte) ([]json.RawMessage, *string, error) {
 // encoding/json's check of the line; HTTP: the strict scan of the frame), so the structure the
 // split relies on holds; ok is false for anything it does not expect, and parsePageTokens decides.
 func splitPage(raw []byte) (tools []json.RawMessage, next *string, ok bool) {
+	tools, next, _, _, ok = splitPageAt(raw)
+	return tools, next, ok
+}
+
+// splitPageAt is splitPage that also returns where the "tools" array is: raw[lo:hi], brackets
+// included.
+func splitPageAt(raw []byte) (tools []json.RawMessage, next *string, lo, hi int, ok bool) {
 	if !utf8.Valid(raw) {
-		return nil, nil, false
+		return nil, nil, 0, 0, false
 	}
 	p := pageSplitter{b: raw}
 	p.ws()
 	if !p.eat('{') {
-		return nil, nil, false
+		return nil, nil, 0, 0, false
 	}
 	var names [8]string
 	seen := names[:0]
@@ -509,35 +519,37 @@ func splitPage(raw []byte) (tools []json.RawMessage, next *string, ok bool) {
 		}
 		name, ok := p.plainString()
 		if !ok {
-			return nil, nil, false
+			return nil, nil, 0, 0, false
 		}
 		for _, n := range seen {
 			if n == name {
-				return nil, nil, false
+				return nil, nil, 0, 0, false
 			}
 		}
 		seen = append(seen, name)
 		p.ws()
 		if !p.eat(':') {
-			return nil, nil, false
+			return nil, nil, 0, 0, false
 		}
 		p.ws()
 		switch name {
 		case "tools":
+			lo = p.i
 			if tools, ok = p.array(); !ok {
-				return nil, nil, false
+				return nil, nil, 0, 0, false
 			}
+			hi = p.i
 		default:
 			v, ok := p.value()
 			if !ok {
-				return nil, nil, false
+				return nil, nil, 0, 0, false
 			}
 			if name == "nextCursor" {
 				if snapshot.Unmarshal(v, &next) != nil {
-					return nil, nil, false
+					return nil, nil, 0, 0, false
 				}
 			} else if snapshot.Validate(v) != nil {
-				return nil, nil, false
+				return nil, nil, 0, 0, false
 			}
 		}
 		p.ws()
@@ -545,14 +557,14 @@ func splitPage(raw []byte) (tools []json.RawMessage, next *string, ok bool) {
 			break
 		}
 		if !p.eat(',') {
-			return nil, nil, false
+			return nil, nil, 0, 0, false
 		}
 	}
 	p.ws()
 	if p.i != len(p.b) || tools == nil {
-		return nil, nil, false
+		return nil, nil, 0, 0, false
 	}
-	return tools, next, true
+	return tools, next, lo, hi, true
 }
 
 // pageSplitter finds the extent of JSON values in text whose grammar was already checked; every
