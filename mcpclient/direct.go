@@ -246,7 +246,7 @@ func (s *Session) checkResponse(resp *http.Response) error {
 		Method string          `json:"method"`
 		Error  json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(body, &m) == nil && m.Method == "" && len(m.Error) > 0 && string(m.Error) != "null" {
+	if snapshot.Unmarshal(body, &m) == nil && m.Method == "" && len(m.Error) > 0 && string(m.Error) != "null" {
 		return errErrorResponse // the recorded JSON-RPC error (or the status) explains it
 	}
 	return s.fail(fmt.Errorf("HTTP %d", resp.StatusCode))
@@ -532,7 +532,7 @@ func (s *Session) dispatch(ctx context.Context, id string, raw []byte) (ours, ok
 		Result  json.RawMessage `json:"result"`
 		Error   json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(raw, &m) != nil || m.Version != "2.0" {
+	if snapshot.Unmarshal(raw, &m) != nil || m.Version != "2.0" {
 		return false, false
 	}
 	hasID := len(m.ID) > 0 && string(m.ID) != "null"
@@ -541,7 +541,7 @@ func (s *Session) dispatch(ctx context.Context, id string, raw []byte) (ours, ok
 			return false, false
 		}
 		var v any
-		return json.Unmarshal(m.ID, &v) == nil && v == id, true
+		return snapshot.Unmarshal(m.ID, &v) == nil && v == id, true
 	}
 	if !hasID {
 		return false, true // a notification: progress, logging, list changes have no effect on a call
@@ -643,7 +643,7 @@ func paramHeaders(desc, args []byte) map[string]string {
 		return nil
 	}
 	var a map[string]json.RawMessage
-	if json.Unmarshal(args, &a) != nil || a == nil {
+	if snapshot.Unmarshal(args, &a) != nil || a == nil {
 		return nil
 	}
 	out := map[string]string{}
@@ -665,7 +665,7 @@ func collectBindings(props map[string]headerProperty, prefix []string, out []hea
 	for name, p := range props {
 		path := append(append(make([]string, 0, len(prefix)+1), prefix...), name)
 		var h string
-		if json.Unmarshal(p.XMCPHeader, &h) == nil && h != "" {
+		if snapshot.Unmarshal(p.XMCPHeader, &h) == nil && h != "" {
 			out = append(out, headerBinding{path: path, header: h})
 		}
 		if len(p.Properties) > 0 {
@@ -682,7 +682,7 @@ func lookupArgument(args map[string]json.RawMessage, path []string) (json.RawMes
 	}
 	for _, part := range path[1:] {
 		var obj map[string]json.RawMessage
-		if json.Unmarshal(cur, &obj) != nil {
+		if snapshot.Unmarshal(cur, &obj) != nil {
 			return nil, false
 		}
 		if cur, ok = obj[part]; !ok {
@@ -697,7 +697,7 @@ func lookupArgument(args map[string]json.RawMessage, path []string) (json.RawMes
 // like the base64 wrapper) is sent as =?base64?...?=.
 func headerValue(raw json.RawMessage) (string, bool) {
 	var v any
-	if json.Unmarshal(raw, &v) != nil {
+	if snapshot.Unmarshal(raw, &v) != nil {
 		return "", false
 	}
 	var s string
@@ -706,8 +706,13 @@ func headerValue(raw json.RawMessage) (string, bool) {
 		s = x
 	case bool:
 		s = strconv.FormatBool(x)
+	case int64: // snapshot.Unmarshal keeps integers as int64; the SDK's float64 rule applies
+		if x < -maxSafeInteger || x > maxSafeInteger {
+			return "", false
+		}
+		s = strconv.FormatInt(x, 10)
 	case float64:
-		const maxSafe = 1<<53 - 1
+		const maxSafe = maxSafeInteger
 		if math.IsNaN(x) || math.IsInf(x, 0) || x != math.Trunc(x) || x < -maxSafe || x > maxSafe {
 			return "", false
 		}
@@ -720,6 +725,9 @@ func headerValue(raw json.RawMessage) (string, bool) {
 	}
 	return s, true
 }
+
+// maxSafeInteger is the largest integer a JSON number carries exactly as an IEEE 754 double.
+const maxSafeInteger = 1<<53 - 1
 
 func needsBase64(s string) bool {
 	if s == "" {

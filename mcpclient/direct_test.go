@@ -323,6 +323,11 @@ var hostileCalls = []hostileCall{
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, echoResult(`"someone-else"`))
 	}, want1: "refusal call_timeout", want2: "refusal call_timeout", answered: []string{"notifications/cancelled"}},
+	// Member names are exact-case on both paths: "ID" is not the response's id.
+	{name: "case-variant id member", limits: Limits{CallTimeout: 300 * time.Millisecond}, call: func(w http.ResponseWriter, r0 *http.Request, id string) {
+		sse(w, "data: {\"jsonrpc\":\"2.0\",\"ID\":"+id+",\"result\":{\"content\":[]}}\n\n")
+		hang(r0)
+	}, want1: "transport 0 connection closed []", want2: "transport 0 connection closed []"},
 	{name: "SSE with garbage", call: func(w http.ResponseWriter, _ *http.Request, _ string) {
 		sse(w, "data: <html>not json</html>\n\n")
 	}, want1: "refusal invalid_json", want2: "refusal invalid_json"},
