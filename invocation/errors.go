@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/b10x/connector-mcp/mcpclient"
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 // Refusal names, stable and snake_case. Every refusal of this package returns one of them from
@@ -214,11 +215,5 @@ func (e *CallError) Error() string {
 	return fmt.Sprintf("invocation: %q: call failed: %v", clip(e.Operation), e.Err)
 }
 
-// clip bounds an identifier before it goes into an error message.
-func clip(s string) string {
-	const max = 128
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
-}
+// clip bounds an identifier before it goes into an error message (refusal.Clip at 128 bytes).
+func clip(s string) string { return refusal.Clip(s, 128) }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 // BlobStore keeps, per pack reference, the raw registry content a successful verification read:
@@ -151,7 +153,7 @@ func (s storedSource) referrers(_ context.Context, _ ocispec.Descriptor, fn func
 // get returns the stored blob of desc when it hashes to desc.Digest and (when desc.Size is
 // known) has desc.Size bytes; otherwise an error wrapping ErrStoredMismatch.
 func (s storedSource) get(desc ocispec.Descriptor) ([]byte, error) {
-	mismatch := fmt.Errorf("%w: %s", ErrStoredMismatch, clipDigest(desc.Digest))
+	mismatch := fmt.Errorf("%w: %s", ErrStoredMismatch, refusal.Clip(desc.Digest.String(), 80))
 	if desc.Digest.Validate() != nil {
 		return nil, mismatch
 	}
@@ -160,14 +162,6 @@ func (s storedSource) get(desc ocispec.Descriptor) ([]byte, error) {
 		return nil, mismatch
 	}
 	return b, nil
-}
-
-func clipDigest(d digest.Digest) string {
-	s := d.String()
-	if len(s) > 80 {
-		s = s[:80]
-	}
-	return s
 }
 
 // evidence is the registry content a verification read, kept until the pack is pulled and the

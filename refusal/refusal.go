@@ -96,3 +96,18 @@ func Clip(s string, max int) string {
 	}
 	return strings.ToValidUTF8(s[:cut], "\uFFFD") + Ellipsis
 }
+
+// Truncate bounds s to at most max bytes with no marker, for values that land in a field with a
+// hard length limit (an API schema's maxLength, a condition message): a string of at most max
+// bytes is returned as is; a longer one is cut to max bytes and every invalid UTF-8 byte in the
+// kept part (a character split by the cut included) is dropped, so the result is valid UTF-8 and
+// never longer than max. A max below 0 is treated as 0.
+func Truncate(s string, max int) string {
+	if max < 0 {
+		max = 0
+	}
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "")
+}

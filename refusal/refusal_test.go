@@ -105,6 +105,33 @@ func TestClip(t *testing.T) {
 	}
 }
 
+func TestTruncate(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		max  int
+		want string
+	}{
+		{"short stays", "get_forecast", 64, "get_forecast"},
+		{"exactly max stays", "abcd", 4, "abcd"},
+		{"long ASCII cut at max, no marker", "abcdefgh", 4, "abcd"},
+		{"a split character is dropped", "abcééé", 4, "abc"},
+		{"invalid UTF-8 dropped", "a\xffbcdefgh", 4, "abc"},
+		{"max below zero", "abc", -1, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := refusal.Truncate(tc.in, tc.max)
+			if got != tc.want {
+				t.Fatalf("Truncate(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+			}
+			if !utf8.ValidString(got) || len(got) > max(tc.max, 0) {
+				t.Fatalf("Truncate(%q, %d) = %q: invalid UTF-8 or over the bound", tc.in, tc.max, got)
+			}
+		})
+	}
+}
+
 // FuzzClip: a clipped string is valid UTF-8, never longer than max bytes plus the marker, and a
 // prefix of the input whenever the input is valid UTF-8.
 func FuzzClip(f *testing.F) {
