@@ -1,21 +1,32 @@
 package envtest
 
-// Scale story: many deployments against one local server, from creation to all Ready.
-// `make bench` runs it at 1,000 and 5,000 deployments, `make bench-scale` at 10,000;
-// BENCH_DEPLOYMENTS (a comma-separated list of counts, default "1000,5000") sets the sizes.
-// Reported per size: seconds to all-Ready, milliseconds per object, reconciles/s, API writes per
-// object, test-process RSS.
+// Scale story: many deployments against one local server, from creation to all Ready, with the
+// manager (cmd/manager, chart flags) in its own process. `make bench` runs it at 1,000 and 5,000
+// deployments, `make bench-scale` at 10,000; BENCH_DEPLOYMENTS (a comma-separated list of
+// counts, default "1000,5000") sets the sizes. BENCH_MANAGER_PPROF_DIR, when set, receives a CPU
+// profile of the manager over each size's activation (manager-cpu-N.pprof).
+//
+// Reported per size: seconds until every object exists and until every deployment is Ready,
+// milliseconds per object, the manager's reconciles, API writes per object, and the manager
+// process's RSS (at all-Ready and after a settle period), peak RSS and CPU seconds.
 
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
@@ -53,15 +64,25 @@ func benchSizes(v string) ([]int, error) {
 	return out, nil
 }
 
+// settleAfterReady is how long the manager idles after all-Ready before its settled RSS is read.
+const settleAfterReady = 30 * time.Second
+
 func runActivationScale(b *testing.B, n int) {
 	ns := newNamespaceTB(b, "bench")
-	o := devOptions()
-	o.RetryInterval = time.Second
-	op := startOperator(b, ns, o)
 	_, h := modernServer(mcptest.DefaultTools())
 	live := startSwitchable(b, h)
 	base := reviewedProfile(b, live.URL)
 	makeGrant(b, ns, "all")
+	track := trackNamespace(b, ns)
+	mgr := startManagerProcess(b, ns)
+	// Runs before the manager stops (cleanups run last-registered first): the next size starts
+	// with a manager that caches none of this size's objects.
+	b.Cleanup(func() { deleteScaleObjects(b, ns) })
+	if dir := os.Getenv("BENCH_MANAGER_PPROF_DIR"); dir != "" {
+		go mgr.cpuProfile(filepath.Join(dir, fmt.Sprintf("manager-cpu-%d.pprof", n)), 600)
+	}
+	before := mgr.counters(b)
+	cpuBefore := mgr.stats(b).CPUSeconds
 
 	b.StartTimer()
 	start := time.Now()
@@ -103,17 +124,12 @@ func runActivationScale(b *testing.B, n int) {
 		b.Fatalf("create: %v", err)
 	default:
 	}
+	created := time.Since(start)
 	deadline := time.Now().Add(30 * time.Minute)
 	for {
-		var list apiv1.ServiceDeploymentList
-		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		ready, err := track.readyCount()
+		if err != nil {
 			b.Fatal(err)
-		}
-		ready := 0
-		for i := range list.Items {
-			if isReady(&list.Items[i]) {
-				ready++
-			}
 		}
 		if ready == n {
 			break
@@ -121,42 +137,182 @@ func runActivationScale(b *testing.B, n int) {
 		if time.Now().After(deadline) {
 			b.Fatalf("%d of %d deployments Ready after 30 minutes", ready, n)
 		}
-		time.Sleep(time.Duration(200+n/10) * time.Millisecond) // a List of every deployment each time
+		select {
+		case <-mgr.exited:
+			b.Fatalf("the manager exited with %d of %d deployments Ready:\n%s", ready, n, mgr.logTail())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
 
-	reconciles := 0
-	op.mu.Lock()
-	for k, v := range op.gets {
-		if strings.HasPrefix(k, ns+"/") {
-			reconciles += v
-		}
-	}
-	op.mu.Unlock()
+	atReady := mgr.stats(b)
+	counters := mgr.counters(b)
+	writes := track.modified()
+	time.Sleep(settleAfterReady)
+	settled := mgr.stats(b)
+
+	reconciles := counters.DeploymentReconciles - before.DeploymentReconciles
+	b.ReportMetric(created.Seconds(), "s-to-all-created")
 	b.ReportMetric(elapsed.Seconds(), "s-to-all-ready")
 	b.ReportMetric(float64(elapsed.Milliseconds())/float64(n), "ms/object")
-	b.ReportMetric(float64(reconciles)/elapsed.Seconds(), "deployment-reconciles/s")
-	b.ReportMetric(float64(op.writes.Load())/float64(2*n), "writes/object")
-	b.ReportMetric(float64(rssBytes())/(1<<20), "process-RSS-MiB")
+	b.ReportMetric(reconciles/float64(n), "deployment-reconciles/object")
+	b.ReportMetric(reconciles/elapsed.Seconds(), "deployment-reconciles/s")
+	b.ReportMetric(float64(writes)/float64(2*n), "writes/object")
+	b.ReportMetric((counters.WriteRequests-before.WriteRequests)/float64(2*n), "manager-write-requests/object")
+	b.ReportMetric((counters.Requests-before.Requests)/float64(2*n), "manager-requests/object")
+	b.ReportMetric(atReady.CPUSeconds-cpuBefore, "manager-cpu-s")
+	b.ReportMetric(float64(atReady.RSSBytes)/(1<<20), "manager-RSS-MiB")
+	b.ReportMetric(float64(settled.RSSBytes)/(1<<20), "manager-RSS-settled-MiB")
+	b.ReportMetric(float64(settled.HWMBytes)/(1<<20), "manager-HWM-MiB")
 	b.ReportMetric(float64(n), "deployments")
 }
 
-// rssBytes is the resident set size of this process (manager, apiserver client and test
-// servers share it; the control plane runs in separate processes).
-func rssBytes() int64 {
-	b, err := os.ReadFile("/proc/self/status")
+// cpuProfile saves a CPU profile of the manager over the next seconds (or until it stops) to
+// path; failures are logged to the manager's log directory's neighbour file path+".err".
+func (p *managerProcess) cpuProfile(path string, seconds int) {
+	fail := func(err error) { _ = os.WriteFile(path+".err", []byte(err.Error()+"\n"), 0o600) }
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, fmt.Sprintf("%sprofile?seconds=%d", p.pprofURL, seconds), nil)
 	if err != nil {
-		return 0
+		fail(err)
+		return
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				kb, _ := strconv.ParseInt(f[1], 10, 64)
-				return kb << 10
-			}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		fail(err)
+		return
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		fail(err)
+	}
+}
+
+// deleteScaleObjects deletes the deployments, profiles and events of ns and waits until the
+// deployments and profiles are gone.
+func deleteScaleObjects(b testing.TB, ns string) {
+	ctx := context.Background()
+	for _, o := range []client.Object{&apiv1.ServiceDeployment{}, &apiv1.McpServiceProfile{}, &eventsv1.Event{}} {
+		if err := k8sClient.DeleteAllOf(ctx, o, client.InNamespace(ns)); err != nil {
+			b.Errorf("delete the story's objects: %v", err)
+			return
 		}
 	}
-	return 0
+	deadline := time.Now().Add(5 * time.Minute)
+	for _, l := range []client.ObjectList{&apiv1.ServiceDeploymentList{}, &apiv1.McpServiceProfileList{}} {
+		for {
+			if err := k8sClient.List(ctx, l, client.InNamespace(ns), client.Limit(1)); err != nil {
+				b.Errorf("list the story's objects: %v", err)
+				return
+			}
+			if meta.LenList(l) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Errorf("the story's objects in %s were not gone within 5 minutes", ns)
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+// nsTracker follows the deployments and profiles of one namespace through watches: which
+// deployments are Ready, and how many updates (watch MODIFIED events: status and metadata
+// writes, whoever made them) the objects have had.
+type nsTracker struct {
+	mu    sync.Mutex
+	ready map[string]bool
+	mods  int64
+	err   error
+}
+
+func (tr *nsTracker) readyCount() (int, error) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	n := 0
+	for _, r := range tr.ready {
+		if r {
+			n++
+		}
+	}
+	return n, tr.err
+}
+
+func (tr *nsTracker) modified() int64 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.mods
+}
+
+// trackNamespace starts watching the deployments and profiles of ns (still empty) until the
+// benchmark ends. A watch the apiserver closes is resumed from its last resource version; one
+// that cannot be resumed (the version compacted) fails the tracker rather than miss updates.
+func trackNamespace(b testing.TB, ns string) *nsTracker {
+	b.Helper()
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := &nsTracker{ready: map[string]bool{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, l := range []client.ObjectList{&apiv1.ServiceDeploymentList{}, &apiv1.McpServiceProfileList{}} {
+		if err := wc.List(ctx, l, client.InNamespace(ns)); err != nil {
+			b.Fatal(err)
+		}
+		rv := l.GetResourceVersion()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				w, err := wc.Watch(ctx, l, &client.ListOptions{Namespace: ns, Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+				if err != nil {
+					if ctx.Err() == nil {
+						time.Sleep(200 * time.Millisecond)
+					}
+					continue
+				}
+				for ev := range w.ResultChan() {
+					if ev.Type == watch.Error {
+						tr.mu.Lock()
+						tr.err = fmt.Errorf("watch of %T in %s failed: %v", l, ns, ev.Object)
+						tr.mu.Unlock()
+						w.Stop()
+						return
+					}
+					o, ok := ev.Object.(client.Object)
+					if !ok {
+						continue
+					}
+					rv = o.GetResourceVersion()
+					sd, isSD := o.(*apiv1.ServiceDeployment)
+					tr.mu.Lock()
+					if ev.Type == watch.Modified {
+						tr.mods++
+					}
+					if isSD {
+						switch ev.Type {
+						case watch.Added, watch.Modified:
+							tr.ready[sd.Name] = isReady(sd)
+						case watch.Deleted:
+							delete(tr.ready, sd.Name)
+						}
+					}
+					tr.mu.Unlock()
+				}
+				w.Stop()
+			}
+		}()
+	}
+	b.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	return tr
 }
