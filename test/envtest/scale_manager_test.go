@@ -64,7 +64,8 @@ type managerProcess struct {
 }
 
 // chartManagerArgs are the manager arguments the chart renders with its default values
-// (charts/connector-mcp/values.yaml: leader election on, concurrency 4, retry 30 s, reverify
+// (charts/connector-mcp/values.yaml: leader election on, concurrency 4 for deployments and 4
+// for profiles, retry 30 s, reverify
 // 10 m ...), except the endpoints, which listen on loopback ports here, and the two development
 // flags an inline profile and a loopback MCP server need.
 func chartManagerArgs(leaderNS, metricsAddr, probeAddr, pprofAddr string) []string {
@@ -85,6 +86,7 @@ func chartManagerArgs(leaderNS, metricsAddr, probeAddr, pprofAddr string) []stri
 		"--retry-interval=30s",
 		"--max-tools=2000",
 		"--concurrency=4",
+		"--profile-concurrency=4",
 		"--credential-refresh-skew=5m",
 		"--skip-provenance-unsafe",
 		"--allow-loopback-unsafe",

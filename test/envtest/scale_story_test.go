@@ -4,7 +4,8 @@ package envtest
 // manager (cmd/manager, chart flags) in its own process. `make bench` runs it at 1,000 and 5,000
 // deployments, `make bench-scale` at 10,000; BENCH_DEPLOYMENTS (a comma-separated list of
 // counts, default "1000,5000") sets the sizes. BENCH_MANAGER_PPROF_DIR, when set, receives a CPU
-// profile of the manager over each size's activation (manager-cpu-N.pprof).
+// profile of the manager over the first BENCH_MANAGER_PPROF_SECONDS (default 30) of each size's
+// run (manager-cpu-N.pprof), and its metrics at all-Ready (manager-metrics-N.txt).
 //
 // Reported per size: seconds until every object exists and until every deployment is Ready,
 // milliseconds per object, the manager's reconciles, API writes per object, and the manager
@@ -79,7 +80,12 @@ func runActivationScale(b *testing.B, n int) {
 	// with a manager that caches none of this size's objects.
 	b.Cleanup(func() { deleteScaleObjects(b, ns) })
 	if dir := os.Getenv("BENCH_MANAGER_PPROF_DIR"); dir != "" {
-		go mgr.cpuProfile(filepath.Join(dir, fmt.Sprintf("manager-cpu-%d.pprof", n)), 600)
+		profiled := make(chan struct{})
+		go func() {
+			defer close(profiled)
+			mgr.cpuProfile(filepath.Join(dir, fmt.Sprintf("manager-cpu-%d.pprof", n)), benchProfileSeconds(b))
+		}()
+		b.Cleanup(func() { <-profiled }) // before the manager stops
 	}
 	before := mgr.counters(b)
 	cpuBefore := mgr.stats(b).CPUSeconds
@@ -148,6 +154,11 @@ func runActivationScale(b *testing.B, n int) {
 
 	atReady := mgr.stats(b)
 	counters := mgr.counters(b)
+	if dir := os.Getenv("BENCH_MANAGER_PPROF_DIR"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("manager-metrics-%d.txt", n)), mgr.scrape(b), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
 	writes := track.modified()
 	time.Sleep(settleAfterReady)
 	settled := mgr.stats(b)
@@ -166,6 +177,20 @@ func runActivationScale(b *testing.B, n int) {
 	b.ReportMetric(float64(settled.RSSBytes)/(1<<20), "manager-RSS-settled-MiB")
 	b.ReportMetric(float64(settled.HWMBytes)/(1<<20), "manager-HWM-MiB")
 	b.ReportMetric(float64(n), "deployments")
+}
+
+// benchProfileSeconds is BENCH_MANAGER_PPROF_SECONDS, the length of the manager's CPU profile
+// from the start of creation (default 30).
+func benchProfileSeconds(b testing.TB) int {
+	v := os.Getenv("BENCH_MANAGER_PPROF_SECONDS")
+	if v == "" {
+		return 30
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("BENCH_MANAGER_PPROF_SECONDS=%q: want a positive number of seconds", v)
+	}
+	return n
 }
 
 // cpuProfile saves a CPU profile of the manager over the next seconds (or until it stops) to
