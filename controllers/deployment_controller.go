@@ -309,13 +309,18 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.deriveClaims(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	sd := &v1.ServiceDeployment{}
-	if err := r.Client.Get(ctx, req.NamespacedName, sd); err != nil {
+	// Read-only cache views: the deployment, its profile and its grants are read without a deep
+	// copy (client.UnsafeDisableDeepCopy), so a pass allocates the same whatever the cache holds.
+	// The rule: such an object is never mutated, nor handed to code that may mutate it. The
+	// cached deployment serves as orig; the pass works on its own copy, sd.
+	cached := &v1.ServiceDeployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cached, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.retries.reset(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	sd := cached.DeepCopy()
 	if !inShard(r.Shard, sd) {
 		return ctrl.Result{}, nil // another shard's manager reconciles it
 	}
@@ -327,7 +332,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if sd.Spec.Suspend {
 		return ctrl.Result{}, r.suspend(ctx, sd)
 	}
-	orig := sd.DeepCopy()
+	orig := cached // read-only
 	p := &pass{sd: sd, now: r.now()}
 	p.reverify, p.reverifyWait = ReverifyRequested(sd, p.now)
 
@@ -433,7 +438,8 @@ func (r *DeploymentReconciler) result(sd *v1.ServiceDeployment, failed *StageErr
 func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *StageError {
 	prof := &v1.McpServiceProfile{}
 	key := types.NamespacedName{Namespace: p.sd.Namespace, Name: p.sd.Spec.ProfileRef.Name}
-	if err := r.Client.Get(ctx, key, prof); err != nil {
+	// A read-only cache view (see Reconcile): the Resolver, too, treats prof as read-only.
+	if err := r.Client.Get(ctx, key, prof, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return &StageError{Condition: TypeProfileVerified, Reason: ReasonProfileNotFound, Transient: true,
 				Message: fmt.Sprintf("McpServiceProfile %q does not exist in this namespace", key.Name)}
@@ -511,8 +517,9 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 // checkGrant checks that RoleBinding name exists in the deployment's namespace and that its
 // role allows invoke on this deployment.
 func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDeployment, name string) *StageError {
+	// Read-only cache views (see Reconcile).
 	rb := &rbacv1.RoleBinding{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: name}, rb); err != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: name}, rb, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return refuse(TypeBound, ReasonGrantNotFound, "grant RoleBinding %q does not exist in this namespace", name)
 		}
@@ -523,11 +530,11 @@ func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDep
 	switch rb.RoleRef.Kind {
 	case "Role":
 		role := &rbacv1.Role{}
-		err = r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: rb.RoleRef.Name}, role)
+		err = r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: rb.RoleRef.Name}, role, client.UnsafeDisableDeepCopy)
 		rules = role.Rules
 	case "ClusterRole":
 		role := &rbacv1.ClusterRole{}
-		err = r.Client.Get(ctx, types.NamespacedName{Name: rb.RoleRef.Name}, role)
+		err = r.Client.Get(ctx, types.NamespacedName{Name: rb.RoleRef.Name}, role, client.UnsafeDisableDeepCopy)
 		rules = role.Rules
 	default:
 		return refuse(TypeBound, ReasonGrantDenied, "grant RoleBinding %q refers to an unknown role kind", name)
