@@ -28,6 +28,9 @@ import (
 func BenchmarkDeploymentPass(b *testing.B) {
 	ns := newNamespaceTB(b, "pass")
 	op := startOperator(b, ns, devOptions())
+	// envtest has no namespace controller: without this, the next benchmark's manager (which
+	// watches every namespace) would cache and reconcile these 10,101 deployments too.
+	b.Cleanup(func() { deleteScaleObjects(b, ns) })
 	_, h := modernServer(mcptest.DefaultTools())
 	live := startSwitchable(b, h)
 	doc := reviewedProfile(b, live.URL)

@@ -6,6 +6,7 @@ package envtest
 // counts, default "1000,5000") sets the sizes. BENCH_MANAGER_PPROF_DIR, when set, receives a CPU
 // profile of the manager over the first BENCH_MANAGER_PPROF_SECONDS (default 30) of each size's
 // run (manager-cpu-N.pprof), and its metrics at all-Ready (manager-metrics-N.txt).
+// BENCH_MANAGER_ARGS (space-separated) follow the chart's flags, e.g. "--concurrency=16".
 //
 // Reported per size: seconds until every object exists and until every deployment is Ready,
 // milliseconds per object, the manager's reconciles, API writes per object, and the manager
@@ -75,7 +76,7 @@ func runActivationScale(b *testing.B, n int) {
 	base := reviewedProfile(b, live.URL)
 	makeGrant(b, ns, "all")
 	track := trackNamespace(b, ns)
-	mgr := startManagerProcess(b, ns)
+	mgr := startManagerProcess(b, ns, strings.Fields(os.Getenv("BENCH_MANAGER_ARGS"))...)
 	// Runs before the manager stops (cleanups run last-registered first): the next size starts
 	// with a manager that caches none of this size's objects.
 	b.Cleanup(func() { deleteScaleObjects(b, ns) })
