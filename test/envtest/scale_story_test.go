@@ -5,7 +5,8 @@ package envtest
 // deployments, `make bench-scale` at 10,000; BENCH_DEPLOYMENTS (a comma-separated list of
 // counts, default "1000,5000") sets the sizes. BENCH_MANAGER_PPROF_DIR, when set, receives a CPU
 // profile of the manager over the first BENCH_MANAGER_PPROF_SECONDS (default 30) of each size's
-// run (manager-cpu-N.pprof), and its metrics at all-Ready (manager-metrics-N.txt).
+// run (manager-cpu-N.pprof), and its metrics and heap profile at all-Ready
+// (manager-metrics-N.txt, manager-heap-N.pprof).
 // BENCH_MANAGER_ARGS (space-separated) follow the chart's flags, e.g. "--concurrency=16".
 //
 // Reported per size: seconds until every object exists and until every deployment is Ready,
@@ -159,6 +160,7 @@ func runActivationScale(b *testing.B, n int) {
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("manager-metrics-%d.txt", n)), mgr.scrape(b), 0o600); err != nil {
 			b.Fatal(err)
 		}
+		mgr.saveProfile(b, "heap", filepath.Join(dir, fmt.Sprintf("manager-heap-%d.pprof", n)))
 	}
 	writes := track.modified()
 	time.Sleep(settleAfterReady)
@@ -216,6 +218,30 @@ func (p *managerProcess) cpuProfile(path string, seconds int) {
 	}
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		fail(err)
+	}
+}
+
+// saveProfile saves the manager's pprof profile name (e.g. "heap") to path.
+func (p *managerProcess) saveProfile(b testing.TB, name, path string) {
+	b.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, p.pprofURL+name, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatalf("manager %s profile: %v", name, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("manager %s profile: HTTP %d", name, resp.StatusCode)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		b.Fatal(err)
 	}
 }
 
