@@ -15,16 +15,16 @@ import (
 	v1 "github.com/b10x/connector-mcp/api/v1"
 )
 
-// DefaultRetryMaxInterval caps the retry delay of transient failures when
+// defaultRetryMaxInterval caps the retry delay of transient failures when
 // DeploymentReconciler.RetryMaxInterval is zero.
-const DefaultRetryMaxInterval = 5 * time.Minute
+const defaultRetryMaxInterval = 5 * time.Minute
 
-// RetryBackoff is the delay before retry number failures (1 for the first) of a transient
+// retryBackoff is the delay before retry number failures (1 for the first) of a transient
 // failure: base doubled per consecutive failure, capped at maxDelay, then jittered into
 // [d/2, d) by u in [0, 1) ("equal jitter"). Deployments failing together against one dead
 // server draw different u, so their retries do not arrive in lockstep; none retries sooner than
 // half its step.
-func RetryBackoff(base, maxDelay time.Duration, failures int, u float64) time.Duration {
+func retryBackoff(base, maxDelay time.Duration, failures int, u float64) time.Duration {
 	if base <= 0 {
 		base = time.Second
 	}

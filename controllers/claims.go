@@ -20,7 +20,7 @@ import (
 
 // Collisions by index.
 //
-// A deployment's claim (see Claim) is its provider identity, its normalized endpoint authority
+// A deployment's claim (see bundleClaim) is its provider identity, its normalized endpoint authority
 // and its operations as "connectionRef/operationRef". The claimIndex maps each such full claim
 // key to the deployments holding it, so the bind stage reads only the claims that share a key
 // with the deployment under review, and a change re-enqueues only the deployments that share a
@@ -51,7 +51,7 @@ type claimMemoKey struct {
 
 // claimEntry is one deployment in the claim index.
 type claimEntry struct {
-	claim Claim // Key, Created, Provider, Authority from the spec; Operations derived
+	claim bundleClaim // Key, Created, Provider, Authority from the spec; Operations derived
 	uid   types.UID
 	gen   int64
 	// profile is spec.profileRef.name.
@@ -80,7 +80,7 @@ type claimIndex struct {
 }
 
 // keysOf lists the full claim keys of c (provider always, authority when valid, operations).
-func keysOf(c *Claim) []string {
+func keysOf(c *bundleClaim) []string {
 	out := make([]string, 0, 2+len(c.Operations))
 	out = append(out, claimKeyProvider+c.Provider)
 	if c.Authority != "" {
@@ -101,7 +101,7 @@ func (x *claimIndex) init() {
 }
 
 // link adds (or, with add false, removes) name under every key of c. Caller holds mu.
-func (x *claimIndex) link(name types.NamespacedName, c *Claim, add bool) {
+func (x *claimIndex) link(name types.NamespacedName, c *bundleClaim, add bool) {
 	for _, k := range keysOf(c) {
 		set := x.holders[k]
 		if add {
@@ -121,7 +121,7 @@ func (x *claimIndex) link(name types.NamespacedName, c *Claim, add bool) {
 
 // sharersAfter lists the deployments other than name holding any of keys whose claim comes
 // after first (the only ones whose judgement a change of first can alter). Caller holds mu.
-func (x *claimIndex) sharersAfter(name types.NamespacedName, first Claim, keys []string) []types.NamespacedName {
+func (x *claimIndex) sharersAfter(name types.NamespacedName, first bundleClaim, keys []string) []types.NamespacedName {
 	seen := map[types.NamespacedName]bool{name: true}
 	var out []types.NamespacedName
 	for _, k := range keys {
@@ -146,7 +146,7 @@ func (x *claimIndex) observe(sd *v1.ServiceDeployment) []types.NamespacedName {
 	if !sd.DeletionTimestamp.IsZero() {
 		return x.forget(name)
 	}
-	authority, _ := NormalizeEndpoint(sd.Spec.MCPConnection.URL)
+	authority, _ := normalizeEndpoint(sd.Spec.MCPConnection.URL)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.init()
@@ -156,7 +156,7 @@ func (x *claimIndex) observe(sd *v1.ServiceDeployment) []types.NamespacedName {
 	}
 	var old []string
 	next := &claimEntry{uid: sd.UID, gen: sd.Generation, profile: sd.Spec.ProfileRef.Name, dirty: true,
-		claim: Claim{Key: name.Namespace + "/" + name.Name, Created: sd.CreationTimestamp, Provider: sd.Spec.ProviderID, Authority: authority}}
+		claim: bundleClaim{Key: name.Namespace + "/" + name.Name, Created: sd.CreationTimestamp, Provider: sd.Spec.ProviderID, Authority: authority}}
 	if e != nil {
 		old = keysOf(&e.claim)
 		x.link(name, &e.claim, false)
@@ -214,11 +214,11 @@ func (x *claimIndex) dirtyEntries() map[types.NamespacedName]uint64 {
 }
 
 // earlierSharing returns the claims of the deployments before self that share a key with it.
-func (x *claimIndex) earlierSharing(self Claim) []Claim {
+func (x *claimIndex) earlierSharing(self bundleClaim) []bundleClaim {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	seen := map[string]bool{self.Key: true}
-	var out []Claim
+	var out []bundleClaim
 	for _, k := range keysOf(&self) {
 		for n := range x.holders[k] {
 			e := x.entries[n]
@@ -234,7 +234,7 @@ func (x *claimIndex) earlierSharing(self Claim) []Claim {
 		}
 	}
 	// A stable order, so the judgement does not depend on map iteration.
-	slices.SortFunc(out, func(a, b Claim) int {
+	slices.SortFunc(out, func(a, b bundleClaim) int {
 		if a.before(b) {
 			return -1
 		}
@@ -285,7 +285,7 @@ func (r *DeploymentReconciler) deriveClaims(ctx context.Context) error {
 		memo := claimMemoKey{generation: sd.Generation}
 		if prof != nil {
 			memo.profileUID, memo.profileGeneration, memo.profileDigest = prof.UID, prof.Generation, prof.Status.SnapshotDigest
-			ready := meta.FindStatusCondition(prof.Status.Conditions, TypeReady)
+			ready := meta.FindStatusCondition(prof.Status.Conditions, v1.ConditionReady)
 			memo.profileReady = ready != nil && ready.Status == metav1.ConditionTrue
 		}
 		x.mu.Lock()

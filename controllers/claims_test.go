@@ -96,7 +96,7 @@ func TestClaimIndexFullOperationKey(t *testing.T) {
 		x.link(types.NamespacedName{Namespace: "ns", Name: n}, &e.claim, true)
 	}
 	x.mu.Unlock()
-	later := Claim{Key: "ns/c", Created: metav1.NewTime(t0.Add(time.Hour)), Provider: "pc", Authority: "https://c.example.com:443/mcp",
+	later := bundleClaim{Key: "ns/c", Created: metav1.NewTime(t0.Add(time.Hour)), Provider: "pc", Authority: "https://c.example.com:443/mcp",
 		Operations: []string{"conn-c/op-a", "conn-c/op-b"}}
 	if got := x.earlierSharing(later); len(got) != 0 {
 		t.Fatalf("claims read for unrelated deployments: %+v", got)
@@ -106,8 +106,8 @@ func TestClaimIndexFullOperationKey(t *testing.T) {
 	if len(got) != 1 || got[0].Key != "ns/a" {
 		t.Fatalf("claims sharing conn-a/op-b = %+v, want ns/a", got)
 	}
-	if serr := FindCollision(later, got); serr == nil || serr.Reason != ReasonOperationCollision || !strings.Contains(serr.Message, `"conn-a/op-b" is held by ServiceDeployment ns/a`) {
-		t.Fatalf("FindCollision = %+v", serr)
+	if serr := findCollision(later, got); serr == nil || serr.Reason != v1.ReasonOperationCollision || !strings.Contains(serr.Message, `"conn-a/op-b" is held by ServiceDeployment ns/a`) {
+		t.Fatalf("findCollision = %+v", serr)
 	}
 }
 
@@ -139,7 +139,7 @@ func TestClaimDerivedOncePerGenerationAndProfile(t *testing.T) {
 	if got := h.dep.claims.derivations; got != 3 {
 		t.Fatalf("passes over an unchanged cluster derived %d claims in all, want still 3", got)
 	}
-	if c := cond(h.deployment("sd2").Status.Conditions, TypeBound); c.Reason != ReasonOperationCollision {
+	if c := cond(h.deployment("sd2").Status.Conditions, v1.ConditionBound); c.Reason != v1.ReasonOperationCollision {
 		t.Fatalf("sd2 Bound = %+v", c)
 	}
 	// The profile changes: its deployments are derived again (all three reference it).
@@ -152,7 +152,7 @@ func TestClaimDerivedOncePerGenerationAndProfile(t *testing.T) {
 	}
 	p := h.profile("svc")
 	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == TypeReady {
+		if p.Status.Conditions[i].Type == v1.ConditionReady {
 			p.Status.Conditions[i].Status = metav1.ConditionFalse
 		}
 	}
@@ -165,7 +165,7 @@ func TestClaimDerivedOncePerGenerationAndProfile(t *testing.T) {
 		t.Fatalf("a changed profile derived %d claims in all, want 6 (its three deployments again)", got)
 	}
 	// Its operations no longer count (profile not Ready): sd2 holds nothing against sd3.
-	if got := h.dep.claims.earlierSharing(Claim{Key: "team/sd3", Created: metav1.NewTime(time.Now()), Provider: "prov-sd3",
+	if got := h.dep.claims.earlierSharing(bundleClaim{Key: "team/sd3", Created: metav1.NewTime(time.Now()), Provider: "prov-sd3",
 		Operations: []string{"conn/op-a"}}); len(got) != 0 {
 		t.Fatalf("claims of a deployment whose profile is not Ready: %+v", got)
 	}
@@ -183,8 +183,8 @@ func TestRetryBackoff(t *testing.T) {
 		{5, 0, 15 * time.Second}, {6, 0, 15 * time.Second}, {60, 0.999999, 30*time.Second - 15*time.Microsecond},
 		{1, 1.5, time.Second}, // out-of-range draw: no jitter
 	} {
-		if got := RetryBackoff(base, capd, tc.failures, tc.u); got != tc.want {
-			t.Errorf("RetryBackoff(%d, %v) = %v, want %v", tc.failures, tc.u, got, tc.want)
+		if got := retryBackoff(base, capd, tc.failures, tc.u); got != tc.want {
+			t.Errorf("retryBackoff(%d, %v) = %v, want %v", tc.failures, tc.u, got, tc.want)
 		}
 	}
 }
@@ -195,7 +195,7 @@ func TestRetryJitterSpreadsDeployments(t *testing.T) {
 	seen := map[time.Duration]bool{}
 	for i := range 100 {
 		uid := types.UID("uid-" + string(rune('a'+i%26)) + string(rune('a'+i/26)))
-		d := RetryBackoff(10*time.Second, time.Hour, 3, retryJitter(uid, 3))
+		d := retryBackoff(10*time.Second, time.Hour, 3, retryJitter(uid, 3))
 		if d < 20*time.Second || d >= 40*time.Second {
 			t.Fatalf("delay %v outside [20s, 40s)", d)
 		}
@@ -220,7 +220,7 @@ func TestRetryJitterSpreadsDeployments(t *testing.T) {
 
 // A new deployment whose profile was not reconciled yet writes nothing until the profile's
 // first status, so it reaches Ready with one write; the twins (a profile nobody reconciled for
-// longer than ProfileUnseenGrace, or one in another shard) write ProfileNotReady at once.
+// longer than profileUnseenGrace, or one in another shard) write ProfileNotReady at once.
 func TestNewDeploymentWaitsForUnseenProfileWithoutWriting(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -230,7 +230,7 @@ func TestNewDeploymentWaitsForUnseenProfileWithoutWriting(t *testing.T) {
 		profile map[string]string
 	}{
 		{name: "young profile in this shard", age: time.Second, waits: true},
-		{name: "profile unseen for longer than the grace", age: ProfileUnseenGrace + time.Second},
+		{name: "profile unseen for longer than the grace", age: profileUnseenGrace + time.Second},
 		{name: "profile in another shard", age: time.Second, shard: ShardLabel + "=shard1", profile: map[string]string{ShardLabel: "shard2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -259,7 +259,7 @@ func TestNewDeploymentWaitsForUnseenProfileWithoutWriting(t *testing.T) {
 			res := h.reconcileDeployment("sd")
 			sd := h.deployment("sd")
 			if !tc.waits {
-				if c := cond(sd.Status.Conditions, TypeReady); c.Reason != ReasonProfileNotReady || h.writes != 1 {
+				if c := cond(sd.Status.Conditions, v1.ConditionReady); c.Reason != v1.ReasonProfileNotReady || h.writes != 1 {
 					t.Fatalf("Ready = %+v after %d writes, want ProfileNotReady written", c, h.writes)
 				}
 				return
@@ -299,8 +299,8 @@ func TestStaleCacheRepeatWritesNothing(t *testing.T) {
 	}
 	// Twin: the next pass (memory used) writes the status again.
 	h.reconcileDeployment("sd")
-	if h.writes != before+1 || cond(h.deployment("sd").Status.Conditions, TypeReady).Status != metav1.ConditionTrue {
-		t.Fatalf("the pass after a stale repeat wrote %d times; Ready %+v", h.writes-before, cond(h.deployment("sd").Status.Conditions, TypeReady))
+	if h.writes != before+1 || cond(h.deployment("sd").Status.Conditions, v1.ConditionReady).Status != metav1.ConditionTrue {
+		t.Fatalf("the pass after a stale repeat wrote %d times; Ready %+v", h.writes-before, cond(h.deployment("sd").Status.Conditions, v1.ConditionReady))
 	}
 }
 
@@ -326,7 +326,7 @@ func TestProfileRegistryOutageBacksOff(t *testing.T) {
 	if second.RequeueAfter < 5*time.Second || second.RequeueAfter >= 10*time.Second {
 		t.Fatalf("second retry after %v, want within [5s, 10s)", second.RequeueAfter)
 	}
-	if c := cond(h.profile("svc").Status.Conditions, TypeReady); c.Reason != ReasonRegistryUnavailable {
+	if c := cond(h.profile("svc").Status.Conditions, v1.ConditionReady); c.Reason != v1.ReasonRegistryUnavailable {
 		t.Fatalf("Ready = %+v", c)
 	}
 }

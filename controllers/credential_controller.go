@@ -33,35 +33,6 @@ import (
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
 )
 
-// Reasons of the McpCredential Ready condition (also the events' reasons and, except
-// TokenFresh, the target Secret's connectors.b10x.io/credential-state).
-const (
-	// ReasonTokenFresh: the target Secret holds an access token that is not yet due for refresh.
-	ReasonTokenFresh = "TokenFresh"
-	// ReasonReauthorizationRequired: the authorization server answered invalid_grant; a human
-	// must run "mcpctl login --to-secret" again. Stalled.
-	ReasonReauthorizationRequired = k8sbinding.ReasonReauthorizationRequired
-	// ReasonIssuerMismatch: the resource no longer names the issuer, the issuer's metadata is
-	// not its own, or its token endpoint is on another origin. Stalled; nothing was sent.
-	ReasonIssuerMismatch = "IssuerMismatch"
-	// ReasonResourceMismatch: the protected-resource metadata describes another resource.
-	// Stalled; nothing was sent.
-	ReasonResourceMismatch = "ResourceMismatch"
-	// ReasonInsufficientScope: the grant lacks a requested scope (named in the message and in
-	// status.missingScopes); a human must log in again with it. Stalled: no silent escalation.
-	ReasonInsufficientScope = "InsufficientScope"
-	// ReasonSecretRefused: the refresh-token or client-secret Secret is missing, not labelled
-	// connectors.b10x.io/credential=true, a ServiceAccount token, or lacks its key. Retried when
-	// the Secret changes.
-	ReasonSecretRefused = "SecretRefused"
-	// ReasonTargetSecretConflict: a Secret of the target name exists that this McpCredential
-	// did not create; it is never taken over. Stalled.
-	ReasonTargetSecretConflict = "TargetSecretConflict"
-	// ReasonRefreshFailed: the token request failed for another reason (transport, egress
-	// refusal, server error); retried.
-	ReasonRefreshFailed = "RefreshFailed"
-)
-
 // DefaultCredentialRefreshSkew is the default of --credential-refresh-skew.
 const DefaultCredentialRefreshSkew = 5 * time.Minute
 
@@ -199,12 +170,12 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 		return credOutcome{}, err
 	}
 	if target != nil && !owned {
-		return credOutcome{reason: ReasonTargetSecretConflict,
+		return credOutcome{reason: v1.ReasonTargetSecretConflict,
 			message: fmt.Sprintf("Secret %q exists and is not produced by this McpCredential; it is never taken over", clip(c.Spec.TargetSecretName))}, nil
 	}
 	// Fresh: the target holds a Ready token not yet due, for this generation.
-	if due, exp, fresh := RefreshDue(c, target, r.skew(c), now); fresh {
-		return credOutcome{reason: ReasonTokenFresh, message: freshMessage(c), state: v1.CredentialStateReady,
+	if due, exp, fresh := refreshDue(c, target, r.skew(c), now); fresh {
+		return credOutcome{reason: v1.ReasonTokenFresh, message: freshMessage(c), state: v1.CredentialStateReady,
 			expiry: exp, requeue: due.Sub(now) + time.Second}, nil
 	}
 	client := oauth.ProducerClient{ID: c.Spec.Client.ClientID}
@@ -220,7 +191,7 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 	if c.Spec.Grant != v1.GrantClientCredentials {
 		ref := c.Spec.RefreshTokenSecretRef
 		if ref == nil {
-			return credOutcome{reason: ReasonSecretRefused, message: "spec.refreshTokenSecretRef is required with grant AuthorizationCode"}, nil
+			return credOutcome{reason: v1.ReasonSecretRefused, message: "spec.refreshTokenSecretRef is required with grant AuthorizationCode"}, nil
 		}
 		sec, o := r.secret(ctx, c.Namespace, ref, "refresh token")
 		if o != nil {
@@ -231,7 +202,7 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 	inputs := secretVersions(refreshSec, clientSec)
 	// A verdict that needs a human stands until the spec or one of its Secrets changes: no
 	// token request is repeated (and no rotated refresh token written) in the meantime.
-	if ready := meta.FindStatusCondition(c.Status.Conditions, TypeReady); ready != nil && ready.Status == metav1.ConditionFalse &&
+	if ready := meta.FindStatusCondition(c.Status.Conditions, v1.ConditionReady); ready != nil && ready.Status == metav1.ConditionFalse &&
 		terminalReasons[ready.Reason] && c.Status.ObservedGeneration == c.Generation && c.Status.ObservedSecretVersions == inputs {
 		return credOutcome{reason: ready.Reason, message: ready.Message, missing: c.Status.MissingScopes, inputs: inputs}, nil
 	}
@@ -260,14 +231,14 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 	}
 	if missing := oauth.MissingScopes(c.Spec.Scopes, got.Scopes); len(missing) > 0 {
 		// The token is not written: there is no silent escalation, a human logs in with the scope.
-		o := credOutcome{reason: ReasonInsufficientScope, state: ReasonInsufficientScope, scopes: got.Scopes, missing: missing,
+		o := credOutcome{reason: v1.ReasonInsufficientScope, state: v1.ReasonInsufficientScope, scopes: got.Scopes, missing: missing,
 			message: "the grant lacks scope " + strings.Join(missing, " ") + "; run mcpctl login --to-secret with --scope " + strings.Join(missing, " --scope ")}
 		return r.unusable(ctx, c, target, o, inputs), nil
 	}
-	o := credOutcome{reason: ReasonTokenFresh, message: freshMessage(c),
+	o := credOutcome{reason: v1.ReasonTokenFresh, message: freshMessage(c),
 		state: v1.CredentialStateReady, expiry: got.Expiry, scopes: got.Scopes, refreshed: true, inputs: inputs}
 	if err := r.writeTarget(ctx, c, target, []byte(got.AccessToken), o); errors.Is(err, errTargetConflict) {
-		return credOutcome{reason: ReasonTargetSecretConflict,
+		return credOutcome{reason: v1.ReasonTargetSecretConflict,
 			message: fmt.Sprintf("Secret %q exists and is not produced by this McpCredential; it is never taken over", clip(c.Spec.TargetSecretName))}, nil
 	} else if err != nil {
 		return credOutcome{}, err
@@ -278,10 +249,10 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 	return o, nil
 }
 
-// RefreshDue is the pure decision whether the target Secret's token may be kept: it is fresh when
+// refreshDue is the pure decision whether the target Secret's token may be kept: it is fresh when
 // the Secret is marked Ready with an expiry, the McpCredential's status describes its current
 // generation, and now is before expiry − skew (due). A token of unknown expiry is never fresh.
-func RefreshDue(c *v1.McpCredential, target *corev1.Secret, skew time.Duration, now time.Time) (due, expiry time.Time, fresh bool) {
+func refreshDue(c *v1.McpCredential, target *corev1.Secret, skew time.Duration, now time.Time) (due, expiry time.Time, fresh bool) {
 	if target == nil || c.Status.ObservedGeneration != c.Generation || target.Annotations[v1.CredentialStateAnnotation] != v1.CredentialStateReady {
 		return time.Time{}, time.Time{}, false
 	}
@@ -295,7 +266,7 @@ func RefreshDue(c *v1.McpCredential, target *corev1.Secret, skew time.Duration, 
 
 // terminalReasons are the Ready reasons that need a human (Stalled).
 var terminalReasons = map[string]bool{
-	ReasonReauthorizationRequired: true, ReasonIssuerMismatch: true, ReasonResourceMismatch: true, ReasonInsufficientScope: true,
+	v1.ReasonReauthorizationRequired: true, v1.ReasonIssuerMismatch: true, v1.ReasonResourceMismatch: true, v1.ReasonInsufficientScope: true,
 }
 
 // secretVersions identifies the inputs of a verdict: the resourceVersions of the refresh-token
@@ -323,21 +294,21 @@ func tokenFailure(err error) credOutcome {
 	var be *oauth.BindingError
 	switch {
 	case errors.As(err, &be) && be.What == "resource":
-		return credOutcome{reason: ReasonResourceMismatch, state: ReasonResourceMismatch,
+		return credOutcome{reason: v1.ReasonResourceMismatch, state: v1.ReasonResourceMismatch,
 			message: oauth.RefusalBindingMismatch + ": the protected-resource metadata describes another resource; nothing was sent"}
 	case errors.As(err, &be):
-		return credOutcome{reason: ReasonIssuerMismatch, state: ReasonIssuerMismatch,
+		return credOutcome{reason: v1.ReasonIssuerMismatch, state: v1.ReasonIssuerMismatch,
 			message: oauth.RefusalBindingMismatch + ": " + be.What + " is not the bound issuer's; no token was requested"}
 	case oauth.IsInvalidGrant(err):
-		return credOutcome{reason: ReasonReauthorizationRequired, state: ReasonReauthorizationRequired,
+		return credOutcome{reason: v1.ReasonReauthorizationRequired, state: v1.ReasonReauthorizationRequired,
 			message: "the authorization server answered invalid_grant: run mcpctl login --to-secret again"}
 	}
-	detail := RefusalText(err, "token_request_failed")
+	detail := refusalTextOr(err, "token_request_failed")
 	var re *oauth.RefreshError
 	if errors.As(err, &re) && re.Code != "" {
 		detail = re.Code // a registered OAuth error code, never the server's description
 	}
-	return credOutcome{reason: ReasonRefreshFailed, transient: true, message: "the token request failed: " + detail}
+	return credOutcome{reason: v1.ReasonRefreshFailed, transient: true, message: "the token request failed: " + detail}
 }
 
 // unusable marks the target Secret (when it exists and is ours) with o's state, so the spender
@@ -376,14 +347,14 @@ func (r *CredentialReconciler) secret(ctx context.Context, ns string, ref *v1.Se
 	sec := &corev1.Secret{}
 	eref := egress.CredentialRef{Name: ref.Name, Key: ref.Key}
 	refused := func(name string) *credOutcome {
-		return &credOutcome{reason: ReasonSecretRefused, requeue: r.retry(),
+		return &credOutcome{reason: v1.ReasonSecretRefused, requeue: r.retry(),
 			message: fmt.Sprintf("%s Secret %q: %s (it must exist, carry %s=true and hold key %q)", what, clip(ref.Name), name, v1.CredentialLabel, clip(ref.Key))}
 	}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, sec); err != nil {
 		return nil, refused(k8sbinding.RefusalCredentialNotOptedIn)
 	}
 	if err := k8sbinding.CheckOptIn(sec, eref); err != nil {
-		return nil, refused(RefusalText(err, k8sbinding.RefusalCredentialNotOptedIn))
+		return nil, refused(refusalTextOr(err, k8sbinding.RefusalCredentialNotOptedIn))
 	}
 	if len(sec.Data[ref.Key]) == 0 {
 		return nil, refused("key_not_found")
@@ -447,26 +418,26 @@ func allowedHost(resource string) (string, error) {
 	return strings.ToLower(u.Host), nil
 }
 
-// CredentialConditions is the pure decision of the conditions of an outcome: Ready True
+// credentialConditions is the pure decision of the conditions of an outcome: Ready True
 // (TokenFresh) or False with the reason; Stalled True for a failure that needs a human;
 // Reconciling True for one that is retried.
-func CredentialConditions(reason, message string, transient bool) []metav1.Condition {
-	if reason == ReasonTokenFresh {
-		return []metav1.Condition{{Type: TypeReady, Status: metav1.ConditionTrue, Reason: reason, Message: message}}
+func credentialConditions(reason, message string, transient bool) []metav1.Condition {
+	if reason == v1.ReasonTokenFresh {
+		return []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: reason, Message: message}}
 	}
-	other := TypeStalled
-	if transient || reason == ReasonSecretRefused {
-		other = TypeReconciling
+	other := v1.ConditionStalled
+	if transient || reason == v1.ReasonSecretRefused {
+		other = v1.ConditionReconciling
 	}
 	return []metav1.Condition{
-		{Type: TypeReady, Status: metav1.ConditionFalse, Reason: reason, Message: message},
+		{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: message},
 		{Type: other, Status: metav1.ConditionTrue, Reason: reason, Message: message},
 	}
 }
 
 // writeStatus patches the status when anything observable changed (a no-op pass writes nothing).
 func (r *CredentialReconciler) writeStatus(ctx context.Context, c *v1.McpCredential, o credOutcome) error {
-	want := CredentialConditions(o.reason, o.message, o.transient)
+	want := credentialConditions(o.reason, o.message, o.transient)
 	st := c.Status
 	var exp *metav1.Time
 	if !o.expiry.IsZero() {
@@ -478,7 +449,7 @@ func (r *CredentialReconciler) writeStatus(ctx context.Context, c *v1.McpCredent
 		return nil
 	}
 	before := c.DeepCopy()
-	for _, t := range []string{TypeReady, TypeStalled, TypeReconciling} {
+	for _, t := range []string{v1.ConditionReady, v1.ConditionStalled, v1.ConditionReconciling} {
 		if !hasType(want, t) {
 			meta.RemoveStatusCondition(&c.Status.Conditions, t)
 		}
@@ -503,7 +474,7 @@ func (r *CredentialReconciler) writeStatus(ctx context.Context, c *v1.McpCredent
 		return client.IgnoreNotFound(err)
 	}
 	typ := corev1.EventTypeNormal
-	if o.reason != ReasonTokenFresh {
+	if o.reason != v1.ReasonTokenFresh {
 		typ = corev1.EventTypeWarning
 		log.FromContext(ctx).Info("An McpCredential cannot produce a token", "mcpCredential", c.Name, "reason", o.reason)
 	}

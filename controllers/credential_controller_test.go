@@ -13,7 +13,7 @@ import (
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
 )
 
-// RefreshDue keeps a Ready token until expiry − skew, and refreshes in every other case.
+// refreshDue keeps a Ready token until expiry − skew, and refreshes in every other case.
 func TestRefreshDue(t *testing.T) {
 	now := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
 	cred := func(gen, observed int64) *v1.McpCredential {
@@ -37,11 +37,11 @@ func TestRefreshDue(t *testing.T) {
 		{"expired", cred(1, 1), sec(v1.CredentialStateReady, in(-time.Minute)), false},
 		{"no target Secret", cred(1, 1), nil, false},
 		{"spec changed since", cred(2, 1), sec(v1.CredentialStateReady, in(time.Hour)), false},
-		{"marked ReauthorizationRequired", cred(1, 1), sec(ReasonReauthorizationRequired, in(time.Hour)), false},
+		{"marked ReauthorizationRequired", cred(1, 1), sec(v1.ReasonReauthorizationRequired, in(time.Hour)), false},
 		{"unknown expiry", cred(1, 1), sec(v1.CredentialStateReady, ""), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			due, _, fresh := RefreshDue(c.c, c.s, 5*time.Minute, now)
+			due, _, fresh := refreshDue(c.c, c.s, 5*time.Minute, now)
 			if fresh != c.fresh {
 				t.Fatalf("fresh = %v, want %v", fresh, c.fresh)
 			}
@@ -60,12 +60,12 @@ func TestTokenFailure(t *testing.T) {
 		reason    string
 		transient bool
 	}{
-		{&oauth.BindingError{What: "resource"}, ReasonResourceMismatch, false},
-		{&oauth.BindingError{What: "issuer"}, ReasonIssuerMismatch, false},
-		{&oauth.BindingError{What: "token_endpoint"}, ReasonIssuerMismatch, false},
-		{&oauth.RefreshError{Code: "invalid_grant"}, ReasonReauthorizationRequired, false},
-		{&oauth.RefreshError{Code: "server_error"}, ReasonRefreshFailed, true},
-		{errors.New("dial tcp: SERVER-PROSE"), ReasonRefreshFailed, true},
+		{&oauth.BindingError{What: "resource"}, v1.ReasonResourceMismatch, false},
+		{&oauth.BindingError{What: "issuer"}, v1.ReasonIssuerMismatch, false},
+		{&oauth.BindingError{What: "token_endpoint"}, v1.ReasonIssuerMismatch, false},
+		{&oauth.RefreshError{Code: "invalid_grant"}, v1.ReasonReauthorizationRequired, false},
+		{&oauth.RefreshError{Code: "server_error"}, v1.ReasonRefreshFailed, true},
+		{errors.New("dial tcp: SERVER-PROSE"), v1.ReasonRefreshFailed, true},
 	} {
 		o := tokenFailure(c.err)
 		if o.reason != c.reason || o.transient != c.transient {
@@ -83,19 +83,19 @@ func TestTokenFailure(t *testing.T) {
 // Ready True only for TokenFresh; a verdict that needs a human is Stalled, a retried one
 // Reconciling (kstatus: Current, Failed, InProgress).
 func TestCredentialConditions(t *testing.T) {
-	if cs := CredentialConditions(ReasonTokenFresh, "m", false); len(cs) != 1 || cs[0].Status != metav1.ConditionTrue {
+	if cs := credentialConditions(v1.ReasonTokenFresh, "m", false); len(cs) != 1 || cs[0].Status != metav1.ConditionTrue {
 		t.Fatalf("fresh: %+v", cs)
 	}
 	for reason, second := range map[string]string{
-		ReasonReauthorizationRequired: TypeStalled, ReasonInsufficientScope: TypeStalled, ReasonIssuerMismatch: TypeStalled,
-		ReasonTargetSecretConflict: TypeStalled, ReasonSecretRefused: TypeReconciling,
+		v1.ReasonReauthorizationRequired: v1.ConditionStalled, v1.ReasonInsufficientScope: v1.ConditionStalled, v1.ReasonIssuerMismatch: v1.ConditionStalled,
+		v1.ReasonTargetSecretConflict: v1.ConditionStalled, v1.ReasonSecretRefused: v1.ConditionReconciling,
 	} {
-		cs := CredentialConditions(reason, "m", false)
-		if len(cs) != 2 || cs[0].Type != TypeReady || cs[0].Status != metav1.ConditionFalse || cs[0].Reason != reason || cs[1].Type != second {
+		cs := credentialConditions(reason, "m", false)
+		if len(cs) != 2 || cs[0].Type != v1.ConditionReady || cs[0].Status != metav1.ConditionFalse || cs[0].Reason != reason || cs[1].Type != second {
 			t.Errorf("%s: %+v", reason, cs)
 		}
 	}
-	if cs := CredentialConditions(ReasonRefreshFailed, "m", true); cs[1].Type != TypeReconciling {
+	if cs := credentialConditions(v1.ReasonRefreshFailed, "m", true); cs[1].Type != v1.ConditionReconciling {
 		t.Errorf("transient: %+v", cs)
 	}
 }

@@ -1,8 +1,14 @@
 package controllers
 
 import (
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"strconv"
 	"strings"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
 )
 
 // Stable refusal names of an endpoint URL that carries a value: configuration names sources
@@ -15,11 +21,11 @@ const (
 	RefusalEndpointFragment = "endpoint_fragment"
 )
 
-// EndpointURLRefusal returns the refusal name of an endpoint URL carrying userinfo or a
+// endpointURLRefusal returns the refusal name of an endpoint URL carrying userinfo or a
 // fragment, or "" when it carries neither. A query string is allowed (it is part of the
 // reviewed endpoint, not a secret store). It is the CRDs' CEL rule: userinfo is an '@' in the
 // authority (between "://" and the first '/', '?' or '#').
-func EndpointURLRefusal(raw string) string {
+func endpointURLRefusal(raw string) string {
 	if _, rest, ok := strings.Cut(raw, "://"); ok {
 		auth := rest
 		if i := strings.IndexAny(auth, "/?#"); i >= 0 {
@@ -35,16 +41,92 @@ func EndpointURLRefusal(raw string) string {
 	return ""
 }
 
-// CheckEndpointURL refuses (Bound, EndpointRefused, not retried) an endpoint URL carrying
+// checkEndpointURL refuses (Bound, EndpointRefused, not retried) an endpoint URL carrying
 // userinfo or a fragment, naming field; the message never repeats the URL.
-func CheckEndpointURL(field, raw string) *StageError {
-	switch EndpointURLRefusal(raw) {
+func checkEndpointURL(field, raw string) *StageError {
+	switch endpointURLRefusal(raw) {
 	case RefusalEndpointUserinfo:
-		return &StageError{Condition: TypeBound, Reason: ReasonEndpointRefused,
+		return &StageError{Condition: v1.ConditionBound, Reason: v1.ReasonEndpointRefused,
 			Message: fmt.Sprintf("%s: %s must not carry userinfo (user:pass@); configuration names sources, never values: name a bearer with spec.mcpConnection.credentialRef", RefusalEndpointUserinfo, field)}
 	case RefusalEndpointFragment:
-		return &StageError{Condition: TypeBound, Reason: ReasonEndpointRefused,
+		return &StageError{Condition: v1.ConditionBound, Reason: v1.ReasonEndpointRefused,
 			Message: fmt.Sprintf("%s: %s must not carry a fragment (#...)", RefusalEndpointFragment, field)}
 	}
 	return nil
+}
+
+// normalizeEndpoint returns the endpoint identity of an MCP URL: lowercase scheme and host
+// without a trailing dot, explicit decimal port, and the path with percent-escapes normalised
+// (escaped unreserved characters decoded, other escapes in upper case), without userinfo, query
+// or fragment. Two URLs naming the same endpoint normalize equally, so "https://h./%6Dcp" and
+// "https://H:443/mcp" collide.
+func normalizeEndpoint(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", errors.New("the endpoint URL does not parse")
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "https" && scheme != "http" {
+		return "", errors.New("the endpoint URL must be http or https")
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" || strings.HasSuffix(host, ".") {
+		return "", errors.New("the endpoint URL has no host")
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[scheme]
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return "", errors.New("the endpoint URL has an invalid port")
+	}
+	path, err := normalizePath(u.EscapedPath())
+	if err != nil {
+		return "", errors.New("the endpoint URL has an invalid path escape")
+	}
+	if path == "" {
+		path = "/"
+	}
+	return scheme + "://" + net.JoinHostPort(host, strconv.FormatUint(n, 10)) + path, nil
+}
+
+// normalizePath rewrites an escaped path per RFC 3986 section 6.2.2: escapes of unreserved
+// characters are decoded, every other escape is written in upper case.
+func normalizePath(p string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		if i+2 >= len(p) {
+			return "", errors.New("truncated escape")
+		}
+		v, err := strconv.ParseUint(p[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", err
+		}
+		if d := byte(v); isUnreserved(d) {
+			b.WriteByte(d)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", d)
+		}
+		i += 2
+	}
+	return b.String(), nil
+}
+
+func isUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// SanitizeURL renders a URL for conditions, events and logs: scheme, host, port and path only.
+func SanitizeURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(invalid URL)"
+	}
+	return clipN((&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String(), 256)
 }

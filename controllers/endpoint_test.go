@@ -26,7 +26,7 @@ func TestEndpointURLRefusal(t *testing.T) {
 		"https://a@mcp.example.com/mcp#also-a-fragment":  RefusalEndpointUserinfo,
 		"http://127.0.0.1:8080/mcp?api-version=2026-1-1": "",
 	} {
-		if got := EndpointURLRefusal(raw); got != want {
+		if got := endpointURLRefusal(raw); got != want {
 			t.Errorf("%s: got %q, want %q", raw, got, want)
 		}
 	}
@@ -50,12 +50,12 @@ func TestEndpointWithUserinfoRefusedByController(t *testing.T) {
 		h.reconcileProfile("svc")
 		h.reconcileDeployment("sd")
 		sd := h.deployment("sd")
-		bound := cond(sd.Status.Conditions, TypeBound)
-		if bound.Status != metav1.ConditionFalse || bound.Reason != ReasonEndpointRefused ||
+		bound := cond(sd.Status.Conditions, v1.ConditionBound)
+		if bound.Status != metav1.ConditionFalse || bound.Reason != v1.ReasonEndpointRefused ||
 			!strings.Contains(bound.Message, c.refusal) || !strings.Contains(bound.Message, "spec.mcpConnection.url") {
 			t.Fatalf("%s: Bound = %+v", c.refusal, bound)
 		}
-		if stalled := cond(sd.Status.Conditions, TypeStalled); stalled.Status != metav1.ConditionTrue {
+		if stalled := cond(sd.Status.Conditions, v1.ConditionStalled); stalled.Status != metav1.ConditionTrue {
 			t.Fatalf("%s: not stalled (a human must fix the spec): %+v", c.refusal, stalled)
 		}
 		for _, cd := range sd.Status.Conditions {
@@ -122,16 +122,16 @@ func TestCABundleRef(t *testing.T) {
 		refusal   string
 		transient bool
 	}{
-		{"absent", nil, ReasonCABundleNotFound, k8sbinding.RefusalCABundleNotFound, true},
-		{"unlabelled", caMap("corp-ca", false, testCAPEM), ReasonCABundleNotFound, k8sbinding.RefusalCABundleNotFound, true},
-		{"not PEM", caMap("corp-ca", true, "hello"), ReasonEndpointRefused, k8sbinding.RefusalCABundleInvalid, false},
+		{"absent", nil, v1.ReasonCABundleNotFound, k8sbinding.RefusalCABundleNotFound, true},
+		{"unlabelled", caMap("corp-ca", false, testCAPEM), v1.ReasonCABundleNotFound, k8sbinding.RefusalCABundleNotFound, true},
+		{"not PEM", caMap("corp-ca", true, "hello"), v1.ReasonEndpointRefused, k8sbinding.RefusalCABundleInvalid, false},
 	} {
 		h := run(c.cm)
 		h.freezer.set(liveSnapshot(t, "2026-07-28", toolB, toolA2), nil)
 		h.reconcileProfile("svc")
 		res := h.reconcileDeployment("sd")
 		sd := h.deployment("sd")
-		bound := cond(sd.Status.Conditions, TypeBound)
+		bound := cond(sd.Status.Conditions, v1.ConditionBound)
 		if bound.Status != metav1.ConditionFalse || bound.Reason != c.reason || !strings.Contains(bound.Message, c.refusal) {
 			t.Fatalf("%s: Bound = %+v", c.name, bound)
 		}

@@ -34,8 +34,10 @@ type VerifiedSource struct {
 
 // SourceVerifier pulls a profile pack by digest and verifies it against a provenance policy.
 // Implementations cache results by (digest, policy) so that re-reading a verified pack makes no
-// registry request. Refusals should be returned as *StageError with a SourceVerified reason; any
-// other error is treated as a transient RegistryUnavailable.
+// registry request. Errors are the libraries' own (ocipack, k8sbinding), or, for a step of the
+// implementation that no library names, an error whose refusal name is one of the StepX
+// constants wrapping its cause; ClassifyVerifyError turns them into SourceVerified outcomes
+// (any other error: a transient RegistryUnavailable).
 type SourceVerifier interface {
 	VerifyPack(ctx context.Context, req VerifyRequest) (*VerifiedSource, error)
 }
@@ -55,8 +57,10 @@ type FreezeRequest struct {
 }
 
 // Freezer connects to a live MCP server through egress, negotiates, and lists every tool within
-// bounds. Refusals should be returned as *StageError with a SnapshotFrozen reason; any other
-// error is treated as a transient ServerUnreachable.
+// bounds. Errors are the libraries' own (egress, k8sbinding, mcpclient, snapshot); a refusal of
+// the endpoint binding is wrapped in an error whose refusal name is StepBinding.
+// ClassifyFreezeError turns them into SnapshotFrozen outcomes (any other error: a transient
+// ServerUnreachable).
 type Freezer interface {
 	Freeze(ctx context.Context, req FreezeRequest) (*snapshot.ToolSnapshot, error)
 }

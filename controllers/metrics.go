@@ -68,44 +68,44 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 // label Prometheus adds when it scrapes the manager (and be renamed "exported_namespace").
 const RefusedDeploymentsMetric = "connector_mcp_refused_deployments"
 
-// RefusedReasonOther is the reason label of a Stalled reason this operator does not write (the
+// refusedReasonOther is the reason label of a Stalled reason this operator does not write (the
 // label set stays bounded whatever a status writer puts there).
-const RefusedReasonOther = "Other"
+const refusedReasonOther = "Other"
 
 // refusedReasons are the reasons a Stalled condition may carry, kept as labels.
 var refusedReasons = map[string]bool{
-	ReasonInlineSourceRefused: true, ReasonVerificationFailed: true, ReasonUntrustedSigner: true,
-	ReasonProvenanceMissing: true, ReasonPackInvalid: true, ReasonRegistryUnavailable: true,
-	ReasonProfileInvalid: true, ReasonSnapshotDigestMismatch: true, ReasonProfileNotFound: true,
-	ReasonProfileNotReady: true, ReasonOperationSetMismatch: true, ReasonEndpointRefInvalid: true,
-	ReasonCredentialRefMismatch: true, ReasonGrantNotFound: true, ReasonGrantDenied: true,
-	ReasonProviderCollision: true, ReasonAuthorityCollision: true, ReasonOperationCollision: true,
-	ReasonEndpointRefused: true, ReasonCredentialNotFound: true, ReasonCredentialRefused: true,
-	ReasonServerUnreachable: true, ReasonFreezeRefused: true, ReasonSnapshotDrift: true,
+	v1.ReasonInlineSourceRefused: true, v1.ReasonVerificationFailed: true, v1.ReasonUntrustedSigner: true,
+	v1.ReasonProvenanceMissing: true, v1.ReasonPackInvalid: true, v1.ReasonRegistryUnavailable: true,
+	v1.ReasonProfileInvalid: true, v1.ReasonSnapshotDigestMismatch: true, v1.ReasonProfileNotFound: true,
+	v1.ReasonProfileNotReady: true, v1.ReasonOperationSetMismatch: true, v1.ReasonEndpointRefInvalid: true,
+	v1.ReasonCredentialRefMismatch: true, v1.ReasonGrantNotFound: true, v1.ReasonGrantDenied: true,
+	v1.ReasonProviderCollision: true, v1.ReasonAuthorityCollision: true, v1.ReasonOperationCollision: true,
+	v1.ReasonEndpointRefused: true, v1.ReasonCredentialNotFound: true, v1.ReasonCredentialRefused: true,
+	v1.ReasonServerUnreachable: true, v1.ReasonFreezeRefused: true, v1.ReasonSnapshotDrift: true,
 }
 
-// RefusedKey is one series of the refused gauge.
-type RefusedKey struct {
+// refusedKey is one series of the refused gauge.
+type refusedKey struct {
 	// Namespace is the deployments' namespace.
 	Namespace string
-	// Reason is the Stalled reason, or RefusedReasonOther.
+	// Reason is the Stalled reason, or refusedReasonOther.
 	Reason string
 }
 
-// CountRefused counts the refused deployments of items (Stalled=True) by namespace and reason.
+// countRefused counts the refused deployments of items (Stalled=True) by namespace and reason.
 // It is the pure part of RefusedCollector.
-func CountRefused(items []v1.ServiceDeployment) map[RefusedKey]int {
-	out := map[RefusedKey]int{}
+func countRefused(items []v1.ServiceDeployment) map[refusedKey]int {
+	out := map[refusedKey]int{}
 	for i := range items {
-		c := meta.FindStatusCondition(items[i].Status.Conditions, TypeStalled)
+		c := meta.FindStatusCondition(items[i].Status.Conditions, v1.ConditionStalled)
 		if c == nil || c.Status != metav1.ConditionTrue {
 			continue
 		}
 		reason := c.Reason
 		if !refusedReasons[reason] {
-			reason = RefusedReasonOther
+			reason = refusedReasonOther
 		}
-		out[RefusedKey{Namespace: items[i].Namespace, Reason: reason}]++
+		out[refusedKey{Namespace: items[i].Namespace, Reason: reason}]++
 	}
 	return out
 }
@@ -147,7 +147,7 @@ func (c *RefusedCollector) Collect(ch chan<- prometheus.Metric) {
 		ctrllog.Log.WithName("metrics").Error(err, "Cannot list ServiceDeployments for the refused gauge")
 		return
 	}
-	for k, n := range CountRefused(list.Items) {
+	for k, n := range countRefused(list.Items) {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), k.Namespace, k.Reason)
 	}
 }

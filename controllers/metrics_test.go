@@ -24,32 +24,32 @@ func deploymentWith(ns, name string, conds ...metav1.Condition) *v1.ServiceDeplo
 }
 
 func stalled(reason string) metav1.Condition {
-	return metav1.Condition{Type: TypeStalled, Status: metav1.ConditionTrue, Reason: reason}
+	return metav1.Condition{Type: v1.ConditionStalled, Status: metav1.ConditionTrue, Reason: reason}
 }
 
 func TestCountRefused(t *testing.T) {
 	items := []v1.ServiceDeployment{
-		*deploymentWith("a", "drift1", stalled(ReasonSnapshotDrift)),
-		*deploymentWith("a", "drift2", stalled(ReasonSnapshotDrift)),
-		*deploymentWith("a", "grant", stalled(ReasonGrantDenied)),
-		*deploymentWith("b", "drift", stalled(ReasonSnapshotDrift)),
+		*deploymentWith("a", "drift1", stalled(v1.ReasonSnapshotDrift)),
+		*deploymentWith("a", "drift2", stalled(v1.ReasonSnapshotDrift)),
+		*deploymentWith("a", "grant", stalled(v1.ReasonGrantDenied)),
+		*deploymentWith("b", "drift", stalled(v1.ReasonSnapshotDrift)),
 		// Must-not-count twins: Ready, retrying (Reconciling), Stalled=False.
-		*deploymentWith("b", "ready", metav1.Condition{Type: TypeReady, Status: metav1.ConditionTrue, Reason: ReasonActivated}),
-		*deploymentWith("b", "retrying", metav1.Condition{Type: TypeReconciling, Status: metav1.ConditionTrue, Reason: ReasonServerUnreachable}),
-		*deploymentWith("c", "unstalled", metav1.Condition{Type: TypeStalled, Status: metav1.ConditionFalse, Reason: ReasonSnapshotDrift}),
+		*deploymentWith("b", "ready", metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonActivated}),
+		*deploymentWith("b", "retrying", metav1.Condition{Type: v1.ConditionReconciling, Status: metav1.ConditionTrue, Reason: v1.ReasonServerUnreachable}),
+		*deploymentWith("c", "unstalled", metav1.Condition{Type: v1.ConditionStalled, Status: metav1.ConditionFalse, Reason: v1.ReasonSnapshotDrift}),
 		// A reason this operator never writes cannot grow the label set.
 		*deploymentWith("c", "forged", stalled("Forged"+strings.Repeat("x", 40))),
 	}
-	got := CountRefused(items)
-	want := map[RefusedKey]int{
-		{"a", ReasonSnapshotDrift}: 2, {"a", ReasonGrantDenied}: 1, {"b", ReasonSnapshotDrift}: 1, {"c", RefusedReasonOther}: 1,
+	got := countRefused(items)
+	want := map[refusedKey]int{
+		{"a", v1.ReasonSnapshotDrift}: 2, {"a", v1.ReasonGrantDenied}: 1, {"b", v1.ReasonSnapshotDrift}: 1, {"c", refusedReasonOther}: 1,
 	}
 	if len(got) != len(want) {
-		t.Fatalf("CountRefused = %v, want %v", got, want)
+		t.Fatalf("countRefused = %v, want %v", got, want)
 	}
 	for k, n := range want {
 		if got[k] != n {
-			t.Fatalf("CountRefused[%v] = %d, want %d (all: %v)", k, got[k], n, got)
+			t.Fatalf("countRefused[%v] = %d, want %d (all: %v)", k, got[k], n, got)
 		}
 	}
 }
@@ -66,9 +66,9 @@ func newMetricsScheme(t *testing.T) *runtime.Scheme {
 // The collector is derived from what the reader lists at each scrape: a deleted deployment
 // leaves the gauge without incrementing or decrementing anything.
 func TestRefusedCollectorFollowsTheReader(t *testing.T) {
-	drift := deploymentWith("team-a", "svc", stalled(ReasonSnapshotDrift))
+	drift := deploymentWith("team-a", "svc", stalled(v1.ReasonSnapshotDrift))
 	c := fake.NewClientBuilder().WithScheme(newMetricsScheme(t)).WithObjects(drift,
-		deploymentWith("team-b", "ok", metav1.Condition{Type: TypeReady, Status: metav1.ConditionTrue, Reason: ReasonActivated})).Build()
+		deploymentWith("team-b", "ok", metav1.Condition{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonActivated})).Build()
 	col := NewRefusedCollector(c)
 	want := `# HELP connector_mcp_refused_deployments ServiceDeployments refused (Stalled=True) by namespace and reason, derived from the informer cache at each scrape.
 # TYPE connector_mcp_refused_deployments gauge
@@ -87,7 +87,7 @@ connector_mcp_refused_deployments{deployment_namespace="team-a",reason="Snapshot
 
 // Must-fail twin: a reader that cannot list gives no series (never a stale or zero value).
 func TestRefusedCollectorReaderFailure(t *testing.T) {
-	c := fake.NewClientBuilder().WithScheme(newMetricsScheme(t)).WithObjects(deploymentWith("team-a", "svc", stalled(ReasonSnapshotDrift))).
+	c := fake.NewClientBuilder().WithScheme(newMetricsScheme(t)).WithObjects(deploymentWith("team-a", "svc", stalled(v1.ReasonSnapshotDrift))).
 		WithInterceptorFuncs(interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
 			return errors.New("cache not synced")
 		}}).Build()

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// NormalizeEndpoint is idempotent and never keeps userinfo, a query or a fragment; SanitizeURL
+// normalizeEndpoint is idempotent and never keeps userinfo, a query or a fragment; SanitizeURL
 // never keeps them either. Spelling variants of the same endpoint (upper-case host, a trailing
 // dot, escaped unreserved characters, lower-case escapes) normalize alike.
 func FuzzNormalizeEndpoint(f *testing.F) {
@@ -26,19 +26,19 @@ func FuzzNormalizeEndpoint(f *testing.F) {
 		if s := SanitizeURL(raw); s != "(invalid URL)" && leaks(s) {
 			t.Fatalf("SanitizeURL(%q) = %q keeps userinfo, query or fragment", raw, s)
 		}
-		n, err := NormalizeEndpoint(raw)
+		n, err := normalizeEndpoint(raw)
 		if err != nil {
 			return
 		}
 		if leaks(n) {
-			t.Fatalf("NormalizeEndpoint(%q) = %q keeps userinfo, query or fragment", raw, n)
+			t.Fatalf("normalizeEndpoint(%q) = %q keeps userinfo, query or fragment", raw, n)
 		}
-		again, err := NormalizeEndpoint(n)
+		again, err := normalizeEndpoint(n)
 		if err != nil || again != n {
 			t.Fatalf("not idempotent: %q -> %q -> %q (%v)", raw, n, again, err)
 		}
 		if v := variant(n); v != "" {
-			if nv, err := NormalizeEndpoint(v); err != nil || nv != n {
+			if nv, err := normalizeEndpoint(v); err != nil || nv != n {
 				t.Fatalf("variant %q of %q normalizes to %q (%v), want %q", v, raw, nv, err, n)
 			}
 		}
@@ -83,7 +83,7 @@ func FuzzFindCollisionFirstComeKeepsIt(f *testing.F) {
 	f.Fuzz(func(t *testing.T, n uint8, picks []byte) {
 		count := int(n%8) + 1
 		base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-		claims := make([]Claim, count)
+		claims := make([]bundleClaim, count)
 		pick := func(i, k int) byte {
 			if len(picks) == 0 {
 				return 0
@@ -91,7 +91,7 @@ func FuzzFindCollisionFirstComeKeepsIt(f *testing.F) {
 			return picks[(i*3+k)%len(picks)] % 3
 		}
 		for i := range claims {
-			claims[i] = Claim{
+			claims[i] = bundleClaim{
 				Key:        "ns" + string(rune('0'+pick(i, 1)%2)) + "/d" + string(rune('a'+i)),
 				Created:    metav1.NewTime(base.Add(time.Duration(pick(i, 0)) * time.Minute)),
 				Provider:   "p" + string(rune('0'+pick(i, 1))),
@@ -105,11 +105,11 @@ func FuzzFindCollisionFirstComeKeepsIt(f *testing.F) {
 				earliest = c
 			}
 		}
-		if serr := FindCollision(earliest, claims); serr != nil {
+		if serr := findCollision(earliest, claims); serr != nil {
 			t.Fatalf("the earliest claim %s was refused: %v", earliest.Key, serr)
 		}
 		for _, c := range claims {
-			serr := FindCollision(c, claims)
+			serr := findCollision(c, claims)
 			if serr == nil {
 				continue
 			}

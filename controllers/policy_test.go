@@ -72,20 +72,20 @@ func TestCheckProfile(t *testing.T) {
 		reason    string
 	}{
 		{name: "reviewed profile passes"},
-		{name: "wrong contract", mutate: func(d *v1.ProfileDocument) { d.Contract = "b10x.connector-mcp-service.v2" }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
-		{name: "unreviewed effect", mutate: func(d *v1.ProfileDocument) { d.Operations[0].Effect = v1.EffectUnreviewed }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
-		{name: "unmapped tool", mutate: func(d *v1.ProfileDocument) { d.Operations = d.Operations[:1] }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
-		{name: "operation maps unknown tool", mutate: func(d *v1.ProfileDocument) { d.Operations[1].RemoteName = "zzz" }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
-		{name: "tool mapped twice", mutate: func(d *v1.ProfileDocument) { d.Operations[1].RemoteName = d.Operations[0].RemoteName }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
-		{name: "duplicate operationRef", mutate: func(d *v1.ProfileDocument) { d.Operations[1].OperationRef = d.Operations[0].OperationRef }, condition: TypeSourceVerified, reason: ReasonProfileInvalid},
-		{name: "tampered descriptor", mutate: func(d *v1.ProfileDocument) { d.Snapshot.Tools[0].Descriptor.Raw = []byte(toolAx) }, condition: TypeSnapshotMatched, reason: ReasonSnapshotDigestMismatch},
+		{name: "wrong contract", mutate: func(d *v1.ProfileDocument) { d.Contract = "b10x.connector-mcp-service.v2" }, condition: v1.ConditionSourceVerified, reason: v1.ReasonProfileInvalid},
+		{name: "unreviewed effect", mutate: func(d *v1.ProfileDocument) { d.Operations[0].Effect = v1.EffectUnreviewed }, condition: v1.ConditionSourceVerified, reason: v1.ReasonProfileInvalid},
+		{name: "unmapped tool", mutate: func(d *v1.ProfileDocument) { d.Operations = d.Operations[:1] }, condition: v1.ConditionSourceVerified, reason: v1.ReasonProfileInvalid},
+		{name: "operation maps unknown tool", mutate: func(d *v1.ProfileDocument) { d.Operations[1].RemoteName = "zzz" }, condition: v1.ConditionSourceVerified, reason: v1.ReasonProfileInvalid},
+		{name: "tool mapped twice", mutate: func(d *v1.ProfileDocument) { d.Operations[1].RemoteName = d.Operations[0].RemoteName }, condition: v1.ConditionSourceVerified, reason: v1.ReasonProfileInvalid},
+		{name: "duplicate operationRef", mutate: func(d *v1.ProfileDocument) { d.Operations[1].OperationRef = d.Operations[0].OperationRef }, condition: v1.ConditionSourceVerified, reason: v1.ReasonProfileInvalid},
+		{name: "tampered descriptor", mutate: func(d *v1.ProfileDocument) { d.Snapshot.Tools[0].Descriptor.Raw = []byte(toolAx) }, condition: v1.ConditionSnapshotReconstructed, reason: v1.ReasonSnapshotDigestMismatch},
 		{name: "tampered snapshot digest", mutate: func(d *v1.ProfileDocument) {
 			d.Snapshot.Digest = "sha256:" + strings.Repeat("0", 64)
-		}, condition: TypeSnapshotMatched, reason: ReasonSnapshotDigestMismatch},
-		{name: "protocol changed after recording", mutate: func(d *v1.ProfileDocument) { d.Snapshot.ProtocolVersion = "2025-11-25" }, condition: TypeSnapshotMatched, reason: ReasonSnapshotDigestMismatch},
+		}, condition: v1.ConditionSnapshotReconstructed, reason: v1.ReasonSnapshotDigestMismatch},
+		{name: "protocol changed after recording", mutate: func(d *v1.ProfileDocument) { d.Snapshot.ProtocolVersion = "2025-11-25" }, condition: v1.ConditionSnapshotReconstructed, reason: v1.ReasonSnapshotDigestMismatch},
 		{name: "descriptor with duplicate key", mutate: func(d *v1.ProfileDocument) {
 			d.Snapshot.Tools[1].Descriptor.Raw = []byte(`{"name":"b","name":"b"}`)
-		}, condition: TypeSnapshotMatched, reason: ReasonSnapshotDigestMismatch},
+		}, condition: v1.ConditionSnapshotReconstructed, reason: v1.ReasonSnapshotDigestMismatch},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,7 +93,7 @@ func TestCheckProfile(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(doc)
 			}
-			rec, serr := CheckProfile(doc)
+			rec, serr := checkProfile(doc)
 			if tc.reason == "" {
 				if serr != nil {
 					t.Fatalf("refused: %v", serr)
@@ -139,19 +139,19 @@ func TestDecideMatch(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := DecideMatch(rec, tc.live)
+			d := decideMatch(rec, tc.live)
 			if d.Matched != tc.matched {
 				t.Fatalf("matched = %v, want %v (diff %+v)", d.Matched, tc.matched, d.Diff)
 			}
 			if tc.matched {
 				return
 			}
-			got, _ := json.Marshal(DriftStatus(d.Diff))
+			got, _ := json.Marshal(driftStatus(d.Diff))
 			want, _ := json.Marshal(&tc.want)
 			if string(got) != string(want) {
 				t.Fatalf("drift = %s, want %s", got, want)
 			}
-			if s := DriftSummary(d.Diff); !strings.HasPrefix(s, "the live tool list differs") {
+			if s := driftSummary(d.Diff); !strings.HasPrefix(s, "the live tool list differs") {
 				t.Fatalf("summary = %q", s)
 			}
 		})
@@ -162,7 +162,7 @@ func TestDecideMatchRefusesDigestOnlyDifference(t *testing.T) {
 	rec := recorded(t, testDoc(t, "2026-07-28", toolA))
 	live := liveSnapshot(t, "2026-07-28", toolA)
 	live.Digest = "sha256:" + strings.Repeat("1", 64)
-	if DecideMatch(rec, live).Matched {
+	if decideMatch(rec, live).Matched {
 		t.Fatal("a differing snapshot digest matched")
 	}
 }
@@ -170,7 +170,7 @@ func TestDecideMatchRefusesDigestOnlyDifference(t *testing.T) {
 func TestDriftSummaryCarriesNoDescriptorText(t *testing.T) {
 	rec := recorded(t, testDoc(t, "2026-07-28", toolA))
 	live := liveSnapshot(t, "2026-07-28", toolAx)
-	s := DriftSummary(DecideMatch(rec, live).Diff)
+	s := driftSummary(decideMatch(rec, live).Diff)
 	if strings.Contains(s, "mails") {
 		t.Fatalf("summary leaks server prose: %q", s)
 	}
@@ -181,7 +181,7 @@ func TestDriftSummaryCarriesNoDescriptorText(t *testing.T) {
 
 func recorded(t *testing.T, doc *v1.ProfileDocument) *snapshot.ToolSnapshot {
 	t.Helper()
-	rec, serr := CheckProfile(doc)
+	rec, serr := checkProfile(doc)
 	if serr != nil {
 		t.Fatal(serr)
 	}
@@ -216,19 +216,19 @@ func TestCheckBindings(t *testing.T) {
 		msg    string
 	}{
 		{name: "exact binding passes"},
-		{name: "missing operation", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations = s.Operations[:1] }, reason: ReasonOperationSetMismatch, msg: `missing "op-b"`},
-		{name: "unknown operation", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[1].OperationRef = "op-z" }, reason: ReasonOperationSetMismatch, msg: `unknown "op-z"`},
-		{name: "wrong endpoint ref", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[0].EndpointRef = "other" }, reason: ReasonEndpointRefInvalid},
-		{name: "credential ref missing", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[1].CredentialRef = nil }, reason: ReasonCredentialRefMismatch},
-		{name: "credential ref other key", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[1].CredentialRef.Key = "other" }, reason: ReasonCredentialRefMismatch},
-		{name: "credential ref where connection has none", mutate: func(s *v1.ServiceDeploymentSpec) { s.MCPConnection.CredentialRef = nil }, reason: ReasonCredentialRefMismatch},
+		{name: "missing operation", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations = s.Operations[:1] }, reason: v1.ReasonOperationSetMismatch, msg: `missing "op-b"`},
+		{name: "unknown operation", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[1].OperationRef = "op-z" }, reason: v1.ReasonOperationSetMismatch, msg: `unknown "op-z"`},
+		{name: "wrong endpoint ref", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[0].EndpointRef = "other" }, reason: v1.ReasonEndpointRefInvalid},
+		{name: "credential ref missing", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[1].CredentialRef = nil }, reason: v1.ReasonCredentialRefMismatch},
+		{name: "credential ref other key", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[1].CredentialRef.Key = "other" }, reason: v1.ReasonCredentialRefMismatch},
+		{name: "credential ref where connection has none", mutate: func(s *v1.ServiceDeploymentSpec) { s.MCPConnection.CredentialRef = nil }, reason: v1.ReasonCredentialRefMismatch},
 		{name: "no credential anywhere passes", mutate: func(s *v1.ServiceDeploymentSpec) {
 			s.MCPConnection.CredentialRef = nil
 			for i := range s.Operations {
 				s.Operations[i].CredentialRef = nil
 			}
 		}},
-		{name: "no grant", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[0].GrantRefs = nil }, reason: ReasonGrantNotFound},
+		{name: "no grant", mutate: func(s *v1.ServiceDeploymentSpec) { s.Operations[0].GrantRefs = nil }, reason: v1.ReasonGrantNotFound},
 	}
 	doc := testDoc(t, "2026-07-28", toolA, toolB)
 	for _, tc := range cases {
@@ -237,14 +237,14 @@ func TestCheckBindings(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(s)
 			}
-			serr := CheckBindings(doc, s)
+			serr := checkBindings(doc, s)
 			if tc.reason == "" {
 				if serr != nil {
 					t.Fatalf("refused: %v", serr)
 				}
 				return
 			}
-			if serr == nil || serr.Reason != tc.reason || serr.Condition != TypeBound {
+			if serr == nil || serr.Reason != tc.reason || serr.Condition != v1.ConditionBound {
 				t.Fatalf("got %v, want reason %s", serr, tc.reason)
 			}
 			if !strings.Contains(serr.Message, tc.msg) {
@@ -276,7 +276,7 @@ func TestRulesAllowInvoke(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := RulesAllowInvoke(tc.rules, "sd"); got != tc.allow {
+			if got := rulesAllowInvoke(tc.rules, "sd"); got != tc.allow {
 				t.Fatalf("allow = %v, want %v", got, tc.allow)
 			}
 		})
@@ -286,22 +286,22 @@ func TestRulesAllowInvoke(t *testing.T) {
 func TestFindCollision(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(time.Minute))
-	first := Claim{Key: "ns/first", Created: t0, Provider: "p1", Authority: "https://a:443/mcp", Operations: []string{"conn/op-a"}}
+	first := bundleClaim{Key: "ns/first", Created: t0, Provider: "p1", Authority: "https://a:443/mcp", Operations: []string{"conn/op-a"}}
 	cases := []struct {
 		name   string
-		self   Claim
+		self   bundleClaim
 		reason string
 	}{
-		{name: "distinct", self: Claim{Key: "ns/second", Created: t1, Provider: "p2", Authority: "https://b:443/mcp", Operations: []string{"conn2/op-a"}}},
-		{name: "same provider", self: Claim{Key: "ns/second", Created: t1, Provider: "p1", Authority: "https://b:443/mcp"}, reason: ReasonProviderCollision},
-		{name: "same endpoint", self: Claim{Key: "ns/second", Created: t1, Provider: "p2", Authority: "https://a:443/mcp"}, reason: ReasonAuthorityCollision},
-		{name: "same operation of the Connection", self: Claim{Key: "ns/second", Created: t1, Provider: "p2", Authority: "https://b:443/mcp", Operations: []string{"conn/op-a"}}, reason: ReasonOperationCollision},
-		{name: "first keeps it even when created at the same time (name order)", self: Claim{Key: "ns/zzz", Created: t0, Provider: "p1"}, reason: ReasonProviderCollision},
-		{name: "earlier object is never refused", self: Claim{Key: "ns/early", Created: metav1.NewTime(t0.Add(-time.Minute)), Provider: "p1", Authority: "https://a:443/mcp"}},
+		{name: "distinct", self: bundleClaim{Key: "ns/second", Created: t1, Provider: "p2", Authority: "https://b:443/mcp", Operations: []string{"conn2/op-a"}}},
+		{name: "same provider", self: bundleClaim{Key: "ns/second", Created: t1, Provider: "p1", Authority: "https://b:443/mcp"}, reason: v1.ReasonProviderCollision},
+		{name: "same endpoint", self: bundleClaim{Key: "ns/second", Created: t1, Provider: "p2", Authority: "https://a:443/mcp"}, reason: v1.ReasonAuthorityCollision},
+		{name: "same operation of the Connection", self: bundleClaim{Key: "ns/second", Created: t1, Provider: "p2", Authority: "https://b:443/mcp", Operations: []string{"conn/op-a"}}, reason: v1.ReasonOperationCollision},
+		{name: "first keeps it even when created at the same time (name order)", self: bundleClaim{Key: "ns/zzz", Created: t0, Provider: "p1"}, reason: v1.ReasonProviderCollision},
+		{name: "earlier object is never refused", self: bundleClaim{Key: "ns/early", Created: metav1.NewTime(t0.Add(-time.Minute)), Provider: "p1", Authority: "https://a:443/mcp"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			serr := FindCollision(tc.self, []Claim{first, tc.self})
+			serr := findCollision(tc.self, []bundleClaim{first, tc.self})
 			if tc.reason == "" {
 				if serr != nil {
 					t.Fatalf("refused: %v", serr)
@@ -322,28 +322,28 @@ func TestFindCollision(t *testing.T) {
 // same namespace is.
 func TestFindCollisionDoesNotNameAnotherNamespace(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	holder := Claim{Key: "team-secret/payroll-bridge", Created: t0, Provider: "p", Authority: "https://h:443/mcp"}
-	self := Claim{Key: "tenant/probe", Created: metav1.NewTime(t0.Add(time.Minute)), Provider: "q", Authority: "https://h:443/mcp"}
-	serr := FindCollision(self, []Claim{holder, self})
-	if serr == nil || serr.Reason != ReasonAuthorityCollision {
-		t.Fatalf("got %v, want %s", serr, ReasonAuthorityCollision)
+	holder := bundleClaim{Key: "team-secret/payroll-bridge", Created: t0, Provider: "p", Authority: "https://h:443/mcp"}
+	self := bundleClaim{Key: "tenant/probe", Created: metav1.NewTime(t0.Add(time.Minute)), Provider: "q", Authority: "https://h:443/mcp"}
+	serr := findCollision(self, []bundleClaim{holder, self})
+	if serr == nil || serr.Reason != v1.ReasonAuthorityCollision {
+		t.Fatalf("got %v, want %s", serr, v1.ReasonAuthorityCollision)
 	}
 	if strings.Contains(serr.Message, "team-secret") || strings.Contains(serr.Message, "payroll") || !strings.Contains(serr.Message, "another deployment") {
 		t.Fatalf("message %q names another namespace's object", serr.Message)
 	}
-	sameNS := Claim{Key: "tenant/first", Created: t0, Provider: "p", Authority: "https://h:443/mcp"}
-	if serr := FindCollision(self, []Claim{sameNS, self}); serr == nil || !strings.Contains(serr.Message, "ServiceDeployment tenant/first") {
+	sameNS := bundleClaim{Key: "tenant/first", Created: t0, Provider: "p", Authority: "https://h:443/mcp"}
+	if serr := findCollision(self, []bundleClaim{sameNS, self}); serr == nil || !strings.Contains(serr.Message, "ServiceDeployment tenant/first") {
 		t.Fatalf("same-namespace holder not named: %v", serr)
 	}
 }
 
 func TestFindCollisionNamesEarliestHolder(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	a := Claim{Key: "ns/a", Created: metav1.NewTime(t0.Add(2 * time.Minute)), Provider: "p"}
-	b := Claim{Key: "ns/b", Created: t0, Provider: "x", Authority: "https://h:443/"}
-	self := Claim{Key: "ns/c", Created: metav1.NewTime(t0.Add(3 * time.Minute)), Provider: "p", Authority: "https://h:443/"}
-	serr := FindCollision(self, []Claim{a, b, self})
-	if serr == nil || serr.Reason != ReasonAuthorityCollision || !strings.Contains(serr.Message, "ns/b") {
+	a := bundleClaim{Key: "ns/a", Created: metav1.NewTime(t0.Add(2 * time.Minute)), Provider: "p"}
+	b := bundleClaim{Key: "ns/b", Created: t0, Provider: "x", Authority: "https://h:443/"}
+	self := bundleClaim{Key: "ns/c", Created: metav1.NewTime(t0.Add(3 * time.Minute)), Provider: "p", Authority: "https://h:443/"}
+	serr := findCollision(self, []bundleClaim{a, b, self})
+	if serr == nil || serr.Reason != v1.ReasonAuthorityCollision || !strings.Contains(serr.Message, "ns/b") {
 		t.Fatalf("got %v", serr)
 	}
 }
@@ -365,9 +365,9 @@ func TestNormalizeEndpoint(t *testing.T) {
 		"https://h/%7e%41":               "https://h:443/~A",
 	}
 	for in, want := range cases {
-		got, err := NormalizeEndpoint(in)
+		got, err := normalizeEndpoint(in)
 		if err != nil || got != want {
-			t.Errorf("NormalizeEndpoint(%q) = %q, %v; want %q", in, got, err, want)
+			t.Errorf("normalizeEndpoint(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	// Twins: a different segment, an escaped slash versus a real one, another port.
@@ -376,15 +376,15 @@ func TestNormalizeEndpoint(t *testing.T) {
 		"https://h/mcp":   "https://h/mcp2",
 		"https://h./mcp":  "https://h:8443/mcp",
 	} {
-		na, _ := NormalizeEndpoint(a)
-		nb, _ := NormalizeEndpoint(b)
+		na, _ := normalizeEndpoint(a)
+		nb, _ := normalizeEndpoint(b)
 		if na == nb {
 			t.Errorf("%q and %q normalize alike (%q)", a, b, na)
 		}
 	}
 	for _, bad := range []string{"ftp://x/", "https:///mcp", "://", "https://./mcp", "https://h:99999/"} {
-		if _, err := NormalizeEndpoint(bad); err == nil {
-			t.Errorf("NormalizeEndpoint(%q) accepted", bad)
+		if _, err := normalizeEndpoint(bad); err == nil {
+			t.Errorf("normalizeEndpoint(%q) accepted", bad)
 		}
 	}
 }
@@ -398,13 +398,13 @@ func TestSanitizeURL(t *testing.T) {
 
 func TestNextVerification(t *testing.T) {
 	last := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	a := NextVerification(last, time.Hour, 0.2, "uid-a")
-	if a != NextVerification(last, time.Hour, 0.2, "uid-a") {
+	a := nextVerification(last, time.Hour, 0.2, "uid-a")
+	if a != nextVerification(last, time.Hour, 0.2, "uid-a") {
 		t.Fatal("not deterministic")
 	}
 	spread := map[time.Time]bool{}
 	for _, seed := range []string{"uid-a", "uid-b", "uid-c", "uid-d"} {
-		n := NextVerification(last, time.Hour, 0.2, seed)
+		n := nextVerification(last, time.Hour, 0.2, seed)
 		if n.Before(last.Add(time.Hour)) || n.After(last.Add(72*time.Minute)) {
 			t.Fatalf("%s: %v outside [1h, 1h12m]", seed, n.Sub(last))
 		}
@@ -413,7 +413,7 @@ func TestNextVerification(t *testing.T) {
 	if len(spread) < 2 {
 		t.Fatal("no jitter across objects")
 	}
-	if NextVerification(last, time.Hour, 0, "x") != last.Add(time.Hour) {
+	if nextVerification(last, time.Hour, 0, "x") != last.Add(time.Hour) {
 		t.Fatal("zero jitter must be exact")
 	}
 }
@@ -423,17 +423,17 @@ func TestNextVerification(t *testing.T) {
 // guessed value), and never the value.
 func TestCredentialHash(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
-	h := CredentialHash(key, "uid", []byte("s3cret"))
+	h := credentialHash(key, "uid", []byte("s3cret"))
 	if len(h) != 69 || !strings.HasPrefix(h, "hmac:") || strings.Contains(h, "s3cret") {
 		t.Fatalf("hash = %q", h)
 	}
-	if h != CredentialHash(append([]byte(nil), key...), "uid", []byte("s3cret")) {
+	if h != credentialHash(append([]byte(nil), key...), "uid", []byte("s3cret")) {
 		t.Fatal("the same key gave another hash")
 	}
-	if h == CredentialHash(key, "uid", []byte("s3cret2")) || h == CredentialHash(key, "uid2", []byte("s3cret")) {
+	if h == credentialHash(key, "uid", []byte("s3cret2")) || h == credentialHash(key, "uid2", []byte("s3cret")) {
 		t.Fatal("hash ignores value or uid")
 	}
-	if h == CredentialHash([]byte("fedcba9876543210fedcba9876543210"), "uid", []byte("s3cret")) {
+	if h == credentialHash([]byte("fedcba9876543210fedcba9876543210"), "uid", []byte("s3cret")) {
 		t.Fatal("hash ignores the key")
 	}
 	sum := sha256.Sum256([]byte("connector-mcp credential v1\x00uid\x00s3cret"))
@@ -452,16 +452,16 @@ func TestBindingStageError(t *testing.T) {
 		transient bool
 		says      string
 	}{
-		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialNotOptedIn}, ReasonCredentialNotFound, true, "credential_not_opted_in"},
-		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialHostNotAllowed}, ReasonCredentialRefused, false, "credential_host_not_allowed"},
-		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialServiceAccountToken}, ReasonCredentialRefused, false, "credential_service_account_token"},
-		{&egress.CredentialError{Ref: ref, Reason: "key not found"}, ReasonCredentialNotFound, true, "key not found"},
-		{&k8sbinding.CeilingError{Entry: "10.0.0.0/8"}, ReasonEndpointRefused, false, "egress_ceiling_exceeded"},
-		{fmt.Errorf("%w: boom", k8sbinding.ErrClusterPolicyUnavailable), ReasonProgressing, true, "could not be read"},
-		{&egress.DestinationError{Addr: "169.254.169.254:80", Reason: "metadata"}, ReasonEndpointRefused, false, "destination_refused"},
+		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialNotOptedIn}, v1.ReasonCredentialNotFound, true, "credential_not_opted_in"},
+		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialHostNotAllowed}, v1.ReasonCredentialRefused, false, "credential_host_not_allowed"},
+		{&k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialServiceAccountToken}, v1.ReasonCredentialRefused, false, "credential_service_account_token"},
+		{&egress.CredentialError{Ref: ref, Reason: "key not found"}, v1.ReasonCredentialNotFound, true, "key not found"},
+		{&k8sbinding.CeilingError{Entry: "10.0.0.0/8"}, v1.ReasonEndpointRefused, false, "egress_ceiling_exceeded"},
+		{fmt.Errorf("%w: boom", k8sbinding.ErrClusterPolicyUnavailable), v1.ReasonProgressing, true, "could not be read"},
+		{&egress.DestinationError{Addr: "169.254.169.254:80", Reason: "metadata"}, v1.ReasonEndpointRefused, false, "destination_refused"},
 	} {
-		serr := BindingStageError(TypeBound, c.err)
-		if serr.Reason != c.reason || serr.Transient != c.transient || serr.Condition != TypeBound || !strings.Contains(serr.Message, c.says) {
+		serr := bindingStageError(v1.ConditionBound, c.err)
+		if serr.Reason != c.reason || serr.Transient != c.transient || serr.Condition != v1.ConditionBound || !strings.Contains(serr.Message, c.says) {
 			t.Errorf("%v: got %s transient=%v %q", c.err, serr.Reason, serr.Transient, serr.Message)
 		}
 		if strings.Contains(serr.Message, "metadata") || strings.Contains(serr.Message, "169.254") {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -23,6 +24,9 @@ import (
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 )
+
+// profileConditions are the stage conditions of profileStages, in order.
+var profileConditions = conditions(profileStages)
 
 // ProfileReconciler verifies McpServiceProfiles: source verification (pack by digest with a
 // provenance policy, or inline where allowed), strict decode and snapshot digest reconstruction.
@@ -39,7 +43,7 @@ type ProfileReconciler struct {
 	// may appear); zero means 5 minutes. Successful verifications are cached and not repeated.
 	RefusedRetryInterval time.Duration
 	// RetryInterval is the first step of the exponential, jittered retry of a transient failure
-	// (see RetryBackoff; capped at DefaultRetryMaxInterval).
+	// (see retryBackoff; capped at defaultRetryMaxInterval).
 	RetryInterval time.Duration
 	// Metrics is optional.
 	Metrics *Metrics
@@ -115,7 +119,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	now := r.now()
 
 	resolved, failed := r.Resolver.Resolve(ctx, p)
-	o := outcome{stages: []string{TypeSourceVerified, TypeSnapshotMatched}, failed: failed, readyReason: ReasonVerified}
+	o := outcome{stages: profileConditions, failed: failed, readyReason: v1.ReasonVerified}
 	st := &p.Status
 	if failed == nil {
 		st.PackDigest = resolved.PackDigest
@@ -131,6 +135,10 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		st.PackDigest, st.ProfileDigest, st.SnapshotDigest, st.Verified = "", "", "", nil
 	}
 	applyConditions(&st.Conditions, p.Generation, now, o)
+	// The reconstruction stage was written as SnapshotMatched before it was renamed
+	// (SnapshotReconstructed): a profile written by an older manager must not keep both. Nothing
+	// reads a profile's SnapshotMatched back, so the old condition is simply dropped.
+	meta.RemoveStatusCondition(&st.Conditions, v1.ConditionSnapshotMatched)
 	if o.terminal() {
 		st.ObservedGeneration = p.Generation
 	}
@@ -157,10 +165,10 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	}
 	switch {
 	case failed != nil && failed.Transient:
-		// Exponential, jittered per profile (RetryBackoff): a registry outage is not retried by
+		// Exponential, jittered per profile (retryBackoff): a registry outage is not retried by
 		// every profile at once, every RetryInterval.
 		n := r.retries.next(name)
-		return ctrl.Result{RequeueAfter: RetryBackoff(r.retryInterval(), DefaultRetryMaxInterval, n, retryJitter(p.UID, n))}, nil
+		return ctrl.Result{RequeueAfter: retryBackoff(r.retryInterval(), defaultRetryMaxInterval, n, retryJitter(p.UID, n))}, nil
 	case failed != nil && p.Spec.Source.OCI != nil:
 		if r.RefusedRetryInterval > 0 {
 			return ctrl.Result{RequeueAfter: r.RefusedRetryInterval}, nil

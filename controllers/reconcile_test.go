@@ -183,7 +183,7 @@ func (h *harness) activate() {
 	h.reconcileProfile("svc")
 	h.reconcileDeployment("sd")
 	sd := h.deployment("sd")
-	if c := cond(sd.Status.Conditions, TypeReady); c.Status != metav1.ConditionTrue || c.Reason != ReasonActivated {
+	if c := cond(sd.Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionTrue || c.Reason != v1.ReasonActivated {
 		h.t.Fatalf("Ready = %+v; conditions %+v", c, sd.Status.Conditions)
 	}
 }
@@ -203,15 +203,15 @@ func TestActivationAndNoOpReconcile(t *testing.T) {
 	sd := h.deployment("sd")
 	st := sd.Status
 	if st.ActiveSnapshotDigest != doc.Snapshot.Digest || st.ExposedOperations != 1 || st.ObservedGeneration != 1 ||
-		st.ProfileDigest != p.Status.ProfileDigest || st.CredentialHash != CredentialHash(testHashKey, "sd-uid", []byte("s3cret")) || st.LastFrozenTime == nil {
+		st.ProfileDigest != p.Status.ProfileDigest || st.CredentialHash != credentialHash(testHashKey, "sd-uid", []byte("s3cret")) || st.LastFrozenTime == nil {
 		t.Fatalf("deployment status = %+v", st)
 	}
-	for _, typ := range deploymentStages {
+	for _, typ := range deploymentConditions {
 		if c := cond(st.Conditions, typ); c.Status != metav1.ConditionTrue {
 			t.Fatalf("%s = %+v", typ, c)
 		}
 	}
-	if c := cond(st.Conditions, TypeReconciling); c.Status != "Absent" {
+	if c := cond(st.Conditions, v1.ConditionReconciling); c.Status != "Absent" {
 		t.Fatalf("Reconciling = %+v", c)
 	}
 	if got := kstatusOf(t, sd); got != status.CurrentStatus {
@@ -248,7 +248,7 @@ func TestActivationAndNoOpReconcile(t *testing.T) {
 	if h.freezer.count() != freezes+1 || h.writes != writes+1 {
 		t.Fatalf("re-verification: %d freezes, %d writes", h.freezer.count()-freezes, h.writes-writes)
 	}
-	if c := cond(h.deployment("sd").Status.Conditions, TypeReady); c.Status != metav1.ConditionTrue {
+	if c := cond(h.deployment("sd").Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionTrue {
 		t.Fatalf("Ready after re-verification = %+v", c)
 	}
 }
@@ -264,13 +264,13 @@ func TestDriftRefusesWithDiffAndRecoversWithNewProfile(t *testing.T) {
 	h.reconcileDeployment("sd")
 	sd := h.deployment("sd")
 	st := sd.Status
-	if c := cond(st.Conditions, TypeReady); c.Status != metav1.ConditionFalse || c.Reason != ReasonSnapshotDrift {
+	if c := cond(st.Conditions, v1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonSnapshotDrift {
 		t.Fatalf("Ready = %+v", c)
 	}
-	if c := cond(st.Conditions, TypeStalled); c.Status != metav1.ConditionTrue || c.Reason != ReasonSnapshotDrift {
+	if c := cond(st.Conditions, v1.ConditionStalled); c.Status != metav1.ConditionTrue || c.Reason != v1.ReasonSnapshotDrift {
 		t.Fatalf("Stalled = %+v", c)
 	}
-	if c := cond(st.Conditions, TypeSnapshotMatched); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, `changed "a"`) || !strings.Contains(c.Message, `added "c"`) {
+	if c := cond(st.Conditions, v1.ConditionSnapshotMatched); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, `changed "a"`) || !strings.Contains(c.Message, `added "c"`) {
 		t.Fatalf("SnapshotMatched = %+v", c)
 	}
 	live := liveSnapshot(t, "2026-07-28", toolAx, toolB, toolC)
@@ -315,21 +315,8 @@ func TestDriftRefusesWithDiffAndRecoversWithNewProfile(t *testing.T) {
 	}
 	h.reconcileDeployment("sd")
 	st = h.deployment("sd").Status
-	if c := cond(st.Conditions, TypeReady); c.Status != metav1.ConditionTrue || st.ActiveSnapshotDigest != live.Digest || st.Drift != nil || st.CandidateSnapshotDigest != "" || st.ObservedGeneration != 2 {
+	if c := cond(st.Conditions, v1.ConditionReady); c.Status != metav1.ConditionTrue || st.ActiveSnapshotDigest != live.Digest || st.Drift != nil || st.CandidateSnapshotDigest != "" || st.ObservedGeneration != 2 {
 		t.Fatalf("after new profile: Ready %+v, status %+v", c, st)
-	}
-}
-
-func TestProtocolEraChangeIsDrift(t *testing.T) {
-	_, objs := world(t)
-	h := newHarness(t, objs...)
-	h.activate()
-	h.freezer.set(liveSnapshot(t, "2025-11-25", toolA, toolB), nil)
-	h.clock.SetTime(h.clock.Now().Add(2 * time.Hour))
-	h.reconcileDeployment("sd")
-	st := h.deployment("sd").Status
-	if st.Drift == nil || st.Drift.ProtocolFrom != "2026-07-28" || st.Drift.ProtocolTo != "2025-11-25" || len(st.Drift.Changed)+len(st.Drift.Added)+len(st.Drift.Removed) != 0 {
-		t.Fatalf("drift = %+v", st.Drift)
 	}
 }
 
@@ -353,13 +340,13 @@ func TestServerUnreachableRetriesWithoutStalling(t *testing.T) {
 	res := h.reconcileDeployment("sd")
 	sd := h.deployment("sd")
 	st := sd.Status
-	if c := cond(st.Conditions, TypeReady); c.Status != metav1.ConditionFalse || c.Reason != ReasonServerUnreachable || strings.Contains(c.Message, "10.0.0.1") {
+	if c := cond(st.Conditions, v1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonServerUnreachable || strings.Contains(c.Message, "10.0.0.1") {
 		t.Fatalf("Ready = %+v", c)
 	}
-	if c := cond(st.Conditions, TypeReconciling); c.Status != metav1.ConditionTrue {
+	if c := cond(st.Conditions, v1.ConditionReconciling); c.Status != metav1.ConditionTrue {
 		t.Fatalf("Reconciling = %+v", c)
 	}
-	if c := cond(st.Conditions, TypeStalled); c.Status != "Absent" {
+	if c := cond(st.Conditions, v1.ConditionStalled); c.Status != "Absent" {
 		t.Fatalf("Stalled = %+v", c)
 	}
 	// The retry backs off from RetryInterval (5 s), jittered into [d/2, d).
@@ -375,7 +362,7 @@ func TestServerUnreachableRetriesWithoutStalling(t *testing.T) {
 	// The server comes back: the retry activates.
 	h.freezer.set(liveSnapshot(t, "2026-07-28", toolA, toolB), nil)
 	h.reconcileDeployment("sd")
-	if c := cond(h.deployment("sd").Status.Conditions, TypeReady); c.Status != metav1.ConditionTrue {
+	if c := cond(h.deployment("sd").Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionTrue {
 		t.Fatalf("Ready after retry = %+v", c)
 	}
 }
@@ -393,7 +380,7 @@ func TestCredentialMissingAndRotated(t *testing.T) {
 	h.reconcileProfile("svc")
 	h.reconcileDeployment("sd")
 	st := h.deployment("sd").Status
-	if c := cond(st.Conditions, TypeReady); c.Reason != ReasonCredentialNotFound || cond(st.Conditions, TypeReconciling).Status != metav1.ConditionTrue {
+	if c := cond(st.Conditions, v1.ConditionReady); c.Reason != v1.ReasonCredentialNotFound || cond(st.Conditions, v1.ConditionReconciling).Status != metav1.ConditionTrue {
 		t.Fatalf("Ready = %+v", c)
 	}
 	if h.freezer.count() != 0 {
@@ -405,7 +392,7 @@ func TestCredentialMissingAndRotated(t *testing.T) {
 	}
 	h.reconcileDeployment("sd")
 	st = h.deployment("sd").Status
-	if cond(st.Conditions, TypeReady).Status != metav1.ConditionTrue || st.CredentialHash != CredentialHash(testHashKey, "sd-uid", []byte("v1")) {
+	if cond(st.Conditions, v1.ConditionReady).Status != metav1.ConditionTrue || st.CredentialHash != credentialHash(testHashKey, "sd-uid", []byte("v1")) {
 		t.Fatalf("status = %+v", st)
 	}
 	// Rotation: noticed on the next pass, re-frozen with the new credential, value never stored.
@@ -416,30 +403,8 @@ func TestCredentialMissingAndRotated(t *testing.T) {
 	freezes := h.freezer.count()
 	h.reconcileDeployment("sd")
 	st = h.deployment("sd").Status
-	if h.freezer.count() != freezes+1 || st.CredentialHash != CredentialHash(testHashKey, "sd-uid", []byte("v2")) {
+	if h.freezer.count() != freezes+1 || st.CredentialHash != credentialHash(testHashKey, "sd-uid", []byte("v2")) {
 		t.Fatalf("rotation not noticed: %d freezes, hash %s", h.freezer.count()-freezes, st.CredentialHash)
-	}
-}
-
-func TestInlineRefusedWhenProvenanceRequired(t *testing.T) {
-	_, objs := world(t)
-	h := newHarness(t, objs...)
-	h.prof.Resolver.RequireProvenance = true
-	h.reconcileProfile("svc")
-	p := h.profile("svc")
-	if c := cond(p.Status.Conditions, TypeSourceVerified); c.Status != metav1.ConditionFalse || c.Reason != ReasonInlineSourceRefused {
-		t.Fatalf("SourceVerified = %+v", c)
-	}
-	if p.Status.SnapshotDigest != "" || kstatusOf(t, p) != status.FailedStatus {
-		t.Fatalf("status %+v kstatus %s", p.Status, kstatusOf(t, p))
-	}
-	h.reconcileDeployment("sd")
-	sd := h.deployment("sd")
-	if c := cond(sd.Status.Conditions, TypeReady); c.Reason != ReasonProfileNotReady || kstatusOf(t, sd) != status.FailedStatus {
-		t.Fatalf("Ready = %+v kstatus %s", c, kstatusOf(t, sd))
-	}
-	if h.freezer.count() != 0 {
-		t.Fatal("froze for an unverified profile")
 	}
 }
 
@@ -449,10 +414,10 @@ func TestTamperedInlineProfile(t *testing.T) {
 	h := newHarness(t, objs...)
 	h.reconcileProfile("svc")
 	p := h.profile("svc")
-	if c := cond(p.Status.Conditions, TypeSnapshotMatched); c.Status != metav1.ConditionFalse || c.Reason != ReasonSnapshotDigestMismatch {
+	if c := cond(p.Status.Conditions, v1.ConditionSnapshotReconstructed); c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonSnapshotDigestMismatch {
 		t.Fatalf("SnapshotMatched = %+v (all %+v)", c, p.Status.Conditions)
 	}
-	if c := cond(p.Status.Conditions, TypeSourceVerified); c.Status != metav1.ConditionTrue {
+	if c := cond(p.Status.Conditions, v1.ConditionSourceVerified); c.Status != metav1.ConditionTrue {
 		t.Fatalf("SourceVerified = %+v", c)
 	}
 }
@@ -463,8 +428,8 @@ func TestBindingRefusals(t *testing.T) {
 		mutate func(objs []client.Object) []client.Object
 		reason string
 	}{
-		{"missing grant RoleBinding", func(objs []client.Object) []client.Object { return without[*rbacv1.RoleBinding](objs) }, ReasonGrantNotFound},
-		{"missing role", func(objs []client.Object) []client.Object { return without[*rbacv1.Role](objs) }, ReasonGrantNotFound},
+		{"missing grant RoleBinding", func(objs []client.Object) []client.Object { return without[*rbacv1.RoleBinding](objs) }, v1.ReasonGrantNotFound},
+		{"missing role", func(objs []client.Object) []client.Object { return without[*rbacv1.Role](objs) }, v1.ReasonGrantNotFound},
 		{"role allows another name", func(objs []client.Object) []client.Object {
 			for _, o := range objs {
 				if r, ok := o.(*rbacv1.Role); ok {
@@ -472,19 +437,19 @@ func TestBindingRefusals(t *testing.T) {
 				}
 			}
 			return objs
-		}, ReasonGrantDenied},
+		}, v1.ReasonGrantDenied},
 		{"wrong endpoint ref", func(objs []client.Object) []client.Object {
 			sdOf(objs).Spec.Operations[0].EndpointRef = "elsewhere"
 			return objs
-		}, ReasonEndpointRefInvalid},
+		}, v1.ReasonEndpointRefInvalid},
 		{"wrong credential ref", func(objs []client.Object) []client.Object {
 			sdOf(objs).Spec.Operations[1].CredentialRef.Key = "other"
 			return objs
-		}, ReasonCredentialRefMismatch},
+		}, v1.ReasonCredentialRefMismatch},
 		{"operation set differs", func(objs []client.Object) []client.Object {
 			sdOf(objs).Spec.Operations = sdOf(objs).Spec.Operations[:1]
 			return objs
-		}, ReasonOperationSetMismatch},
+		}, v1.ReasonOperationSetMismatch},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -494,10 +459,10 @@ func TestBindingRefusals(t *testing.T) {
 			h.reconcileProfile("svc")
 			h.reconcileDeployment("sd")
 			sd := h.deployment("sd")
-			if c := cond(sd.Status.Conditions, TypeBound); c.Status != metav1.ConditionFalse || c.Reason != tc.reason {
+			if c := cond(sd.Status.Conditions, v1.ConditionBound); c.Status != metav1.ConditionFalse || c.Reason != tc.reason {
 				t.Fatalf("Bound = %+v", c)
 			}
-			if c := cond(sd.Status.Conditions, TypeSnapshotFrozen); c.Status != "Absent" {
+			if c := cond(sd.Status.Conditions, v1.ConditionSnapshotFrozen); c.Status != "Absent" {
 				t.Fatalf("SnapshotFrozen = %+v (stage after a refusal must not be reported)", c)
 			}
 			if h.freezer.count() != 0 {
@@ -526,11 +491,11 @@ func TestCollisionSecondRefusedNamingFirst(t *testing.T) {
 	h := newHarness(t, append(objs, second)...)
 	h.activate()
 	h.reconcileDeployment("sd2")
-	c := cond(h.deployment("sd2").Status.Conditions, TypeBound)
-	if c.Reason != ReasonOperationCollision || !strings.Contains(c.Message, "team/sd") {
+	c := cond(h.deployment("sd2").Status.Conditions, v1.ConditionBound)
+	if c.Reason != v1.ReasonOperationCollision || !strings.Contains(c.Message, "team/sd") {
 		t.Fatalf("Bound = %+v", c)
 	}
-	if c := cond(h.deployment("sd").Status.Conditions, TypeReady); c.Status != metav1.ConditionTrue {
+	if c := cond(h.deployment("sd").Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionTrue {
 		t.Fatalf("the first deployment lost its claim: %+v", c)
 	}
 	// The holder goes away: the second one takes over.
@@ -538,7 +503,7 @@ func TestCollisionSecondRefusedNamingFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.reconcileDeployment("sd2")
-	if c := cond(h.deployment("sd2").Status.Conditions, TypeReady); c.Status != metav1.ConditionTrue {
+	if c := cond(h.deployment("sd2").Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionTrue {
 		t.Fatalf("Ready after the holder left = %+v", c)
 	}
 }
@@ -581,7 +546,7 @@ func TestMetricsCountTransitionsOnly(t *testing.T) {
 	if got := testutil.ToFloat64(m.DriftDetections); got != 1 {
 		t.Fatalf("drift detections = %v", got)
 	}
-	if got := testutil.ToFloat64(m.Refusals.WithLabelValues("ServiceDeployment", ReasonSnapshotDrift)); got != 1 {
+	if got := testutil.ToFloat64(m.Refusals.WithLabelValues("ServiceDeployment", v1.ReasonSnapshotDrift)); got != 1 {
 		t.Fatalf("refusals{SnapshotDrift} = %v", got)
 	}
 }
@@ -618,7 +583,7 @@ func TestReverifyAnnotationForcesFreeze(t *testing.T) {
 	h.clock.SetTime(h.clock.Now().Add(3 * time.Second))
 	h.annotate("sd", h.clock.Now().Format(time.RFC3339))
 	h.reconcileDeployment("sd")
-	if c := cond(h.deployment("sd").Status.Conditions, TypeReady); c.Status != metav1.ConditionFalse || c.Reason != ReasonSnapshotDrift {
+	if c := cond(h.deployment("sd").Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonSnapshotDrift {
 		t.Fatalf("Ready after a re-verify request over a changed server = %+v", c)
 	}
 }

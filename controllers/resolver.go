@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -48,7 +47,7 @@ type Resolver struct {
 	RequireProvenance bool
 	// Metrics counts verification cache hits and misses of OCI sources. Optional.
 	Metrics *Metrics
-	// MemoSize bounds the memo of verified profiles (zero or negative: DefaultResolverMemoSize).
+	// MemoSize bounds the memo of verified profiles (zero or negative: defaultResolverMemoSize).
 	// Read once, on first use.
 	MemoSize int
 
@@ -62,15 +61,15 @@ type resolveKey struct {
 	trust      string
 }
 
-// DefaultResolverMemoSize is the default Resolver.MemoSize.
-const DefaultResolverMemoSize = 4096
+// defaultResolverMemoSize is the default Resolver.MemoSize.
+const defaultResolverMemoSize = 4096
 
 // cache returns the memo, creating it on first use.
 func (r *Resolver) cache() *lru.Cache[resolveKey, *Resolved] {
 	r.once.Do(func() {
 		size := r.MemoSize
 		if size < 1 {
-			size = DefaultResolverMemoSize
+			size = defaultResolverMemoSize
 		}
 		r.memo = lru.New[resolveKey, *Resolved](size)
 	})
@@ -114,30 +113,27 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 	switch {
 	case src.Inline != nil:
 		if r.RequireProvenance {
-			return nil, refuse(TypeSourceVerified, ReasonInlineSourceRefused,
+			return nil, refuse(v1.ConditionSourceVerified, v1.ReasonInlineSourceRefused,
 				"the cluster requires pack provenance; inline profiles are for development clusters only")
 		}
 		// A private copy: p may be a read-only view of the informer cache.
 		res.Document = src.Inline.DeepCopy()
 	case src.OCI != nil:
 		if r.Verifier == nil {
-			return nil, refuse(TypeSourceVerified, ReasonVerificationFailed, "this manager has no pack verifier configured")
+			return nil, refuse(v1.ConditionSourceVerified, v1.ReasonVerificationFailed, "this manager has no pack verifier configured")
 		}
-		vs, err := r.Verifier.VerifyPack(ctx, VerifyRequest{Namespace: p.Namespace, Ref: src.OCI.Ref, PullSecret: src.OCI.PullSecretRef, Policy: src.OCI.Verify})
+		req := VerifyRequest{Namespace: p.Namespace, Ref: src.OCI.Ref, PullSecret: src.OCI.PullSecretRef, Policy: src.OCI.Verify}
+		vs, err := r.Verifier.VerifyPack(ctx, req)
 		if err != nil {
-			var serr *StageError
-			if errors.As(err, &serr) {
-				return nil, serr
-			}
-			return nil, retry(TypeSourceVerified, ReasonRegistryUnavailable, err, "the pack could not be fetched; retrying")
+			return nil, ClassifyVerifyError(req, err)
 		}
 		res.Document, res.PackDigest, res.ProfileDigest = vs.Document, vs.PackDigest, vs.ProfileDigest
 		prov := vs.Provenance
 		res.Provenance = &prov
 	default:
-		return nil, refuse(TypeSourceVerified, ReasonProfileInvalid, "the profile names no source")
+		return nil, refuse(v1.ConditionSourceVerified, v1.ReasonProfileInvalid, "the profile names no source")
 	}
-	rec, serr := CheckProfile(res.Document)
+	rec, serr := checkProfile(res.Document)
 	if serr != nil {
 		return nil, serr
 	}
@@ -145,7 +141,7 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 	if res.ProfileDigest == "" {
 		d, err := ocipack.ProfileDigest(res.Document)
 		if err != nil {
-			return nil, &StageError{Condition: TypeSourceVerified, Reason: ReasonProfileInvalid, Err: err, Message: "the profile document does not encode: " + RefusalText(err, "invalid")}
+			return nil, &StageError{Condition: v1.ConditionSourceVerified, Reason: v1.ReasonProfileInvalid, Err: err, Message: "the profile document does not encode: " + refusalTextOr(err, "invalid")}
 		}
 		res.ProfileDigest = d
 	}

@@ -59,7 +59,7 @@ func TestResolverMemoIsBounded(t *testing.T) {
 	for _, p := range []*v1.McpServiceProfile{a, b, a, b} {
 		resolve(d, p)
 	}
-	if w.calls.Load() != 2 || d.cache().Size() != DefaultResolverMemoSize {
+	if w.calls.Load() != 2 || d.cache().Size() != defaultResolverMemoSize {
 		t.Fatalf("%d verifications with the default bound (size %d), want 2", w.calls.Load(), d.cache().Size())
 	}
 }

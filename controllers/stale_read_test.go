@@ -23,7 +23,7 @@ func TestStaleReadDoesNotAnnounceTwice(t *testing.T) {
 	h := newHarness(t, objs...)
 	stale := h.deployment("sd")
 	h.activate()
-	if got := drain(h.events); len(got) != 2 || !strings.Contains(got[1], ReasonActivated) {
+	if got := drain(h.events); len(got) != 2 || !strings.Contains(got[1], v1.ReasonActivated) {
 		t.Fatalf("events of the first activation = %q", got)
 	}
 	active := h.deployment("sd")

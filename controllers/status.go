@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
 )
 
 // outcome is the result of one pass of a pipeline: the stages that passed in order, and the
@@ -38,28 +40,28 @@ func applyConditions(conds *[]metav1.Condition, generation int64, now time.Time,
 			set(st, metav1.ConditionFalse, o.failed.Reason, o.failed.Message)
 			reached = false
 		default:
-			set(st, metav1.ConditionTrue, ReasonSucceeded, st+" passed")
+			set(st, metav1.ConditionTrue, v1.ReasonSucceeded, st+" passed")
 		}
 	}
 	switch {
 	case o.failed == nil:
-		set(TypeReady, metav1.ConditionTrue, o.readyReason, o.readyMessage)
-		meta.RemoveStatusCondition(conds, TypeReconciling)
-		meta.RemoveStatusCondition(conds, TypeStalled)
+		set(v1.ConditionReady, metav1.ConditionTrue, o.readyReason, o.readyMessage)
+		meta.RemoveStatusCondition(conds, v1.ConditionReconciling)
+		meta.RemoveStatusCondition(conds, v1.ConditionStalled)
 	case o.failed.Transient:
-		set(TypeReady, metav1.ConditionFalse, o.failed.Reason, o.failed.Message)
-		set(TypeReconciling, metav1.ConditionTrue, o.failed.Reason, o.failed.Message)
-		meta.RemoveStatusCondition(conds, TypeStalled)
+		set(v1.ConditionReady, metav1.ConditionFalse, o.failed.Reason, o.failed.Message)
+		set(v1.ConditionReconciling, metav1.ConditionTrue, o.failed.Reason, o.failed.Message)
+		meta.RemoveStatusCondition(conds, v1.ConditionStalled)
 	default:
-		set(TypeReady, metav1.ConditionFalse, o.failed.Reason, o.failed.Message)
-		set(TypeStalled, metav1.ConditionTrue, o.failed.Reason, o.failed.Message)
-		meta.RemoveStatusCondition(conds, TypeReconciling)
+		set(v1.ConditionReady, metav1.ConditionFalse, o.failed.Reason, o.failed.Message)
+		set(v1.ConditionStalled, metav1.ConditionTrue, o.failed.Reason, o.failed.Message)
+		meta.RemoveStatusCondition(conds, v1.ConditionReconciling)
 	}
 }
 
 // readyReason returns the reason of the Ready condition, or "" when absent.
 func readyReason(conds []metav1.Condition) string {
-	if c := meta.FindStatusCondition(conds, TypeReady); c != nil {
+	if c := meta.FindStatusCondition(conds, v1.ConditionReady); c != nil {
 		return c.Reason
 	}
 	return ""

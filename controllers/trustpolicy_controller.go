@@ -15,14 +15,6 @@ import (
 	v1 "github.com/b10x/connector-mcp/api/v1"
 )
 
-// Reasons of the McpTrustPolicy Ready condition.
-const (
-	// ReasonValidGrant: every field of the policy is valid; it grants what it says.
-	ReasonValidGrant = "Valid"
-	// ReasonInvalidGrant: a field (named in the message) is invalid; Stalled is True too.
-	ReasonInvalidGrant = "InvalidGrant"
-)
-
 // TrustPolicyReconciler writes the status of McpTrustPolicies: Ready True (Valid), or Ready
 // False and Stalled True (InvalidGrant) naming the invalid field, with observedGeneration. A
 // pass over an unchanged policy writes nothing.
@@ -43,7 +35,7 @@ func (r *TrustPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	want := TrustPolicyConditions(r.Validate(p))
+	want := trustPolicyConditions(r.Validate(p))
 	if p.Status.ObservedGeneration == p.Generation && conditionsEqual(p.Status.Conditions, want) {
 		return ctrl.Result{}, nil
 	}
@@ -53,7 +45,7 @@ func (r *TrustPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		meta.SetStatusCondition(&p.Status.Conditions, c)
 	}
 	if len(want) == 1 {
-		meta.RemoveStatusCondition(&p.Status.Conditions, TypeStalled)
+		meta.RemoveStatusCondition(&p.Status.Conditions, v1.ConditionStalled)
 	}
 	p.Status.ObservedGeneration = p.Generation
 	if err := r.Client.Status().Patch(ctx, p, client.MergeFrom(before)); err != nil {
@@ -63,22 +55,22 @@ func (r *TrustPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	if len(want) > 1 {
-		log.FromContext(ctx).Info("An McpTrustPolicy is invalid and grants nothing", "mcpTrustPolicy", p.Name, "reason", ReasonInvalidGrant)
+		log.FromContext(ctx).Info("An McpTrustPolicy is invalid and grants nothing", "mcpTrustPolicy", p.Name, "reason", v1.ReasonInvalidGrant)
 	}
 	return ctrl.Result{}, nil
 }
 
-// TrustPolicyConditions is the pure decision: Ready True (Valid) when invalid is nil, else
+// trustPolicyConditions is the pure decision: Ready True (Valid) when invalid is nil, else
 // Ready False and Stalled True (InvalidGrant) with invalid's message.
-func TrustPolicyConditions(invalid error) []metav1.Condition {
+func trustPolicyConditions(invalid error) []metav1.Condition {
 	if invalid == nil {
-		return []metav1.Condition{{Type: TypeReady, Status: metav1.ConditionTrue, Reason: ReasonValidGrant,
+		return []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonValidGrant,
 			Message: "the grant is valid"}}
 	}
 	msg := "the grant is refused and grants nothing: " + invalid.Error()
 	return []metav1.Condition{
-		{Type: TypeReady, Status: metav1.ConditionFalse, Reason: ReasonInvalidGrant, Message: msg},
-		{Type: TypeStalled, Status: metav1.ConditionTrue, Reason: ReasonInvalidGrant, Message: msg},
+		{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1.ReasonInvalidGrant, Message: msg},
+		{Type: v1.ConditionStalled, Status: metav1.ConditionTrue, Reason: v1.ReasonInvalidGrant, Message: msg},
 	}
 }
 

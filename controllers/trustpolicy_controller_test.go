@@ -125,9 +125,9 @@ func TestTrustPolicyReconciler(t *testing.T) {
 	}
 
 	p := pass("team-a")
-	ready := meta.FindStatusCondition(p.Status.Conditions, controllers.TypeReady)
-	if ready == nil || ready.Status != metav1.ConditionTrue || ready.Reason != controllers.ReasonValidGrant ||
-		p.Status.ObservedGeneration != p.Generation || meta.FindStatusCondition(p.Status.Conditions, controllers.TypeStalled) != nil || writes != 1 {
+	ready := meta.FindStatusCondition(p.Status.Conditions, v1.ConditionReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue || ready.Reason != v1.ReasonValidGrant ||
+		p.Status.ObservedGeneration != p.Generation || meta.FindStatusCondition(p.Status.Conditions, v1.ConditionStalled) != nil || writes != 1 {
 		t.Fatalf("valid: %+v, %d writes", p.Status, writes)
 	}
 	pass("team-a")
@@ -136,11 +136,11 @@ func TestTrustPolicyReconciler(t *testing.T) {
 	}
 
 	p = pass("invalid")
-	ready = meta.FindStatusCondition(p.Status.Conditions, controllers.TypeReady)
-	stalled := meta.FindStatusCondition(p.Status.Conditions, controllers.TypeStalled)
-	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != controllers.ReasonInvalidGrant ||
+	ready = meta.FindStatusCondition(p.Status.Conditions, v1.ConditionReady)
+	stalled := meta.FindStatusCondition(p.Status.Conditions, v1.ConditionStalled)
+	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != v1.ReasonInvalidGrant ||
 		!strings.Contains(ready.Message, "spec.signers[0] is invalid (invalid_key)") || strings.Contains(ready.Message, "U0VDUkVU") ||
-		stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != controllers.ReasonInvalidGrant {
+		stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != v1.ReasonInvalidGrant {
 		t.Fatalf("invalid: %+v", p.Status)
 	}
 	before := writes
@@ -156,8 +156,8 @@ func TestTrustPolicyReconciler(t *testing.T) {
 		t.Fatal(err)
 	}
 	p = pass("invalid")
-	if ready = meta.FindStatusCondition(p.Status.Conditions, controllers.TypeReady); ready.Status != metav1.ConditionTrue ||
-		meta.FindStatusCondition(p.Status.Conditions, controllers.TypeStalled) != nil || p.Status.ObservedGeneration != p.Generation {
+	if ready = meta.FindStatusCondition(p.Status.Conditions, v1.ConditionReady); ready.Status != metav1.ConditionTrue ||
+		meta.FindStatusCondition(p.Status.Conditions, v1.ConditionStalled) != nil || p.Status.ObservedGeneration != p.Generation {
 		t.Fatalf("fixed: %+v", p.Status)
 	}
 }

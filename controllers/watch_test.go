@@ -27,7 +27,7 @@ func TestWatchMappings(t *testing.T) {
 			Spec: v1.ServiceDeploymentSpec{ProfileRef: v1.LocalObjectReference{Name: profile},
 				Operations: []v1.OperationBinding{{OperationRef: "op", GrantRefs: grants}}}}
 		if readyReason != "" {
-			d.Status.Conditions = []metav1.Condition{{Type: TypeReady, Status: metav1.ConditionFalse, Reason: readyReason}}
+			d.Status.Conditions = []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: readyReason}}
 		}
 		return d
 	}
@@ -37,9 +37,9 @@ func TestWatchMappings(t *testing.T) {
 		WithIndex(&v1.ServiceDeployment{}, indexGrantRef, func(o client.Object) []string { return grantRefIndex(o) }).
 		WithObjects(
 			sd("a", "p1", []string{"g1"}, ""),
-			sd("b", "p1", []string{"g2"}, ReasonAuthorityCollision),
-			sd("c", "p2", []string{"g1", "g2"}, ReasonGrantDenied),
-			sd("d", "p2", []string{"g3"}, ReasonOperationCollision),
+			sd("b", "p1", []string{"g2"}, v1.ReasonAuthorityCollision),
+			sd("c", "p2", []string{"g1", "g2"}, v1.ReasonGrantDenied),
+			sd("d", "p2", []string{"g3"}, v1.ReasonOperationCollision),
 		).Build()
 	r.Client = c
 	ctx := context.Background()

@@ -301,19 +301,25 @@ func TestTLSMinimumVersion(t *testing.T) {
 	}
 }
 
-// closeCounter is a net.Conn that records Close.
+// closeCounter is a net.Conn that records Close; closedCh, when set, is closed on the first Close.
 type closeCounter struct {
 	net.Conn
-	closed atomic.Bool
+	closed   atomic.Bool
+	closedCh chan struct{}
 }
 
-func (c *closeCounter) Close() error { c.closed.Store(true); return nil }
+func (c *closeCounter) Close() error {
+	if !c.closed.Swap(true) && c.closedCh != nil {
+		close(c.closedCh)
+	}
+	return nil
+}
 
 // TestHappyEyeballsLateWinnerClosed: when a second attempt connects after the race is decided,
 // its connection is closed, not leaked; the still-running attempts see their context cancelled.
 func TestHappyEyeballsLateWinnerClosed(t *testing.T) {
 	release := make(chan struct{})
-	late := &closeCounter{}
+	late := &closeCounter{closedCh: make(chan struct{})}
 	cancelled := make(chan struct{})
 	c, err := raceDial(context.Background(), []string{"slow", "hung", "fast"}, time.Millisecond, func(ctx context.Context, a string) (net.Conn, error) {
 		switch a {
@@ -340,11 +346,9 @@ func TestHappyEyeballsLateWinnerClosed(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the hung attempt was never cancelled")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !late.closed.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("the late connection was leaked")
-		}
-		time.Sleep(time.Millisecond)
+	select {
+	case <-late.closedCh:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the late connection was leaked")
 	}
 }

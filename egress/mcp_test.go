@@ -73,7 +73,7 @@ func TestMCPOverPortLegacySSE(t *testing.T) {
 	srv := serveOn(t, "127.0.0.5", rec.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newMCPServer() }, nil)))
 	tr := newTransport(t, inCluster(srv.URL+"/mcp"))
 	hc := tr.HTTPClient()
-	port := &methodCounter{next: hc.Transport}
+	port := &methodCounter{next: hc.Transport, firstGet: make(chan struct{})}
 	hc.Transport = port
 	cs, err := connect(t, srv.URL+"/mcp", hc, "2025-11-25")
 	if err != nil {
@@ -90,10 +90,10 @@ func TestMCPOverPortLegacySSE(t *testing.T) {
 	}
 	// The client opens its standalone stream asynchronously after initialize: wait until the
 	// port has been asked for it.
-	for deadline := time.Now().Add(10 * time.Second); port.gets() == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the client never asked for its standalone stream; this test needs it to")
-		}
+	select {
+	case <-port.firstGet:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client never asked for its standalone stream; this test needs it to")
 	}
 	if err := cs.Close(); err != nil {
 		t.Fatalf("close: %v", err)
@@ -124,26 +124,18 @@ func TestMCPOverPortLegacySSE(t *testing.T) {
 	}
 }
 
-// methodCounter counts GET requests handed to the port.
+// methodCounter watches the port for GET requests; firstGet is closed at the first.
 type methodCounter struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	n    int
+	next     http.RoundTripper
+	once     sync.Once
+	firstGet chan struct{}
 }
 
 func (m *methodCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method == http.MethodGet {
-		m.mu.Lock()
-		m.n++
-		m.mu.Unlock()
+		m.once.Do(func() { close(m.firstGet) })
 	}
 	return m.next.RoundTrip(r)
-}
-
-func (m *methodCounter) gets() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.n
 }
 
 // TestMCPOverPortSSEBound: an SSE POST response over the bound is refused; the call fails

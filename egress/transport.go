@@ -44,6 +44,9 @@ type Transport struct {
 	dialer *Dialer
 	ht     *http.Transport
 	client *http.Client
+	// plainBound: the port is bound to a plain-http endpoint, so its dialer accepts only a
+	// loopback peer for every connection (no per-request marker needed).
+	plainBound bool
 }
 
 var _ EgressTransport = (*Transport)(nil)
@@ -69,6 +72,12 @@ func NewTransport(p Policy) (*Transport, error) {
 	}
 	t := &Transport{p: p, bind: bind}
 	t.dialer = &Dialer{Policy: p.IP, Resolver: p.Resolver, Timeout: p.Timeout}
+	if bind != nil && bind.scheme == "http" {
+		// Every request of a port bound to a plain-http endpoint is plain http (checkURL refuses
+		// any other scheme, redirects included): judge every dial as one, once for all.
+		t.plainBound = true
+		t.dialer.Policy.plainHTTP = true
+	}
 	var tlsCfg *tls.Config
 	if p.TLSClientConfig != nil {
 		tlsCfg = p.TLSClientConfig.Clone()
@@ -101,25 +110,34 @@ func (t *Transport) CloseIdleConnections() { t.ht.CloseIdleConnections() }
 
 // Exchange implements [EgressTransport].
 func (t *Transport) Exchange(ctx context.Context, req *http.Request) (*Response, error) {
-	resp, cancel, err := t.send(ctx, req, true)
+	r, err := t.exchange(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	return &r, nil
+}
+
+// exchange is [Transport.Exchange], returning the response by value.
+func (t *Transport) exchange(ctx context.Context, req *http.Request) (Response, error) {
+	resp, cancel, err := t.send(ctx, req, true)
+	if err != nil {
+		return Response{}, err
 	}
 	defer cancel()
 	defer resp.Body.Close()
 	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		// Only gzip is asked for, and net/http decodes it (removing the header). Anything else
 		// would reach the caller undecoded, outside the bound.
-		return nil, &ExchangeError{Op: req.Method, Err: ErrUnrequestedEncoding}
+		return Response{}, &ExchangeError{Op: req.Method, Err: ErrUnrequestedEncoding}
 	}
 	body, err := readBounded(resp.Body, resp.ContentLength, t.p.MaxResponseBytes)
 	if err != nil {
-		return nil, t.mapErr(resp.Request.Context(), err)
+		return Response{}, t.mapErr(resp.Request.Context(), err)
 	}
 	if int64(len(body)) > t.p.MaxResponseBytes {
-		return nil, &TooLargeError{Kind: LimitResponse, Limit: t.p.MaxResponseBytes}
+		return Response{}, &TooLargeError{Kind: LimitResponse, Limit: t.p.MaxResponseBytes}
 	}
-	return &Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: body}, nil
+	return Response{StatusCode: resp.StatusCode, Header: resp.Header, Body: body}, nil
 }
 
 // RoundTrip implements [http.RoundTripper] over [Transport.Exchange] (the adapter handed to
@@ -131,22 +149,46 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp := declineStream(req); resp != nil {
 		return resp, nil
 	}
-	r, err := t.Exchange(req.Context(), req)
+	r, err := t.exchange(req.Context(), req)
 	if err != nil {
 		return nil, err
 	}
 	return &http.Response{
-		Status:        strconv.Itoa(r.StatusCode) + " " + http.StatusText(r.StatusCode),
+		Status:        statusLine(r.StatusCode),
 		StatusCode:    r.StatusCode,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        r.Header,
-		Body:          io.NopCloser(bytes.NewReader(r.Body)),
+		Body:          newBytesBody(r.Body),
 		ContentLength: int64(len(r.Body)),
 		Request:       req,
 	}, nil
 }
+
+// statusLine is the status of a response handed out: the code and its standard text, never the
+// server's reason phrase.
+func statusLine(code int) string {
+	switch code {
+	case http.StatusOK:
+		return "200 OK"
+	case http.StatusAccepted:
+		return "202 Accepted"
+	}
+	return strconv.Itoa(code) + " " + http.StatusText(code)
+}
+
+// bytesBody is a complete in-memory body: io.NopCloser(bytes.NewReader(b)) in one allocation.
+type bytesBody struct{ bytes.Reader }
+
+func newBytesBody(b []byte) *bytesBody {
+	r := &bytesBody{}
+	r.Reset(b)
+	return r
+}
+
+// Close implements io.Closer; there is nothing to release.
+func (*bytesBody) Close() error { return nil }
 
 // declineStream answers a GET asking for text/event-stream (a server-push stream, which an
 // exchange port does not carry) with a local 405 Method Not Allowed; nil for any other request.
@@ -216,13 +258,21 @@ func (t *Transport) send(ctx context.Context, req *http.Request, bufferBody bool
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, t.p.Timeout)
-	if strings.EqualFold(req.URL.Scheme, "http") {
+	if !t.plainBound && strings.EqualFold(req.URL.Scheme, "http") {
 		ctx = withPlainHTTP(ctx)
 	}
-	// A shallow copy with its own headers (the only part changed below); the URL is shared, as
-	// nothing on the way out writes to it.
+	// A shallow copy; its headers are the caller's until something below changes them, then
+	// its own (ownHeader); the URL is shared, as nothing on the way out writes to it.
 	out := req.WithContext(ctx)
-	out.Header = req.Header.Clone()
+	owned := false
+	ownHeader := func() {
+		if !owned {
+			out.Header, owned = req.Header.Clone(), true
+			if out.Header == nil {
+				out.Header = http.Header{}
+			}
+		}
+	}
 	out.RequestURI = ""
 	out.Host = "" // the Host header is the bound URL's host, never a caller override
 	if bufferBody {
@@ -230,6 +280,8 @@ func (t *Transport) send(ctx context.Context, req *http.Request, bufferBody bool
 			out.Body, out.ContentLength, out.GetBody = nil, 0, nil
 		} else {
 			out.ContentLength = int64(len(body))
+			// io.NopCloser over a *bytes.Reader: net/http recognises it as an in-memory body and
+			// writes headers and body in one flush.
 			out.Body = io.NopCloser(bytes.NewReader(body))
 			out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		}
@@ -239,8 +291,12 @@ func (t *Transport) send(ctx context.Context, req *http.Request, bufferBody bool
 	}
 	// Let the transport negotiate and decode compression itself, so the response bound
 	// applies to decompressed bytes.
-	out.Header.Del("Accept-Encoding")
-	out.Header.Del("Proxy-Authorization")
+	for _, h := range [...]string{"Accept-Encoding", "Proxy-Authorization"} {
+		if _, ok := out.Header[h]; ok {
+			ownHeader()
+			out.Header.Del(h)
+		}
+	}
 	fail := func(err error) (*http.Response, context.CancelFunc, error) {
 		cancel()
 		if !bufferBody {
@@ -249,6 +305,7 @@ func (t *Transport) send(ctx context.Context, req *http.Request, bufferBody bool
 		return nil, nil, err
 	}
 	if t.p.Credential != nil {
+		ownHeader()
 		if err := t.setBearer(ctx, out); err != nil {
 			return fail(err)
 		}

@@ -94,6 +94,9 @@ func TestPlainHTTPOnlyToLoopback(t *testing.T) {
 	h := &hook{}
 	p := Policy{Endpoint: "http://public.example/mcp", IP: IPPolicy{Loopback: LoopbackAllowedUnsafe}, Resolver: newStubResolver()}
 	tr := newTransport(t, p)
+	if !tr.plainBound || !tr.dialer.Policy.plainHTTP {
+		t.Fatal("a port bound to a plain-http endpoint judges every dial as plain http")
+	}
 	tr.dialer.connect = h.connect
 	_, err := tr.Exchange(context.Background(), post(t, "http://public.example/mcp", `{}`))
 	if refusalOf(err) != RefusalScheme {

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/invocation"
@@ -259,8 +260,9 @@ func TestDrainWaitsForRunningCalls(t *testing.T) {
 	done := slowCall(t, w, goodTok)
 	drained := make(chan error, 1)
 	go func() { drained <- w.gw.Drain(context.Background()) }()
-	for !w.gw.Draining() {
-		time.Sleep(time.Millisecond)
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return w.gw.Draining(), nil }); err != nil {
+		t.Fatalf("the gateway never started draining: %v", err)
 	}
 	resp, body := post(t, w.url+"/mcp/team-a/files", otherTok, "", pingBody)
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "refused: shutting_down") {

@@ -143,7 +143,7 @@ func (r *Registry) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}
 	st := sd.Status
 	if !sd.DeletionTimestamp.IsZero() || sd.Spec.Suspend || st.ActiveSnapshotDigest == "" || st.ObservedGeneration != sd.Generation ||
-		!apimeta.IsStatusConditionTrue(st.Conditions, invocation.ConditionReady) {
+		!apimeta.IsStatusConditionTrue(st.Conditions, apiv1.ConditionReady) {
 		r.Remove(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}

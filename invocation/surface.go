@@ -21,9 +21,6 @@ import (
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
-// ConditionReady is the deployment condition a surface requires to be True.
-const ConditionReady = "Ready"
-
 // Options configure a Surface.
 type Options struct {
 	// Connector opens sessions to the server. Required (the production one is *EgressConnector).
@@ -99,7 +96,7 @@ func NewSurface(doc *apiv1.ProfileDocument, dep *apiv1.ServiceDeployment, opts O
 	}
 	st := dep.Status
 	if st.ActiveSnapshotDigest == "" || st.ActiveSnapshotDigest != doc.Snapshot.Digest || st.ProfileDigest != profileDigest ||
-		st.ObservedGeneration != dep.Generation || !apimeta.IsStatusConditionTrue(st.Conditions, ConditionReady) {
+		st.ObservedGeneration != dep.Generation || !apimeta.IsStatusConditionTrue(st.Conditions, apiv1.ConditionReady) {
 		return nil, refuse(RefusalNotActive, "", ErrNotActive)
 	}
 	if opts.Schemas == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,8 +22,10 @@ import (
 // iterations. It reports both per-listing wall times and their ratio, mcpclient / go-sdk, as
 // "x-baseline", and the ratio of the process CPU time (user + system) spent in each as
 // "x-baseline-cpu": on a shared, loaded machine wall time also counts waiting for a core, CPU time
-// does not. For HTTP the in-process server's work is in both figures; a stdio server is a child
-// process, in neither.
+// does not. "x-baseline-median" is the median of the per-iteration wall-time ratios (each
+// iteration's freeze over the same iteration's go-sdk listing): a load spike on a shared machine
+// skews one pair, not the estimate. For HTTP the in-process server's work is in all figures; a
+// stdio server is a child process, in none.
 func benchListing(b *testing.B, cfg ServerConfig, baseline mcp.Transport, era Era, want int) {
 	ctx := context.Background()
 	s, err := NewClient(nil).Connect(ctx, cfg)
@@ -72,27 +75,28 @@ func benchListing(b *testing.B, cfg ServerConfig, baseline mcp.Transport, era Er
 		return d, c
 	}
 	var ours, sdk, oursCPU, sdkCPU time.Duration
-	add := func(wall, cpu *time.Duration, d, c time.Duration) { *wall += d; *cpu += c }
+	var ratios []float64
 	i := 0
 	for b.Loop() {
+		var od, oc, sd, sc time.Duration
 		if i%2 == 0 {
-			d, c := freeze()
-			add(&ours, &oursCPU, d, c)
-			d, c = list()
-			add(&sdk, &sdkCPU, d, c)
+			od, oc = freeze()
+			sd, sc = list()
 		} else {
-			d, c := list()
-			add(&sdk, &sdkCPU, d, c)
-			d, c = freeze()
-			add(&ours, &oursCPU, d, c)
+			sd, sc = list()
+			od, oc = freeze()
 		}
+		ours, oursCPU, sdk, sdkCPU = ours+od, oursCPU+oc, sdk+sd, sdkCPU+sc
+		ratios = append(ratios, float64(od)/float64(sd))
 		i++
 	}
+	slices.Sort(ratios)
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(i) }
 	b.ReportMetric(per(ours), "mcpclient-ns/list")
 	b.ReportMetric(per(sdk), "go-sdk-ns/list")
 	b.ReportMetric(float64(ours)/float64(sdk), "x-baseline")
 	b.ReportMetric(float64(oursCPU)/float64(sdkCPU), "x-baseline-cpu")
+	b.ReportMetric(ratios[len(ratios)/2], "x-baseline-median")
 }
 
 // cpuTime is the CPU time (user + system) this process has used so far.

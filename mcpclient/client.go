@@ -148,9 +148,13 @@ func (c *Client) open(ctx context.Context, cfg ServerConfig, era Era, probe bool
 		st = &stdioTransport{cfg: cfg.Stdio, lim: s.lim, reg: s.reg}
 		transport = st
 	} else {
+		hc := boundClient(cfg.HTTP.HTTPClient, s.reg, s.lim.MaxFrameBytes)
+		if cfg.HTTP.OAuthHandler == nil && !cfg.WatchToolListChanged {
+			s.hc = hc // the direct tools/call path shares it (direct.go)
+		}
 		transport = &mcp.StreamableClientTransport{
 			Endpoint:             cfg.HTTP.URL,
-			HTTPClient:           boundClient(cfg.HTTP.HTTPClient, s.reg, s.lim.MaxFrameBytes),
+			HTTPClient:           hc,
 			OAuthHandler:         cfg.HTTP.OAuthHandler,
 			MaxRetries:           2, // bounded resumption of an interrupted SSE response
 			DisableStandaloneSSE: !cfg.WatchToolListChanged,
@@ -203,6 +207,11 @@ func (c *Client) open(ctx context.Context, cfg ServerConfig, era Era, probe bool
 	default:
 		_ = s.Close()
 		return nil, refuse(RefusalUnsupportedProtocol, "connect", 0, ErrUnsupportedProtocol)
+	}
+	if s.hc != nil && s.era == EraModern {
+		if s.meta, err = requestMeta(s.proto, &c.impl); err != nil {
+			s.hc = nil
+		}
 	}
 	if res.ServerInfo != nil {
 		s.server = snapshot.ServerInfo{Name: res.ServerInfo.Name, Title: res.ServerInfo.Title, Version: res.ServerInfo.Version}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -34,10 +36,21 @@ type Session struct {
 
 	listChanged chan struct{}
 
+	// The direct tools/call path (direct.go), HTTP only.
+	hc     *http.Client    // the bounded client the SDK transport uses; nil: SDK path only
+	meta   json.RawMessage // the per-request _meta the SDK injects (2026-07-28)
+	seq    atomic.Uint64   // the direct path's request ids
+	broken atomic.Bool     // a direct exchange ended in what fails the SDK's connection
+
 	mu       sync.Mutex
 	last     *snapshot.ToolSnapshot
 	excluded map[string]bool   // tools the SDK cannot call (invalid x-mcp-header annotations)
 	pages    map[string][]byte // raw tools/list results by cursor, for pages the SDK serves from its TTL cache
+	noDirect bool              // the SDK path only from now on (the SDK does not know the session id in use)
+	// sdkCaches: the SDK may answer tools/list from its TTL cache; sdkToolsCleared: the SDK's
+	// tool cache may not match last (it received notifications/tools/list_changed, or a listing
+	// is under way or failed), until a ListTools succeeds.
+	sdkCaches, sdkToolsCleared bool
 }
 
 // Era returns the negotiated era.
@@ -114,6 +127,11 @@ func serverRequestFeature(method string) string {
 func (s *Session) refuseServerRequests(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "ping" || strings.HasPrefix(method, "notifications/") {
+			if method == "notifications/tools/list_changed" {
+				s.mu.Lock()
+				s.sdkToolsCleared = true
+				s.mu.Unlock()
+			}
 			return next(ctx, method, req)
 		}
 		feature := serverRequestFeature(method)
@@ -147,6 +165,10 @@ func (s *Session) exchange(ctx context.Context, op string, st *callState, fn fun
 	if f := s.reg.sessionFault(); f != nil {
 		return nil, false, false, s.outcomeErr(op, ctx, nil, f)
 	}
+	if s.broken.Load() {
+		// A direct exchange failed what would have been the SDK's connection.
+		return nil, false, false, s.outcomeErr(op, ctx, nil, errSDKConnFailed)
+	}
 	// A fresh state per request, sharing the operation's cancel function.
 	req := &callState{op: op, cancel: st.cancel}
 	s.reg.track(req)
@@ -179,6 +201,11 @@ func (s *Session) exchange(ctx context.Context, op string, st *callState, fn fun
 // immutable snapshot of the raw descriptors as received.
 func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error) {
 	const op = "tools/list"
+	// Until this listing completes, the SDK's tool cache (from which it derives the x-mcp-header
+	// headers) may hold pages of it that s.last does not: calls take the SDK path meanwhile.
+	s.mu.Lock()
+	s.sdkToolsCleared = true
+	s.mu.Unlock()
 	ctx, st, done := s.begin(ctx, op)
 	defer done()
 	var descs []json.RawMessage
@@ -187,6 +214,7 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 	// SEP-2243). They stay in the snapshot as evidence, flagged, and are not callable.
 	sdkKept := map[string]bool{}
 	allTyped := true
+	caches := false
 	cursor := ""
 	for page := 0; ; page++ {
 		if page >= s.lim.MaxPages {
@@ -221,8 +249,9 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 			NextCursor *string
 		}{tools, next}
 		if typed == nil {
-			allTyped = false
+			allTyped, caches = false, true
 		} else {
+			caches = caches || typed.TTLMs > 0
 			for _, t := range typed.Tools {
 				sdkKept[t.Name] = true
 			}
@@ -266,6 +295,7 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 	s.mu.Lock()
 	s.last = snap
 	s.excluded = excluded
+	s.sdkCaches, s.sdkToolsCleared = caches, false
 	s.mu.Unlock()
 	return snap, nil
 }
@@ -303,17 +333,24 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	if excluded[name] {
 		return nil, refuse(RefusalInvalidToolHeaders, op, 0, ErrInvalidToolHeaders)
 	}
-	if t, ok := snap.Lookup(name); ok && taskRequired(t.Descriptor) {
+	t, listed := snap.Lookup(name)
+	if listed && taskRequired(t.Descriptor) {
 		return nil, &FeatureRefusedError{Feature: RefusalTasks, Op: op}
 	}
 
 	ctx, st, done := s.begin(ctx, op)
 	defer done()
-	params := &mcp.CallToolParams{Name: name, Arguments: args}
-	raw, scanned, _, err := s.exchange(ctx, op, st, func(ctx context.Context) error {
-		_, err := s.cs.CallTool(ctx, params)
-		return err
-	})
+	var fn func(context.Context) error
+	if s.directUsable() {
+		fn = func(ctx context.Context) error { return s.callDirect(ctx, name, args, t.Descriptor) }
+	} else {
+		params := &mcp.CallToolParams{Name: name, Arguments: args}
+		fn = func(ctx context.Context) error {
+			_, err := s.cs.CallTool(ctx, params)
+			return err
+		}
+	}
+	raw, scanned, _, err := s.exchange(ctx, op, st, fn)
 	if err != nil {
 		return nil, err
 	}

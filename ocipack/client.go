@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -43,6 +46,11 @@ type Client struct {
 	PlainHTTP bool
 	// Limits bound manifests, layers, bundles and referrers; zero fields take DefaultLimits.
 	Limits Limits
+	// Store, when set, stands in for the registry while it is unavailable (a transport error, a
+	// 5xx or 429; never a 404 or an authentication refusal): Pull and Bundles then read the
+	// content a Verifier saved after its last successful verification of the pack, every blob
+	// checked against its digest. A Client with Credentials does not use it. See BlobStore.
+	Store BlobStore
 }
 
 // Pack is a profile pack pulled by digest: every byte was read through a digest-verifying reader
@@ -56,6 +64,9 @@ type Pack struct {
 	Layers [][]byte
 	// Profiles are the decoded and validated profile documents, in manifest order.
 	Profiles []*apiv1.ProfileDocument
+
+	// layers are the manifest's layer descriptors (digests of Layers).
+	layers []ocispec.Descriptor
 }
 
 func (c *Client) limits() Limits { return c.Limits.withDefaults() }
@@ -150,16 +161,32 @@ func pushBlob(ctx context.Context, r *remote.Repository, d ocispec.Descriptor, b
 
 // Pull fetches the pack ref (which must be pinned by digest) within the client's limits, every
 // blob through a digest-verifying reader, then decodes every layer strictly and validates it.
+// While the registry is unavailable, a Client with a Store reads the stored copy instead.
 func (c *Client) Pull(ctx context.Context, ref Reference) (*Pack, error) {
+	p, _, err := c.pull(ctx, ref)
+	return p, err
+}
+
+// pull is Pull, reporting whether the pack was read from the store.
+func (c *Client) pull(ctx context.Context, ref Reference) (*Pack, bool, error) {
 	if ref.Digest == "" {
-		return nil, refuse(RefusalDigestRequired, "", ErrDigestRequired)
+		return nil, false, refuse(RefusalDigestRequired, "", ErrDigestRequired)
 	}
 	r, err := c.repository(ref)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	p, err := c.pullFrom(ctx, ref, registrySource{r})
+	if err == nil {
+		return p, false, nil
+	}
+	return withStore(ctx, c, ref, err, func(src contentSource) (*Pack, error) { return c.pullFrom(ctx, ref, src) })
+}
+
+// pullFrom reads and checks the pack ref from src.
+func (c *Client) pullFrom(ctx context.Context, ref Reference, src contentSource) (*Pack, error) {
 	lim := c.limits()
-	mb, err := fetchManifest(ctx, r, ref.Digest, lim.MaxManifestBytes)
+	mb, err := src.manifest(ctx, ref.Digest, lim.MaxManifestBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -167,9 +194,9 @@ func (c *Client) Pull(ctx context.Context, ref Reference) (*Pack, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pack{Reference: ref, Manifest: mb}
+	p := &Pack{Reference: ref, Manifest: mb, layers: m.Layers}
 	for i, l := range m.Layers {
-		b, err := fetchBlob(ctx, r, l)
+		b, err := src.blob(ctx, l)
 		if err != nil {
 			return nil, err
 		}
@@ -207,6 +234,25 @@ func (p *Pack) Profile(serviceRef string) (*apiv1.ProfileDocument, error) {
 		}
 	}
 	return nil, refuse(RefusalProfileNotInPack, serviceRef, ErrProfileNotInPack)
+}
+
+// registrySource reads content from a registry repository.
+type registrySource struct{ r *remote.Repository }
+
+func (s registrySource) manifest(ctx context.Context, dgst string, max int64) ([]byte, error) {
+	return fetchManifest(ctx, s.r, dgst, max)
+}
+
+func (s registrySource) blob(ctx context.Context, desc ocispec.Descriptor) ([]byte, error) {
+	return fetchBlob(ctx, s.r, desc)
+}
+
+func (s registrySource) referrers(ctx context.Context, subject ocispec.Descriptor, fn func([]ocispec.Descriptor) error) error {
+	err := s.r.Referrers(ctx, subject, BundleMediaType, fn)
+	if err != nil && !errors.Is(err, errdef.ErrNotFound) {
+		return registryError("referrers", err)
+	}
+	return nil
 }
 
 // fetchManifest fetches the manifest named by dgst, bounded by max and verified against dgst.
@@ -330,24 +376,47 @@ type Referrer struct {
 	Descriptor ocispec.Descriptor
 	// Bundle is the raw bundle JSON.
 	Bundle []byte
+
+	// manifest is the raw referrer manifest; layer its bundle layer's descriptor.
+	manifest []byte
+	layer    ocispec.Descriptor
 }
 
 // Bundles lists the sigstore bundles attached to the pack ref as OCI referrers with artifactType
 // BundleMediaType (native referrers API, or the referrers tag schema when the registry has none),
 // and fetches each within the limits. Referrer manifests whose subject is not the pack digest or
-// whose shape is not one bundle layer are skipped.
+// whose shape is not one bundle layer are skipped. While the registry is unavailable, a Client
+// with a Store reads the referrers listed, and their content, from the stored copy of the last
+// successful verification instead.
 func (c *Client) Bundles(ctx context.Context, ref Reference) ([]Referrer, error) {
+	refs, _, err := c.bundles(ctx, ref)
+	return refs, err
+}
+
+// bundles is Bundles, reporting whether the referrers were read from the store.
+func (c *Client) bundles(ctx context.Context, ref Reference) ([]Referrer, bool, error) {
 	if ref.Digest == "" {
-		return nil, refuse(RefusalDigestRequired, "", ErrDigestRequired)
+		return nil, false, refuse(RefusalDigestRequired, "", ErrDigestRequired)
 	}
 	r, err := c.repository(ref)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	refs, err := c.bundlesFrom(ctx, ref, registrySource{r})
+	if err == nil {
+		return refs, false, nil
+	}
+	return withStore(ctx, c, ref, err, func(src contentSource) ([]Referrer, error) { return c.bundlesFrom(ctx, ref, src) })
+}
+
+// bundlesFrom lists and reads the bundle referrers of ref from src. Content from the registry
+// that does not match its digest is skipped (no evidence; others may verify); stored content
+// that does not match fails the listing (ErrStoredMismatch).
+func (c *Client) bundlesFrom(ctx context.Context, ref Reference, src contentSource) ([]Referrer, error) {
 	lim := c.limits()
 	subject := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.Digest(ref.Digest)}
 	var descs []ocispec.Descriptor
-	err = r.Referrers(ctx, subject, BundleMediaType, func(page []ocispec.Descriptor) error {
+	err := src.referrers(ctx, subject, func(page []ocispec.Descriptor) error {
 		for _, d := range page {
 			if d.ArtifactType == BundleMediaType && len(descs) < lim.MaxReferrers {
 				descs = append(descs, d)
@@ -355,15 +424,15 @@ func (c *Client) Bundles(ctx context.Context, ref Reference) ([]Referrer, error)
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, errdef.ErrNotFound) {
-		return nil, registryError("referrers", err)
+	if err != nil {
+		return nil, err
 	}
 	var out []Referrer
 	for _, d := range descs {
 		if d.Size > lim.MaxManifestBytes {
 			continue
 		}
-		mb, err := fetchBlob(ctx, r, d)
+		mb, err := src.blob(ctx, d)
 		if err != nil {
 			if isRefusal(err) {
 				continue // content that does not match its digest is no evidence; others may verify
@@ -375,14 +444,14 @@ func (c *Client) Bundles(ctx context.Context, ref Reference) ([]Referrer, error)
 			len(m.Layers) != 1 || m.Layers[0].MediaType != BundleMediaType || m.Layers[0].Size > lim.MaxBundleBytes {
 			continue
 		}
-		b, err := fetchBlob(ctx, r, m.Layers[0])
+		b, err := src.blob(ctx, m.Layers[0])
 		if err != nil {
 			if isRefusal(err) {
 				continue
 			}
 			return nil, err
 		}
-		out = append(out, Referrer{Descriptor: d, Bundle: b})
+		out = append(out, Referrer{Descriptor: d, Bundle: b, manifest: mb, layer: m.Layers[0]})
 	}
 	return out, nil
 }
@@ -435,6 +504,26 @@ type RegistryError struct {
 	Op string
 	// Err is the underlying error (errdef.ErrNotFound and friends match with errors.Is).
 	Err error
+	// Stored, when the registry was unavailable and the client has a Store, names why the stored
+	// copy could not stand in: StoredAbsent, StoredDigestMismatch or StoredUnreadable.
+	Stored string
+}
+
+// Unavailable reports whether the registry could not serve at all: a transport failure (no
+// connection, reset, broken-off transfer, timeout, TLS or dial-policy failure) or an HTTP 5xx or
+// 429 answer. A 404, an authentication or authorization refusal, other 4xx answers and answers
+// refused by the client (too large, malformed) are not unavailability: the registry answered.
+func (e *RegistryError) Unavailable() bool {
+	if errors.Is(e.Err, errdef.ErrNotFound) || errors.Is(e.Err, auth.ErrBasicCredentialNotFound) {
+		return false
+	}
+	if s := statusOf(e.Err); s != 0 {
+		return s >= 500 || s == http.StatusTooManyRequests
+	}
+	var ue *url.Error
+	var ne net.Error
+	return errors.As(e.Err, &ue) || errors.As(e.Err, &ne) || errors.Is(e.Err, io.ErrUnexpectedEOF) ||
+		errors.Is(e.Err, syscall.ECONNRESET) || errors.Is(e.Err, syscall.ECONNREFUSED)
 }
 
 func (e *RegistryError) Error() string {
@@ -450,6 +539,9 @@ func (e *RegistryError) Error() string {
 		if s := statusOf(e.Err); s != 0 {
 			msg += fmt.Sprintf(": HTTP %d", s)
 		}
+	}
+	if e.Stored != "" {
+		msg += " (stored copy: " + e.Stored + ")"
 	}
 	return msg
 }

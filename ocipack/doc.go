@@ -1,7 +1,7 @@
 // Package ocipack implements profile packs: reviewed McpServiceProfile documents delivered as
 // immutable OCI artifacts with sigstore provenance.
 //
-// The package has four parts:
+// The package has five parts:
 //
 //   - The profile document codec: DecodeProfile (strict JSON or YAML into apiv1.ProfileDocument,
 //     refusals naming the JSON path of the offending field), EncodeProfile (canonical JSON or
@@ -18,6 +18,10 @@
 //     verification), and returns a typed Result. Every failed check is a named *RefusalError.
 //   - Signing: Signer attaches cosign --new-bundle-format bundles (a signature statement and a
 //     provenance attestation); LoadPrivateKey reads cosign's encrypted keys or plain PEM keys.
+//   - Outage resilience: a BlobStore (Client.Store) keeps the raw content of each verification
+//     by digest; while the registry is unavailable (RegistryError.Unavailable) the client reads
+//     it instead, checks every blob against its digest, and the Verifier verifies it again. It
+//     is content below verification, never a verdict.
 //
 // See docs/packs.md for the semantics and the mcpctl commands built on this package.
 package ocipack

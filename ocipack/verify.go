@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -184,7 +185,13 @@ type Verifier struct {
 	mu       sync.Mutex
 	cache    map[string]Result
 	cacheMax int
+	// pending is the registry content of packs verified from the registry and not yet saved to
+	// the client's Store (by reference), saved when the pack is pulled (Pull).
+	pending map[string]*evidence
 }
+
+// maxPending bounds the verified packs awaiting their pull to be saved to the store.
+const maxPending = 256
 
 // VerifierOption configures a Verifier.
 type VerifierOption func(*Verifier)
@@ -234,7 +241,7 @@ func WithCacheSize(n int) VerifierOption {
 // NewVerifier returns a verifier fetching through client. trusted is the trusted root for keyless
 // verification (LoadTrustedRoot); it may be nil when only public-key policies are used.
 func NewVerifier(client *Client, trusted root.TrustedMaterial, opts ...VerifierOption) *Verifier {
-	v := &Verifier{client: client, trusted: trusted, cache: map[string]Result{}, cacheMax: 256}
+	v := &Verifier{client: client, trusted: trusted, cache: map[string]Result{}, cacheMax: 256, pending: map[string]*evidence{}}
 	for _, o := range opts {
 		o(v)
 	}
@@ -355,7 +362,7 @@ func (v *Verifier) VerifyAny(ctx context.Context, ref Reference, policies []Poli
 		v.mu.Unlock()
 	}
 	var refs []Referrer
-	fetched := false
+	fetched, stored := false, false
 	bestScore := -1
 	var bestErr error
 	for i, policy := range policies {
@@ -370,7 +377,7 @@ func (v *Verifier) VerifyAny(ctx context.Context, ref Reference, policies []Poli
 			continue
 		}
 		if !fetched {
-			if refs, err = v.client.Bundles(ctx, ref); err != nil {
+			if refs, stored, err = v.client.bundles(ctx, ref); err != nil {
 				return -1, nil, err
 			}
 			fetched = true
@@ -392,6 +399,9 @@ func (v *Verifier) VerifyAny(ctx context.Context, ref Reference, policies []Poli
 			}
 			v.cache[keys[i]] = *res
 			v.mu.Unlock()
+		}
+		if !stored && v.client.storeUsable() {
+			v.remember(ref, refs)
 		}
 		return i, res, nil
 	}
@@ -458,7 +468,7 @@ func (v *Verifier) VerifyAndPull(ctx context.Context, ref Reference, policy Poli
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := v.client.Pull(ctx, ref)
+	p, err := v.Pull(ctx, ref)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -466,9 +476,52 @@ func (v *Verifier) VerifyAndPull(ctx context.Context, ref Reference, policy Poli
 }
 
 // Pull pulls the pack ref through the verifier's client (Client.Pull). Call it after Verify or
-// VerifyAny succeeded for the same ref.
+// VerifyAny succeeded for the same ref. When the client has a Store and this verifier verified
+// ref from the registry, the content both read is saved to the store (best effort: a store that
+// fails to save reports it itself, and the save is tried again on the next Pull).
 func (v *Verifier) Pull(ctx context.Context, ref Reference) (*Pack, error) {
-	return v.client.Pull(ctx, ref)
+	p, stored, err := v.client.pull(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if !stored && v.client.storeUsable() {
+		v.save(ctx, p)
+	}
+	return p, nil
+}
+
+// remember keeps the registry content of the verified pack ref until it is pulled.
+func (v *Verifier) remember(ref Reference, refs []Referrer) {
+	e := evidenceOf(refs)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, ok := v.pending[ref.String()]; !ok && len(v.pending) >= maxPending {
+		for k := range v.pending { // drop an arbitrary entry: it is saved at its next verification
+			delete(v.pending, k)
+			break
+		}
+	}
+	v.pending[ref.String()] = e
+}
+
+// save stores the verified and pulled pack p with the evidence remembered for it, if any.
+func (v *Verifier) save(ctx context.Context, p *Pack) {
+	key := p.Reference.String()
+	v.mu.Lock()
+	e := v.pending[key]
+	v.mu.Unlock()
+	if e == nil {
+		return
+	}
+	err := v.client.Store.Save(ctx, e.record(p))
+	if err != nil && !errors.Is(err, ErrStoreTooLarge) {
+		return // kept: tried again on the next Pull
+	}
+	v.mu.Lock()
+	if v.pending[key] == e {
+		delete(v.pending, key)
+	}
+	v.mu.Unlock()
 }
 
 func (v *Verifier) sigstoreVerifier(p Policy) (*verify.Verifier, error) {

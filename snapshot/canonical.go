@@ -48,7 +48,15 @@ func DescriptorDigest(raw []byte) (string, error) {
 
 func sha256Digest(b []byte) string {
 	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return digestString(sum[:])
+}
+
+// digestString renders a sha256 sum as "sha256:<hex>" in one allocation.
+func digestString(sum []byte) string {
+	var buf [len("sha256:") + 2*sha256.Size]byte
+	copy(buf[:], "sha256:")
+	hex.Encode(buf[len("sha256:"):], sum)
+	return string(buf[:])
 }
 
 // validate refuses raw unless it is exactly one well-formed I-JSON value (scanDigest: with safe

@@ -21,14 +21,24 @@ type scanner struct {
 	data []byte
 	pos  int
 	warn func(path, code string)
-	path []segment
-	mode scanMode
+	// collect, when set, makes the scan append each Unicode finding to found (without the tool
+	// name) instead of calling warn: no closure per document.
+	collect bool
+	found   []Warning
+	path    []segment
+	mode    scanMode
 
 	name    string
 	hasName bool
 
 	// simple reports that the string str last read had no escape and only printable ASCII.
 	simple bool
+	// esc reports that the string str last read had an escape (its bytes are a new buffer, not
+	// a sub-slice of data).
+	esc bool
+	// keys holds the decoded bytes of escaped member names, referenced by keyRef offsets: the
+	// path and member stacks hold no pointers, so pushing onto them needs no GC write barrier.
+	keys []byte
 
 	// canon, when set (scanDigest only), makes the scan also write the RFC 8785 canonical form
 	// of the document to out, so a digest needs no second parse.
@@ -45,6 +55,21 @@ type scanner struct {
 	order  []int
 }
 
+// keyRef locates a decoded member name without a pointer: data[start:end], or keys[start:end]
+// when the name had an escape.
+type keyRef struct {
+	start, end int
+	esc        bool
+}
+
+// key returns the bytes r refers to.
+func (s *scanner) key(r keyRef) []byte {
+	if r.esc {
+		return s.keys[r.start:r.end]
+	}
+	return s.data[r.start:r.end]
+}
+
 // span is one member of the top-level object: its name and the offsets of its value in the
 // input.
 type span struct {
@@ -55,7 +80,7 @@ type span struct {
 // member is one object member: its decoded name and, when canonicalizing, the span of its
 // canonical "name":value text in out.
 type member struct {
-	key        []byte
+	key        keyRef
 	start, end int
 }
 
@@ -73,7 +98,7 @@ const (
 
 // segment is one step of the current JSON Pointer: a member name or an array index.
 type segment struct {
-	key   []byte
+	key   keyRef
 	index int
 	isKey bool
 }
@@ -95,8 +120,18 @@ func canonicalWalk(raw []byte, out []byte, warn func(path, code string)) (*scann
 
 // canonical resets s (keeping its scratch space) and runs canonicalWalk's scan with it.
 func (s *scanner) canonical(raw []byte, out []byte, warn func(path, code string)) error {
-	*s = scanner{path: s.path[:0], members: s.members[:0], region: s.region[:0], order: s.order[:0], canon: true, out: out}
+	s.reset()
+	s.canon, s.out = true, out
 	return s.run(raw, scanDigest, warn)
+}
+
+// reset clears s for a new document, keeping its scratch space (and collect).
+func (s *scanner) reset() {
+	s.data, s.pos, s.warn = nil, 0, nil
+	s.path, s.members, s.region, s.order, s.keys = s.path[:0], s.members[:0], s.region[:0], s.order[:0], s.keys[:0]
+	s.found = s.found[:0]
+	s.name, s.hasName, s.simple, s.esc = "", false, false, false
+	s.canon, s.out, s.spans, s.top = false, nil, false, nil
 }
 
 // run scans raw with the scanner's settings.
@@ -147,7 +182,7 @@ func (s *scanner) value(depth int) error {
 			return err
 		}
 		s.findings(str)
-		if len(s.path) == 1 && s.path[0].isKey && string(s.path[0].key) == "name" {
+		if len(s.path) == 1 && s.path[0].isKey && string(s.key(s.path[0].key)) == "name" {
 			s.name, s.hasName = string(str), true
 		}
 		if s.canon {
@@ -202,13 +237,19 @@ func (s *scanner) object(depth int) error {
 		if err != nil {
 			return err
 		}
+		ref := keyRef{start: keyAt + 1, end: keyAt + 1 + len(key)}
+		if s.esc {
+			ref = keyRef{start: len(s.keys), esc: true}
+			s.keys = append(s.keys, key...)
+			ref.end = len(s.keys)
+		}
 		dup := false
 		if large != nil {
 			_, dup = large[string(key)]
 			large[string(key)] = struct{}{}
 		} else {
 			for _, m := range s.members[base:] {
-				if bytes.Equal(m.key, key) {
+				if bytes.Equal(s.key(m.key), key) {
 					dup = true
 					break
 				}
@@ -216,7 +257,7 @@ func (s *scanner) object(depth int) error {
 			if len(s.members)-base >= 16 {
 				large = make(map[string]struct{}, 32)
 				for _, m := range s.members[base:] {
-					large[string(m.key)] = struct{}{}
+					large[string(s.key(m.key))] = struct{}{}
 				}
 				large[string(key)] = struct{}{}
 			}
@@ -233,7 +274,7 @@ func (s *scanner) object(depth int) error {
 			s.out = s.appendString(key)
 			s.out = append(s.out, ':')
 		}
-		s.path = append(s.path, segment{key: key, isKey: true})
+		s.path = append(s.path, segment{key: ref, isKey: true})
 		s.findings(key)
 		s.ws()
 		if s.pos >= len(s.data) || s.data[s.pos] != ':' {
@@ -249,7 +290,7 @@ func (s *scanner) object(depth int) error {
 			s.top = append(s.top, span{key: key, start: valueAt, end: s.pos})
 		}
 		s.path = s.path[:len(s.path)-1]
-		s.members = append(s.members, member{key: key, start: start, end: len(s.out)})
+		s.members = append(s.members, member{key: ref, start: start, end: len(s.out)})
 		s.ws()
 		if s.pos >= len(s.data) {
 			return s.invalid()
@@ -276,7 +317,7 @@ func (s *scanner) object(depth int) error {
 func (s *scanner) sortMembers(ms []member) {
 	sorted := true
 	for i := 1; i < len(ms); i++ {
-		if !lessUTF16(ms[i-1].key, ms[i].key) {
+		if !lessUTF16(s.key(ms[i-1].key), s.key(ms[i].key)) {
 			sorted = false
 			break
 		}
@@ -293,12 +334,25 @@ func (s *scanner) sortMembers(ms []member) {
 		order = append(order, i)
 	}
 	s.order = order
-	slices.SortFunc(order, func(a, b int) int {
-		if lessUTF16(ms[a].key, ms[b].key) {
-			return -1
+	if len(order) <= 12 {
+		// Insertion sort: objects are small (names are unique: duplicates were refused).
+		for i := 1; i < len(order); i++ {
+			k := order[i]
+			key := s.key(ms[k].key)
+			j := i
+			for ; j > 0 && lessUTF16(key, s.key(ms[order[j-1]].key)); j-- {
+				order[j] = order[j-1]
+			}
+			order[j] = k
 		}
-		return 1 // names are unique: duplicates were refused
-	})
+	} else {
+		slices.SortFunc(order, func(a, b int) int {
+			if lessUTF16(s.key(ms[a].key), s.key(ms[b].key)) {
+				return -1
+			}
+			return 1 // names are unique: duplicates were refused
+		})
+	}
 	out := s.out[:from]
 	for i, k := range order {
 		if i > 0 {
@@ -320,6 +374,11 @@ func lessUTF16(a, b []byte) bool {
 	}
 	if i == len(a) || i == len(b) {
 		return len(a) < len(b)
+	}
+	if a[i] < 0x80 || b[i] < 0x80 {
+		// An ASCII byte after an equal prefix starts a character in both names; ASCII sorts
+		// below every other character in both orders.
+		return a[i] < b[i]
 	}
 	for i > 0 && a[i]&0xC0 == 0x80 { // back to the start of the differing character
 		i--
@@ -389,35 +448,47 @@ func (s *scanner) array(depth int) error {
 // It sets s.simple when the string had no escape and only printable ASCII (0x20-0x7e): such a
 // string has no Unicode finding and is its own RFC 8785 form.
 func (s *scanner) str() ([]byte, error) {
-	s.pos++ // '"'
-	start := s.pos
-	s.simple = false
+	s.simple, s.esc = false, false
+	data, pos := s.data, s.pos+1 // after '"'; locals, so the loop keeps them in registers
+	start := pos
 	ascii := true
-	for s.pos < len(s.data) {
-		c := s.data[s.pos]
-		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
-			s.pos++
+	for pos < len(data) {
+		c := data[pos]
+		if plainByte[c] {
+			pos++
 			continue
 		}
 		switch {
 		case c == '"':
-			out := s.data[start:s.pos]
-			s.pos++
+			s.pos = pos + 1
 			s.simple = ascii
-			return out, nil
+			return data[start:pos], nil
 		case c == '\\':
+			s.pos = pos
 			return s.escaped(start)
 		case c < 0x20:
+			s.pos = pos
 			return nil, s.invalid()
 		}
 		ascii = false // DEL or a byte of a multi-byte character
-		s.pos++
+		pos++
 	}
+	s.pos = pos
 	return nil, s.invalid()
 }
 
+// plainByte marks the bytes a string holds as themselves with no finding: printable ASCII other
+// than '"' and '\\'.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // escaped continues str from the first backslash, decoding into a new buffer.
 func (s *scanner) escaped(start int) ([]byte, error) {
+	s.esc = true
 	out := append([]byte(nil), s.data[start:s.pos]...)
 	for s.pos < len(s.data) {
 		c := s.data[s.pos]
@@ -571,11 +642,12 @@ func (s *scanner) appendString(str []byte) []byte {
 // appendCanonicalString appends s (decoded, valid UTF-8) as an RFC 8785 string: '"' and '\\'
 // escaped, the short escapes for \b \t \n \f \r, \u00xx (lowercase hex) for other control
 // characters, everything else literal.
-func appendCanonicalString(out, s []byte) []byte {
+func appendCanonicalString[T string | []byte](out []byte, s T) []byte {
 	const hex = "0123456789abcdef"
 	out = append(out, '"')
 	start := 0
-	for i, c := range s {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
 		}
@@ -604,7 +676,7 @@ func appendCanonicalString(out, s []byte) []byte {
 
 // findings reports the Unicode findings of one decoded string at the current path.
 func (s *scanner) findings(str []byte) {
-	if s.warn == nil || s.simple {
+	if (s.warn == nil && !s.collect) || s.simple {
 		return
 	}
 	plain := true
@@ -618,7 +690,11 @@ func (s *scanner) findings(str []byte) {
 		return
 	}
 	for _, code := range unicodeFindings(string(str)) {
-		s.warn(s.pointer(), code)
+		if s.collect {
+			s.found = append(s.found, Warning{Path: s.pointer(), Code: code})
+		} else {
+			s.warn(s.pointer(), code)
+		}
 	}
 }
 
@@ -627,7 +703,7 @@ func (s *scanner) pointer() string {
 	parts := make([]string, len(s.path))
 	for i, seg := range s.path {
 		if seg.isKey {
-			parts[i] = string(seg.key)
+			parts[i] = string(s.key(seg.key))
 		} else {
 			parts[i] = strconv.Itoa(seg.index)
 		}

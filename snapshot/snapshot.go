@@ -23,9 +23,12 @@ package snapshot
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sort"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -94,30 +97,37 @@ func SortWarnings(ws []Warning) {
 // of {"protocolVersion", "tools": [{"name", "digest"}]} with tools sorted by name. Only names and
 // digests are used; descriptors are not read.
 func Digest(protocolVersion string, tools []Tool) (string, error) {
-	refs := make([]*Tool, len(tools))
-	for i := range tools {
-		refs[i] = &tools[i]
-	}
 	sorted := true
-	for i := 1; i < len(refs); i++ {
-		if refs[i-1].Name > refs[i].Name {
+	for i := 1; i < len(tools); i++ {
+		if tools[i-1].Name > tools[i].Name {
 			sorted = false
 			break
 		}
 	}
+	var refs []*Tool // only when tools are not in name order
 	if !sorted {
+		refs = make([]*Tool, len(tools))
+		for i := range tools {
+			refs[i] = &tools[i]
+		}
 		sort.SliceStable(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
 	}
 	if !utf8.ValidString(protocolVersion) {
 		return "", &RefusalError{Name: RefusalInvalidUTF8, Err: ErrInvalidUTF8}
 	}
 	// The document's canonical form is written directly: members in RFC 8785 order ("digest" <
-	// "name", "protocolVersion" < "tools"), strings in RFC 8785 form.
-	b := make([]byte, 0, 64+len(refs)*112)
+	// "name", "protocolVersion" < "tools"), strings in RFC 8785 form; it is hashed in chunks, never
+	// held whole.
+	h := sha256.New()
+	b := make([]byte, 0, 8192)
 	b = append(b, `{"protocolVersion":`...)
-	b = appendCanonicalString(b, []byte(protocolVersion))
+	b = appendCanonicalString(b, protocolVersion)
 	b = append(b, `,"tools":[`...)
-	for i, t := range refs {
+	for i := range tools {
+		t := &tools[i]
+		if refs != nil {
+			t = refs[i]
+		}
 		if !utf8.ValidString(t.Name) || !utf8.ValidString(t.Digest) {
 			return "", &RefusalError{Name: RefusalInvalidUTF8, Tool: t.Name, Err: ErrInvalidUTF8}
 		}
@@ -125,13 +135,18 @@ func Digest(protocolVersion string, tools []Tool) (string, error) {
 			b = append(b, ',')
 		}
 		b = append(b, `{"digest":`...)
-		b = appendCanonicalString(b, []byte(t.Digest))
+		b = appendCanonicalString(b, t.Digest)
 		b = append(b, `,"name":`...)
-		b = appendCanonicalString(b, []byte(t.Name))
+		b = appendCanonicalString(b, t.Name)
 		b = append(b, '}')
+		if len(b) >= 4096 {
+			h.Write(b)
+			b = b[:0]
+		}
 	}
 	b = append(b, "]}"...)
-	return sha256Digest(b), nil
+	h.Write(b)
+	return digestString(h.Sum(b[:0])), nil
 }
 
 // New builds a snapshot from raw tool descriptors as received. Each descriptor must be a JSON object
@@ -162,7 +177,9 @@ func New(protocolVersion string, server ServerInfo, descriptors []json.RawMessag
 		s.Tools = append(s.Tools, t)
 		s.Warnings = append(s.Warnings, warns...)
 	}
-	sort.Slice(s.Tools, func(i, j int) bool { return s.Tools[i].Name < s.Tools[j].Name })
+	if !slices.IsSortedFunc(s.Tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) }) {
+		sort.Slice(s.Tools, func(i, j int) bool { return s.Tools[i].Name < s.Tools[j].Name })
+	}
 	SortWarnings(s.Warnings)
 	d, err := Digest(protocolVersion, s.Tools)
 	if err != nil {
@@ -174,12 +191,12 @@ func New(protocolVersion string, server ServerInfo, descriptors []json.RawMessag
 
 // freeze validates and canonicalizes one descriptor in a single pass with w (reused across
 // descriptors, with its canonical-form buffer) and returns its Tool (without Descriptor: the
-// caller stores its own copy of raw) and warnings.
+// caller stores its own copy of raw) and warnings. The warnings are w's scratch space, valid until
+// w scans again: the caller copies them.
 func freeze(w *scanner, raw json.RawMessage) (Tool, []Warning, error) {
-	var findings []Warning
-	err := w.canonical(raw, w.out[:0], func(path, code string) {
-		findings = append(findings, Warning{Path: path, Code: code})
-	})
+	w.collect = true
+	err := w.canonical(raw, w.out[:0], nil)
+	findings := w.found
 	if err != nil {
 		var r *RefusalError
 		if errors.As(err, &r) && w.hasName {

@@ -138,7 +138,8 @@ type McpServiceProfileStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions are kstatus-compatible: Ready, Reconciling, Stalled, plus the stage conditions
-	// SourceVerified and SnapshotMatched.
+	// SourceVerified and SnapshotReconstructed (written as SnapshotMatched before it was renamed;
+	// a stale SnapshotMatched is removed when the profile's status is next written).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -2,7 +2,6 @@ package adapters
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -15,86 +14,7 @@ import (
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/mcpclient"
-	"github.com/b10x/connector-mcp/ocipack"
 )
-
-func TestClassifyFreezeErrors(t *testing.T) {
-	cases := []struct {
-		name      string
-		err       error
-		reason    string
-		transient bool
-	}{
-		{"connection refused", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), controllers.ReasonServerUnreachable, true},
-		{"deadline", fmt.Errorf("list: %w", context.DeadlineExceeded), controllers.ReasonServerUnreachable, true},
-		{"probe timeout", &mcpclient.RefusalError{Name: "probe_timeout", Err: mcpclient.ErrProbeTimeout}, controllers.ReasonServerUnreachable, true},
-		{"http status", fmt.Errorf("%w: 503", mcpclient.ErrHTTPStatus), controllers.ReasonServerUnreachable, true},
-		{"unresolvable host", &egress.DestinationError{Addr: "mcp.example:443", Reason: "resolve"}, controllers.ReasonServerUnreachable, true},
-		{"credential missing", &egress.CredentialError{Ref: egress.CredentialRef{Name: "s", Key: "k"}, Reason: "secret not found"}, controllers.ReasonCredentialNotFound, true},
-		// A destination refused at dial time reads like a closed port (no scanner oracle).
-		{"metadata address at dial time", fmt.Errorf("post: %w", &egress.DestinationError{Addr: "169.254.169.254:80", Reason: "metadata"}), controllers.ReasonServerUnreachable, true},
-		{"credential not opted in", &k8sbinding.CredentialRefusal{Name: k8sbinding.RefusalCredentialNotOptedIn}, controllers.ReasonCredentialNotFound, true},
-		{"credential for another host", fmt.Errorf("x: %w", &k8sbinding.CredentialRefusal{Name: k8sbinding.RefusalCredentialHostNotAllowed}), controllers.ReasonCredentialRefused, false},
-		{"too many tools", &mcpclient.RefusalError{Name: "too_many_tools", Err: mcpclient.ErrTooManyTools}, controllers.ReasonFreezeRefused, false},
-		{"roots requested", &mcpclient.FeatureRefusedError{Feature: "roots"}, controllers.ReasonFreezeRefused, false},
-		// A certificate that does not verify needs a human (a CA bundle, or an impostor).
-		{"private CA without its bundle", fmt.Errorf("connect: %w", &egress.TLSError{Name: egress.RefusalTLSUnknownAuthority}), controllers.ReasonFreezeRefused, false},
-		{"certificate for another host", &egress.TLSError{Name: egress.RefusalTLSHostnameMismatch}, controllers.ReasonFreezeRefused, false},
-		// Step-up needs a human: the credential lacks a scope.
-		{"insufficient scope", &mcpclient.TransportError{Op: "connect", Status: 403, Err: mcpclient.ErrInsufficientScope, Scopes: []string{"repo:write"}}, controllers.ReasonFreezeRefused, false},
-		{"plain 403", &mcpclient.TransportError{Op: "connect", Status: 403, Err: mcpclient.ErrHTTPStatus}, controllers.ReasonServerUnreachable, true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var serr *controllers.StageError
-			if !errors.As(classify(tc.err, "https://mcp.example.com/mcp"), &serr) {
-				t.Fatal("not a StageError")
-			}
-			if serr.Reason != tc.reason || serr.Transient != tc.transient || serr.Condition != controllers.TypeSnapshotFrozen {
-				t.Fatalf("got %s transient=%v", serr.Reason, serr.Transient)
-			}
-			if strings.Contains(serr.Message, "127.0.0.1:1") || strings.Contains(serr.Message, "connection refused") {
-				t.Fatalf("message carries a raw transport error: %q", serr.Message)
-			}
-			if tc.name == "insufficient scope" && !strings.Contains(serr.Message, "requires scope repo:write") {
-				t.Fatalf("the step-up message does not name the scope: %q", serr.Message)
-			}
-		})
-	}
-}
-
-func TestClassifyPackErrors(t *testing.T) {
-	cases := []struct {
-		err       error
-		reason    string
-		transient bool
-	}{
-		{&ocipack.RefusalError{Name: "missing_signature", Err: ocipack.ErrNoSignature}, controllers.ReasonProvenanceMissing, false},
-		{&ocipack.RefusalError{Name: "missing_attestation", Err: ocipack.ErrNoAttestation}, controllers.ReasonProvenanceMissing, false},
-		{&ocipack.RefusalError{Name: "wrong_source_ref", Err: ocipack.ErrWrongSourceRef}, controllers.ReasonVerificationFailed, false},
-		{&ocipack.RefusalError{Name: "wrong_identity", Err: ocipack.ErrWrongIdentity}, controllers.ReasonVerificationFailed, false},
-		{&ocipack.RefusalError{Name: "blob_digest_mismatch", Err: ocipack.ErrBlobDigestMismatch}, controllers.ReasonPackInvalid, false},
-		{&ocipack.RefusalError{Name: "unreviewed", Path: "operations[0].effect", Err: ocipack.ErrUnreviewedEffect}, controllers.ReasonPackInvalid, false},
-		{&ocipack.RegistryError{Op: "fetch", Err: errors.New("boom")}, controllers.ReasonRegistryUnavailable, true},
-		{errors.New("something else"), controllers.ReasonRegistryUnavailable, true},
-	}
-	for _, tc := range cases {
-		var serr *controllers.StageError
-		if !errors.As(classifyPack(tc.err), &serr) || serr.Reason != tc.reason || serr.Transient != tc.transient || serr.Condition != controllers.TypeSourceVerified {
-			t.Errorf("%v: got %+v, want %s", tc.err, serr, tc.reason)
-		}
-	}
-	// A registry behind a CA the manager does not trust: retried, and the TLS refusal is named
-	// (twin: a plain registry failure names none).
-	var serr *controllers.StageError
-	tlsErr := &ocipack.RegistryError{Op: "fetch", Err: fmt.Errorf("get: %w", &egress.TLSError{Name: egress.RefusalTLSUnknownAuthority})}
-	if !errors.As(classifyPack(tlsErr), &serr) || !strings.Contains(serr.Message, egress.RefusalTLSUnknownAuthority) {
-		t.Errorf("registry TLS refusal: %+v", serr)
-	}
-	if !errors.As(classifyPack(&ocipack.RegistryError{Op: "fetch", Err: errors.New("boom")}), &serr) || strings.Contains(serr.Message, "tls_") {
-		t.Errorf("plain registry failure: %+v", serr)
-	}
-}
 
 // No port-scanner oracle: a freeze of an endpoint whose name resolves into a denied range and a
 // freeze of a closed port end in the same reason and the same message (but for the URL the
@@ -125,8 +45,9 @@ func TestFreezeRefusalsAreNoOracle(t *testing.T) {
 	}
 	closedURL := fmt.Sprintf("http://localhost:%d/mcp", port)
 	deniedURL := "http://localhost:" + srvPort + "/mcp" // a live server, behind the deny list
-	var closed, deny *controllers.StageError
-	if !errors.As(freeze(open, closedURL), &closed) || !errors.As(freeze(denied, deniedURL), &deny) {
+	closed := controllers.ClassifyFreezeError(controllers.FreezeRequest{URL: closedURL}, freeze(open, closedURL))
+	deny := controllers.ClassifyFreezeError(controllers.FreezeRequest{URL: deniedURL}, freeze(denied, deniedURL))
+	if closed == nil || deny == nil {
 		t.Fatal("not stage errors")
 	}
 	norm := func(s *controllers.StageError, url string) string {

@@ -35,11 +35,11 @@ func secretFixture(name string, typ corev1.SecretType, opted bool, hosts string,
 // carrying no Secret data.
 func wantSecretRefused(t *testing.T, err error, name string, secretData ...string) {
 	t.Helper()
-	var serr *controllers.StageError
+	serr := staged(err)
 	var cr *k8sbinding.CredentialRefusal
-	if !errors.As(err, &serr) || serr.Reason != controllers.ReasonCredentialRefused || serr.Transient ||
+	if serr == nil || serr.Reason != v1.ReasonCredentialRefused || serr.Transient ||
 		!strings.Contains(serr.Message, "("+name+")") || !errors.As(err, &cr) || cr.Name != name {
-		t.Fatalf("got %v (%+v), want %s (%s)", err, serr, controllers.ReasonCredentialRefused, name)
+		t.Fatalf("got %v (%+v), want %s (%s)", err, serr, v1.ReasonCredentialRefused, name)
 	}
 	for _, d := range secretData {
 		if strings.Contains(serr.Message, d) || strings.Contains(err.Error(), d) {
@@ -99,9 +99,8 @@ func TestVerifyPackSecretsOptIn(t *testing.T) {
 	})
 	t.Run("twin: without the pull secret the registry refuses the pull", func(t *testing.T) {
 		_, err := verifier().VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: platformPack})
-		var serr *controllers.StageError
-		if !errors.As(err, &serr) || serr.Reason != controllers.ReasonRegistryUnavailable {
-			t.Fatalf("got %v, want %s", err, controllers.ReasonRegistryUnavailable)
+		if serr := staged(err); serr == nil || serr.Reason != v1.ReasonRegistryUnavailable {
+			t.Fatalf("got %v, want %s", err, v1.ReasonRegistryUnavailable)
 		}
 	})
 	for _, tc := range []struct{ secret, refusal string }{
@@ -127,7 +126,7 @@ func TestVerifyPackSecretsOptIn(t *testing.T) {
 		req := pull("pull")
 		req.Policy = own("team-key")
 		_, err := verifier().VerifyPack(ctx, req)
-		wantStage(t, err, controllers.ReasonVerificationFailed, RefusalProfilePolicy+"/untrusted_signature")
+		wantStage(t, err, v1.ReasonVerificationFailed, RefusalProfilePolicy+"/untrusted_signature")
 	})
 	for _, tc := range []struct{ secret, refusal string }{
 		{"key-unlabelled", k8sbinding.RefusalCredentialNotOptedIn},

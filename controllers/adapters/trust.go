@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/ocipack"
 )
 
@@ -32,10 +33,10 @@ const (
 	TrustSourcePolicyPrefix = "McpTrustPolicy/"
 	// RefusalNoTrustSource is the refusal when no trust source applies to a profile's namespace
 	// (condition reason UntrustedSigner).
-	RefusalNoTrustSource = "no_trust_source"
+	RefusalNoTrustSource = controllers.StepNoTrustSource
 	// RefusalProfilePolicy prefixes the refusal when the pack satisfies a trust source but not
 	// the profile's own spec.source.oci.verify (the ocipack refusal name follows).
-	RefusalProfilePolicy = "profile_policy"
+	RefusalProfilePolicy = controllers.StepProfilePolicy
 )
 
 // Checks a manager may waive with an unsafe flag, as listed in status.verified.waivedChecks.

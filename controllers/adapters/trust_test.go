@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -264,11 +263,16 @@ func (w *trustWorld) verifier(t *testing.T, withPlatform bool, policies ...v1.Mc
 	return v
 }
 
+// staged classifies a VerifyPack error as the profile reconciler does (nil for nil).
+func staged(err error) *controllers.StageError {
+	return controllers.ClassifyVerifyError(controllers.VerifyRequest{}, err)
+}
+
 // wantStage asserts a refusal's reason and that its message names want.
 func wantStage(t *testing.T, err error, reason, want string) {
 	t.Helper()
-	var serr *controllers.StageError
-	if !errors.As(err, &serr) || serr.Reason != reason || serr.Transient || !strings.Contains(serr.Message, want) {
+	serr := staged(err)
+	if serr == nil || serr.Reason != reason || serr.Transient || !strings.Contains(serr.Message, want) {
 		t.Fatalf("got %v (%+v), want %s naming %q", err, serr, reason, want)
 	}
 }
@@ -286,11 +290,11 @@ func TestVerifyPackTrustFloor(t *testing.T) {
 
 	t.Run("finding 1: the tenant's own key and repository are not trust", func(t *testing.T) {
 		_, err := w.verifier(t, true).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: teamPack, Policy: tenantOwn})
-		wantStage(t, err, controllers.ReasonVerificationFailed, "untrusted_signature")
+		wantStage(t, err, v1.ReasonVerificationFailed, "untrusted_signature")
 	})
 	t.Run("no trust source at all is refused by name, never the profile's own policy", func(t *testing.T) {
 		_, err := w.verifier(t, false).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: teamPack, Policy: tenantOwn})
-		wantStage(t, err, controllers.ReasonUntrustedSigner, RefusalNoTrustSource)
+		wantStage(t, err, v1.ReasonUntrustedSigner, RefusalNoTrustSource)
 	})
 	t.Run("a cluster admin's McpTrustPolicy grants the team's signer in its namespace", func(t *testing.T) {
 		vs, err := w.verifier(t, true, grant).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: teamPack, Policy: tenantOwn})
@@ -303,17 +307,17 @@ func TestVerifyPackTrustFloor(t *testing.T) {
 	})
 	t.Run("the grant does not reach another namespace", func(t *testing.T) {
 		_, err := w.verifier(t, true, grant).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-b", Ref: teamPack})
-		wantStage(t, err, controllers.ReasonVerificationFailed, "untrusted_signature")
+		wantStage(t, err, v1.ReasonVerificationFailed, "untrusted_signature")
 	})
 	t.Run("a team's signer is not good for the platform's repository", func(t *testing.T) {
 		ref := w.pack(t, w.team, platformRepo, mainRef)
 		_, err := w.verifier(t, true, grant).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: ref})
-		wantStage(t, err, controllers.ReasonVerificationFailed, "wrong_source_repository")
+		wantStage(t, err, v1.ReasonVerificationFailed, "wrong_source_repository")
 	})
 	t.Run("the platform's signer is not good for the team's repository", func(t *testing.T) {
 		ref := w.pack(t, w.platform, teamRepo, mainRef)
 		_, err := w.verifier(t, true, grant).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: ref})
-		wantStage(t, err, controllers.ReasonVerificationFailed, "wrong_source_repository")
+		wantStage(t, err, v1.ReasonVerificationFailed, "wrong_source_repository")
 	})
 	platformPack := w.pack(t, w.platform, platformRepo, mainRef)
 	t.Run("the platform's own pack verifies with no profile policy", func(t *testing.T) {
@@ -325,22 +329,22 @@ func TestVerifyPackTrustFloor(t *testing.T) {
 	t.Run("the profile's own provenance adds a requirement", func(t *testing.T) {
 		own := &v1.VerifyPolicy{Provenance: &v1.ProvenancePolicy{SourceRepository: platformRepo, SourceRef: "refs/heads/release"}}
 		_, err := w.verifier(t, true).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-b", Ref: platformPack, Policy: own})
-		wantStage(t, err, controllers.ReasonVerificationFailed, RefusalProfilePolicy+"/wrong_source_ref")
+		wantStage(t, err, v1.ReasonVerificationFailed, RefusalProfilePolicy+"/wrong_source_ref")
 	})
 	t.Run("the profile's own key adds a requirement", func(t *testing.T) {
 		own := &v1.VerifyPolicy{PublicKey: &v1.SecretKeyReference{Name: "team-key", Key: "cosign.pub"}}
 		_, err := w.verifier(t, true).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: platformPack, Policy: own})
-		wantStage(t, err, controllers.ReasonVerificationFailed, RefusalProfilePolicy+"/untrusted_signature")
+		wantStage(t, err, v1.ReasonVerificationFailed, RefusalProfilePolicy+"/untrusted_signature")
 	})
 	t.Run("an unanchored subject in the profile's policy is refused by name", func(t *testing.T) {
 		own := &v1.VerifyPolicy{Keyless: &v1.KeylessIdentity{Issuer: "https://i", SubjectRegExp: "^https://github.com/team-a/"}}
 		_, err := w.verifier(t, true).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: platformPack, Policy: own})
-		wantStage(t, err, controllers.ReasonVerificationFailed, "unanchored_subject_regexp")
+		wantStage(t, err, v1.ReasonVerificationFailed, "unanchored_subject_regexp")
 	})
 	t.Run("a grant without provenance rules grants nothing", func(t *testing.T) {
 		noRules := trustPolicy("team-a", map[string]string{"team": "a"}, []v1.TrustedSigner{{Name: "team-key", PublicKeyPEM: w.team.pem}})
 		_, err := w.verifier(t, false, noRules).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: teamPack})
-		wantStage(t, err, controllers.ReasonUntrustedSigner, RefusalNoTrustSource)
+		wantStage(t, err, v1.ReasonUntrustedSigner, RefusalNoTrustSource)
 		v := w.verifier(t, false, noRules)
 		v.SkipProvenanceUnsafe, v.Waived = true, []string{WaivedProvenance}
 		vs, err := v.VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: teamPack})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto"
 	"errors"
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,12 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/ocipack"
-	"github.com/b10x/connector-mcp/refusal"
 )
 
 // PackVerifier pulls profile packs by digest and verifies them with ocipack under the cluster's
@@ -61,49 +58,47 @@ var _ controllers.SourceVerifier = (*PackVerifier)(nil)
 func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyRequest) (*controllers.VerifiedSource, error) {
 	ref, err := ocipack.ParseDigestReference(req.Ref)
 	if err != nil {
-		return nil, stage(controllers.ReasonPackInvalid, err, "the pack reference is refused: %s", refusalText(err))
+		return nil, step(controllers.StepPackReference, err)
 	}
 	sources, _, err := v.trustSources(ctx, req.Namespace)
 	if err != nil {
-		return nil, &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: controllers.ReasonVerificationFailed, Transient: true, Err: err,
-			Message: "the cluster trust policies could not be read; retrying"}
+		return nil, step(controllers.StepTrustUnavailable, err)
 	}
 	pols, cands := Candidates(sources, v.SkipProvenanceUnsafe)
 	if len(pols) == 0 {
-		return nil, stage(controllers.ReasonUntrustedSigner, ErrNoTrustSource,
-			"refused (%s): no trust source with a signer and a provenance rule applies to this namespace; a cluster administrator grants one with an McpTrustPolicy", RefusalNoTrustSource)
+		return nil, step(RefusalNoTrustSource, ErrNoTrustSource)
 	}
 	// The profile's own policy is checked after a trust source is satisfied; read its key first
 	// so that a missing Secret is reported as such.
 	var ownKey crypto.PublicKey
 	if req.Policy != nil && req.Policy.PublicKey != nil {
-		pem, err := v.secretKey(ctx, req.Namespace, "public-key", req.Policy.PublicKey.Name, req.Policy.PublicKey.Key, "")
+		pem, err := v.secretKey(ctx, req.Namespace, publicKeySecret, req.Policy.PublicKey.Name, req.Policy.PublicKey.Key, "")
 		if err != nil {
 			return nil, err
 		}
 		if ownKey, err = ocipack.ParsePublicKey(pem); err != nil {
-			return nil, stage(controllers.ReasonVerificationFailed, err, "the profile's verify policy is refused: %s", refusalText(err))
+			return nil, step(controllers.StepVerifyPolicy, err)
 		}
 	}
 	if req.Policy != nil && req.Policy.Keyless != nil && req.Policy.Keyless.SubjectRegExp != "" {
 		if err := ocipack.CheckSubjectRegExp(req.Policy.Keyless.SubjectRegExp); err != nil {
-			return nil, stage(controllers.ReasonVerificationFailed, err, "the profile's verify policy is refused: %s", refusalText(err))
+			return nil, step(controllers.StepVerifyPolicy, err)
 		}
 	}
 	verifier := v.Verifier
 	if req.PullSecret != nil {
 		if v.NewVerifier == nil {
-			return nil, stage(controllers.ReasonVerificationFailed, nil, "pull secrets are not enabled on this manager")
+			return nil, step(controllers.StepPullSecretsDisabled, nil)
 		}
 		// The pull secret is sent to the registry the profile names: it must opt in and name
 		// that registry host, like a deployment's credential names its endpoint host.
-		cfg, err := v.secretKey(ctx, req.Namespace, "pull", req.PullSecret.Name, corev1.DockerConfigJsonKey, "https://"+ref.Registry)
+		cfg, err := v.secretKey(ctx, req.Namespace, pullSecret, req.PullSecret.Name, corev1.DockerConfigJsonKey, "https://"+ref.Registry)
 		if err != nil {
 			return nil, err
 		}
 		creds, err := ocipack.CredentialsFromDockerConfig(cfg)
 		if err != nil {
-			return nil, stage(controllers.ReasonVerificationFailed, err, "pull secret %q is not a docker config", req.PullSecret.Name)
+			return nil, step(controllers.StepPullSecretFormat, err)
 		}
 		c := v.Registry
 		c.Credentials = creds
@@ -111,30 +106,25 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 	}
 	i, res, err := verifier.VerifyAny(ctx, ref, pols)
 	if err != nil {
-		return nil, classifyPack(err)
+		return nil, err
 	}
 	if extra := ProfilePolicy(req.Policy, ownKey, pols[i]); extra != nil {
 		if _, err := verifier.Verify(ctx, ref, *extra); err != nil {
-			serr := classifyPack(err)
-			var se *controllers.StageError
-			if errors.As(serr, &se) && !se.Transient {
-				se.Message = fmt.Sprintf("the pack satisfies the cluster trust but not the profile's own verify policy (%s/%s)", RefusalProfilePolicy, refusalText(err))
-			}
-			return nil, serr
+			return nil, step(RefusalProfilePolicy, err)
 		}
 	}
 	pack, err := verifier.Pull(ctx, ref)
 	if err != nil {
-		return nil, classifyPack(err)
+		return nil, err
 	}
 	// The McpServiceProfile names no service within the pack: the pack must hold exactly one.
 	doc, err := pack.Profile("")
 	if err != nil {
-		return nil, stage(controllers.ReasonPackInvalid, err, "the pack is refused: %s", refusalText(err))
+		return nil, err
 	}
 	pd, err := ocipack.ProfileDigest(doc)
 	if err != nil {
-		return nil, stage(controllers.ReasonPackInvalid, err, "the profile document does not encode: %s", refusalText(err))
+		return nil, step(controllers.StepProfileDigest, err)
 	}
 	prov := res.VerifiedProvenance()
 	prov.TrustSource, prov.Signer = cands[i].Source, cands[i].Signer
@@ -142,21 +132,33 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 	return &controllers.VerifiedSource{Document: doc, PackDigest: ref.Digest, ProfileDigest: pd, Provenance: prov}, nil
 }
 
+// The Secrets the verifier reads, with the refusal names of their steps.
+var (
+	pullSecret      = secretKind{word: "pull", refused: controllers.StepPullSecretRefused, unavailable: controllers.StepPullSecretUnavailable, noKey: controllers.StepPullSecretNoKey}
+	publicKeySecret = secretKind{word: "public-key", refused: controllers.StepPublicKeySecretRefused, unavailable: controllers.StepPublicKeySecretUnavailable, noKey: controllers.StepPublicKeySecretNoKey}
+)
+
+// secretKind names one use of a Secret and its steps' refusal names.
+type secretKind struct {
+	word                        string
+	refused, unavailable, noKey string
+}
+
 // secretKey reads key of Secret name in ns under the credential opt-in rule: the Secret must be
 // labelled connectors.b10x.io/credential=true and must not be a ServiceAccount token
 // (k8sbinding.CheckOptIn); when endpoint is set the value is sent there, so the Secret's
 // allowed-hosts annotation must name its host too (k8sbinding.CheckSecret). A missing Secret
-// and an unlabelled one are the same refusal: the manager's cache never sees the latter. kind
-// ("pull", "public-key") names the use in refusal messages.
-func (v *PackVerifier) secretKey(ctx context.Context, ns, kind, name, key, endpoint string) ([]byte, error) {
+// and an unlabelled one are the same refusal: the manager's cache never sees the latter.
+// Refusals are step errors of kind (the cause a *k8sbinding.CredentialRefusal), never the
+// Secret's data or annotations.
+func (v *PackVerifier) secretKey(ctx context.Context, ns string, kind secretKind, name, key, endpoint string) ([]byte, error) {
 	ref := egress.CredentialRef{Name: name, Key: key}
 	sec := &corev1.Secret{}
 	if err := v.Secrets.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, sec); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, secretRefused(kind, name, &k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialNotOptedIn})
+			return nil, step(kind.refused, &k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialNotOptedIn})
 		}
-		return nil, &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: controllers.ReasonRegistryUnavailable, Transient: true, Err: err,
-			Message: fmt.Sprintf("%s Secret %q could not be read", kind, name)}
+		return nil, step(kind.unavailable, err)
 	}
 	var (
 		val []byte
@@ -171,52 +173,10 @@ func (v *PackVerifier) secretKey(ctx context.Context, ns, kind, name, key, endpo
 	}
 	var refused *k8sbinding.CredentialRefusal
 	if errors.As(err, &refused) {
-		return nil, secretRefused(kind, name, refused)
+		return nil, step(kind.refused, refused)
 	}
 	if err != nil || len(val) == 0 {
-		return nil, stage(controllers.ReasonVerificationFailed, nil, "%s Secret %q has no key %q", kind, name, key)
+		return nil, step(kind.noKey, nil)
 	}
 	return val, nil
-}
-
-// secretRefused is the SourceVerified refusal of a Secret that did not opt in; it names the
-// Secret and the k8sbinding refusal, never the Secret's data or annotations.
-func secretRefused(kind, name string, r *k8sbinding.CredentialRefusal) *controllers.StageError {
-	return stage(controllers.ReasonCredentialRefused, r, "%s Secret %q is refused (%s): it must be labelled %s=true, not be a ServiceAccount token, and (a pull secret) name the registry host in %s",
-		kind, name, r.Name, v1.CredentialLabel, v1.CredentialAllowedHostsAnnotation)
-}
-
-// classifyPack maps ocipack errors onto SourceVerified reasons.
-func classifyPack(err error) error {
-	var reg *ocipack.RegistryError
-	if errors.As(err, &reg) {
-		op := reg.Op
-		var te *egress.TLSError
-		if errors.As(err, &te) {
-			// Named, so the platform team knows to give the manager the registry's CA
-			// (--ca-bundle-file); retried, as the registry may also be mid-rotation.
-			op += ": " + te.Refusal()
-		}
-		return &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: controllers.ReasonRegistryUnavailable, Transient: true, Err: err,
-			Message: "the registry could not serve the pack (" + op + "); retrying"}
-	}
-	switch {
-	case errors.Is(err, ocipack.ErrNoSignature), errors.Is(err, ocipack.ErrNoAttestation):
-		return stage(controllers.ReasonProvenanceMissing, err, "the pack has no valid provenance: %s", refusalText(err))
-	case errors.Is(err, ocipack.ErrUntrustedSignature), errors.Is(err, ocipack.ErrWrongIdentity), errors.Is(err, ocipack.ErrWrongIssuer),
-		errors.Is(err, ocipack.ErrWrongSubjectDigest), errors.Is(err, ocipack.ErrWrongPredicateType), errors.Is(err, ocipack.ErrWrongBuilder),
-		errors.Is(err, ocipack.ErrWrongSourceRepository), errors.Is(err, ocipack.ErrWrongSourceRef), errors.Is(err, ocipack.ErrInvalidPolicy),
-		errors.Is(err, ocipack.ErrInvalidKey), errors.Is(err, ocipack.ErrUnanchoredSubjectRegExp), errors.Is(err, ocipack.ErrAmbiguousSource),
-		errors.Is(err, ocipack.ErrCertificateSource), errors.Is(err, ocipack.ErrPredicateDisagreesWithCertificate), errors.Is(err, ocipack.ErrMissingTransparency):
-		return stage(controllers.ReasonVerificationFailed, err, "the pack does not satisfy the provenance policy: %s", refusalText(err))
-	}
-	if _, ok := refusal.As(err); ok {
-		return stage(controllers.ReasonPackInvalid, err, "the pack is refused: %s", refusalText(err))
-	}
-	return &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: controllers.ReasonRegistryUnavailable, Transient: true, Err: err,
-		Message: "the pack could not be fetched; retrying"}
-}
-
-func stage(reason string, err error, format string, args ...any) *controllers.StageError {
-	return &controllers.StageError{Condition: controllers.TypeSourceVerified, Reason: reason, Err: err, Message: fmt.Sprintf(format, args...)}
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -214,17 +215,13 @@ func startOperator(t *testing.T, ns string) *app.Wired {
 // waitDeployment polls the deployment until cond holds (30 s at most).
 func waitDeployment(t *testing.T, key types.NamespacedName, what string, cond func(*apiv1.ServiceDeployment) bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		d := &apiv1.ServiceDeployment{}
-		err := k8sClient.Get(context.Background(), key, d)
-		if err == nil && cond(d) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("deployment %s: timed out waiting for %s (err %v): %+v", key, what, err, d.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
+	d := &apiv1.ServiceDeployment{}
+	var err error
+	if wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		err = k8sClient.Get(context.Background(), key, d)
+		return err == nil && cond(d), nil
+	}) != nil {
+		t.Fatalf("deployment %s: timed out waiting for %s (err %v): %+v", key, what, err, d.Status)
 	}
 }
 

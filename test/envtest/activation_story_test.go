@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/snapshot"
 )
@@ -55,8 +54,8 @@ func TestStoryReviewedProfileActivatesThenDriftIsRefused(t *testing.T) {
 		int(st.ExposedOperations) != len(doc.Operations) || st.LastFrozenTime == nil || !strings.HasPrefix(st.CredentialHash, "hmac:") {
 		t.Fatalf("deployment status = %+v", st)
 	}
-	for _, typ := range []string{controllers.TypeProfileVerified, controllers.TypeBound, controllers.TypeSnapshotFrozen, controllers.TypeSnapshotMatched} {
-		if !hasCondition(sd, typ, metav1.ConditionTrue, controllers.ReasonSucceeded) {
+	for _, typ := range []string{apiv1.ConditionProfileVerified, apiv1.ConditionBound, apiv1.ConditionSnapshotFrozen, apiv1.ConditionSnapshotMatched} {
+		if !hasCondition(sd, typ, metav1.ConditionTrue, apiv1.ReasonSucceeded) {
 			t.Fatalf("%s = %+v", typ, condOf(sd, typ))
 		}
 	}
@@ -66,7 +65,7 @@ func TestStoryReviewedProfileActivatesThenDriftIsRefused(t *testing.T) {
 	if got := kstatusOf(t, prof); got != status.CurrentStatus {
 		t.Fatalf("profile kstatus = %s", got)
 	}
-	waitEvent(t, ns, "github", "Normal/"+controllers.ReasonActivated)
+	waitEvent(t, ns, "github", "Normal/"+apiv1.ReasonActivated)
 	if strings.Contains(mustJSON(t, sd), "t0ken-v1") {
 		t.Fatal("the credential value reached the deployment object")
 	}
@@ -78,7 +77,7 @@ func TestStoryReviewedProfileActivatesThenDriftIsRefused(t *testing.T) {
 	mcptest.SetTool(srv, changed)
 	mcptest.SetTool(srv, &mcp.Tool{Name: "exfiltrate", InputSchema: json.RawMessage(`{"type":"object"}`)})
 	sd = waitObj(t, sd, storyTimeout, "drift refusal", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift)
+		return hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSnapshotDrift)
 	})
 	st = sd.Status
 	if st.ActiveSnapshotDigest != "" || st.CandidateSnapshotDigest == "" || st.CandidateSnapshotDigest == doc.Snapshot.Digest || st.ExposedOperations != 0 {
@@ -89,14 +88,14 @@ func TestStoryReviewedProfileActivatesThenDriftIsRefused(t *testing.T) {
 		len(d.Added) != 1 || d.Added[0].Name != "exfiltrate" || !strings.HasPrefix(d.Added[0].Digest, "sha256:") || len(d.Removed) != 0 || d.ProtocolFrom != "" {
 		t.Fatalf("drift = %+v", d)
 	}
-	msg := condOf(sd, controllers.TypeSnapshotMatched).Message
+	msg := condOf(sd, apiv1.ConditionSnapshotMatched).Message
 	if !strings.Contains(msg, `changed "echo"`) || !strings.Contains(msg, `added "exfiltrate"`) || strings.Contains(msg, "attacker") {
 		t.Fatalf("SnapshotMatched message = %q", msg)
 	}
-	if !hasCondition(sd, controllers.TypeStalled, metav1.ConditionTrue, controllers.ReasonSnapshotDrift) || kstatusOf(t, sd) != status.FailedStatus {
+	if !hasCondition(sd, apiv1.ConditionStalled, metav1.ConditionTrue, apiv1.ReasonSnapshotDrift) || kstatusOf(t, sd) != status.FailedStatus {
 		t.Fatalf("kstatus = %s, conditions %+v", kstatusOf(t, sd), sd.Status.Conditions)
 	}
-	waitEvent(t, ns, "github", "Warning/"+controllers.ReasonSnapshotDrift)
+	waitEvent(t, ns, "github", "Warning/"+apiv1.ReasonSnapshotDrift)
 
 	// The reviewer re-reviews the live server; the new profile re-activates the deployment.
 	newDoc := reviewedProfile(t, live.URL)
@@ -131,20 +130,14 @@ func TestStoryNoOpReconcileWritesNothing(t *testing.T) {
 	sd = waitObj(t, sd, storyTimeout, "Ready", isReady[*apiv1.ServiceDeployment])
 	waitObj(t, prof, storyTimeout, "profile Ready", isReady[*apiv1.McpServiceProfile])
 
-	// Let the pass triggered by our own status patch settle, then poke the deployment with a
-	// label change (a watch event, no generation change) and wait until it was reconciled.
-	time.Sleep(time.Second)
+	// Let the passes queued so far finish (a pass the status patch's own watch event queues
+	// later is a no-op pass too, counted below), then poke the deployment with a label change
+	// (a watch event, no generation change) and wait until that pass has run and finished.
+	waitIdle(t, op, deploymentController, profileController)
 	writes, hits := op.writes.Load(), live.hits.Load()
 	before := op.reconciles(ns + "/svc")
 	mutate(t, sd, func(sd *apiv1.ServiceDeployment) { sd.Labels = map[string]string{"poke": "1"} })
-	deadline := time.Now().Add(storyTimeout)
-	for op.reconciles(ns+"/svc") == before {
-		if time.Now().After(deadline) {
-			t.Fatal("the deployment was not reconciled after the label change")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(500 * time.Millisecond)
+	waitPasses(t, op, ns+"/svc", before, 1, deploymentController, profileController)
 	if got := op.writes.Load() - writes; got != 0 {
 		t.Fatalf("a no-op reconcile made %d API writes", got)
 	}
@@ -174,10 +167,10 @@ func TestStoryProtocolEraChangeIsDrift(t *testing.T) {
 
 	live.set(mcptest.HTTPHandler(srv, mcptest.Legacy))
 	sd = waitObj(t, sd, storyTimeout, "era drift", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift)
+		return hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSnapshotDrift)
 	})
 	d := sd.Status.Drift
-	if d == nil || d.ProtocolFrom != "2026-07-28" || d.ProtocolTo != "2025-11-25" {
+	if d == nil || d.ProtocolFrom != "2026-07-28" || d.ProtocolTo != "2025-11-25" || len(d.Changed)+len(d.Added)+len(d.Removed) != 0 {
 		t.Fatalf("drift = %+v", d)
 	}
 }
@@ -201,7 +194,7 @@ func TestStoryRemovedToolIsDrift(t *testing.T) {
 	_, h2 := modernServer(fewer)
 	live.set(h2)
 	sd = waitObj(t, sd, storyTimeout, "removal drift", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift)
+		return hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSnapshotDrift)
 	})
 	d := sd.Status.Drift
 	if d == nil || len(d.Removed) != 1 || d.Removed[0].Name != "read_file" || d.Removed[0].Digest != liveDigest(t, doc, "read_file") || len(d.Added)+len(d.Changed) != 0 {

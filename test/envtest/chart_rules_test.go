@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/review"
 )
@@ -127,7 +128,7 @@ func TestChartPrometheusRuleNamesRealMetrics(t *testing.T) {
 			t.Errorf("%s: expr %q does not use %s", alert, expr, metric)
 		}
 	}
-	if !strings.Contains(rules["ConnectorMcpDriftAwaitingReview"], `reason="`+controllers.ReasonSnapshotDrift+`"`) {
+	if !strings.Contains(rules["ConnectorMcpDriftAwaitingReview"], `reason="`+v1.ReasonSnapshotDrift+`"`) {
 		t.Errorf("ConnectorMcpDriftAwaitingReview does not select the drift reason: %s", rules["ConnectorMcpDriftAwaitingReview"])
 	}
 	for alert, expr := range rules {

@@ -36,7 +36,6 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/cmd/manager/app"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/oauthk8s"
@@ -215,19 +214,19 @@ func TestCredentialProducerStory(t *testing.T) {
 	// 5. invalid_grant → ReauthorizationRequired → the deployment is refused by name.
 	as.RevokeAll()
 	waitObj(t, mc, storyTimeout, "ReauthorizationRequired", func(c *apiv1.McpCredential) bool {
-		return hasCondition(c, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonReauthorizationRequired) &&
-			hasCondition(c, controllers.TypeStalled, metav1.ConditionTrue, controllers.ReasonReauthorizationRequired)
+		return hasCondition(c, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonReauthorizationRequired) &&
+			hasCondition(c, apiv1.ConditionStalled, metav1.ConditionTrue, apiv1.ReasonReauthorizationRequired)
 	})
 	if got := kstatusOf(t, mc); got != status.FailedStatus {
 		t.Fatalf("McpCredential kstatus = %s, want Failed", got)
 	}
-	waitEvent(t, ns, "gh", corev1.EventTypeWarning+"/"+controllers.ReasonReauthorizationRequired)
+	waitEvent(t, ns, "gh", corev1.EventTypeWarning+"/"+apiv1.ReasonReauthorizationRequired)
 	waitObj(t, sd, storyTimeout, "credential refused by name", func(d *apiv1.ServiceDeployment) bool {
-		c := condOf(d, controllers.TypeReady)
-		return c.Status == metav1.ConditionFalse && c.Reason == controllers.ReasonCredentialRefused &&
+		c := condOf(d, apiv1.ConditionReady)
+		return c.Status == metav1.ConditionFalse && c.Reason == apiv1.ReasonCredentialRefused &&
 			strings.Contains(c.Message, k8sbinding.RefusalCredentialReauthorizationRequired)
 	})
-	if !hasCondition(sd, controllers.TypeStalled, metav1.ConditionTrue, "") {
+	if !hasCondition(sd, apiv1.ConditionStalled, metav1.ConditionTrue, "") {
 		t.Fatalf("the refusal is retried as transient: %+v", sd.Status.Conditions)
 	}
 	refreshesAfterRevoke := as.Counts().Refreshes
@@ -243,12 +242,12 @@ func TestCredentialProducerStory(t *testing.T) {
 	// Step-up: asking for a scope the grant lacks names it; no token is written.
 	mutate(t, mc, func(c *apiv1.McpCredential) { c.Spec.Scopes = []string{oauthtest.BaseScope, oauthtest.AdminScope} })
 	waitObj(t, mc, storyTimeout, "InsufficientScope", func(c *apiv1.McpCredential) bool {
-		r := condOf(c, controllers.TypeReady)
-		return r.Reason == controllers.ReasonInsufficientScope && strings.Contains(r.Message, oauthtest.AdminScope) &&
+		r := condOf(c, apiv1.ConditionReady)
+		return r.Reason == apiv1.ReasonInsufficientScope && strings.Contains(r.Message, oauthtest.AdminScope) &&
 			slices.Equal(c.Status.MissingScopes, []string{oauthtest.AdminScope}) && c.Status.ObservedGeneration == c.Generation
 	})
 	waitObj(t, sd, storyTimeout, "credential refused as unusable", func(d *apiv1.ServiceDeployment) bool {
-		return strings.Contains(condOf(d, controllers.TypeReady).Message, k8sbinding.RefusalCredentialUnusable)
+		return strings.Contains(condOf(d, apiv1.ConditionReady).Message, k8sbinding.RefusalCredentialUnusable)
 	})
 
 	// 6. A token endpoint on another issuer is refused before anything is sent to it.
@@ -263,10 +262,10 @@ func TestCredentialProducerStory(t *testing.T) {
 		RefreshTokenSecretRef: &apiv1.SecretKeyReference{Name: "evil-oauth", Key: apiv1.RefreshTokenKey}, TargetSecretName: "evil"}})
 	evilMC := waitObj(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evil"}}, storyTimeout, "IssuerMismatch",
 		func(c *apiv1.McpCredential) bool {
-			return hasCondition(c, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonIssuerMismatch)
+			return hasCondition(c, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonIssuerMismatch)
 		})
-	if !strings.Contains(condOf(evilMC, controllers.TypeReady).Message, "token_endpoint") {
-		t.Fatalf("the refusal does not name the token endpoint: %q", condOf(evilMC, controllers.TypeReady).Message)
+	if !strings.Contains(condOf(evilMC, apiv1.ConditionReady).Message, "token_endpoint") {
+		t.Fatalf("the refusal does not name the token endpoint: %q", condOf(evilMC, apiv1.ConditionReady).Message)
 	}
 	if c := other.Counts(); c != (oauthtest.Counts{}) {
 		t.Fatalf("the other issuer's token endpoint was reached: %+v", c)
@@ -287,7 +286,7 @@ func TestCredentialProducerStory(t *testing.T) {
 		RefreshTokenSecretRef: &apiv1.SecretKeyReference{Name: "evil-oauth", Key: apiv1.RefreshTokenKey}, TargetSecretName: "foreign"}})
 	waitObj(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "foreign"}}, storyTimeout, "ResourceMismatch",
 		func(c *apiv1.McpCredential) bool {
-			return hasCondition(c, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonResourceMismatch)
+			return hasCondition(c, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonResourceMismatch)
 		})
 
 	// Machine-to-machine: the client-credentials grant, same binding rules.
@@ -315,8 +314,8 @@ func TestCredentialProducerStory(t *testing.T) {
 		TargetSecretName: "m2m-refused"}})
 	waitObj(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m2m-refused"}}, storyTimeout, "SecretRefused",
 		func(c *apiv1.McpCredential) bool {
-			r := condOf(c, controllers.TypeReady)
-			return r.Reason == controllers.ReasonSecretRefused && strings.Contains(r.Message, k8sbinding.RefusalCredentialNotOptedIn)
+			r := condOf(c, apiv1.ConditionReady)
+			return r.Reason == apiv1.ReasonSecretRefused && strings.Contains(r.Message, k8sbinding.RefusalCredentialNotOptedIn)
 		})
 	if as.Counts().ClientCredentials != ccBefore {
 		t.Fatal("a token was requested with a client secret from a Secret that does not opt in")
@@ -335,7 +334,7 @@ func TestCredentialProducerStory(t *testing.T) {
 			TargetSecretName: target}})
 		waitObj(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "over-" + target}}, storyTimeout, "TargetSecretConflict",
 			func(c *apiv1.McpCredential) bool {
-				return hasCondition(c, controllers.TypeStalled, metav1.ConditionTrue, controllers.ReasonTargetSecretConflict)
+				return hasCondition(c, apiv1.ConditionStalled, metav1.ConditionTrue, apiv1.ReasonTargetSecretConflict)
 			})
 	}
 	if v := secretValue(t, ns, "taken", apiv1.CredentialTokenKey); v != "someone-elses-token" {

@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
@@ -113,18 +112,12 @@ func fluxHealth(t *testing.T, u *unstructured.Unstructured) string {
 // waitU polls u until cond holds.
 func waitU(t *testing.T, u *unstructured.Unstructured, what string, cond func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
 	t.Helper()
-	deadline := time.Now().Add(storyTimeout)
-	for {
-		got := fetch(t, u)
-		if cond(got) {
-			return got
-		}
-		if time.Now().After(deadline) {
-			st, _ := json.Marshal(got.Object["status"])
-			t.Fatalf("timed out waiting for %s; status: %s", what, st)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var got *unstructured.Unstructured
+	if !pollUntil(200*time.Millisecond, storyTimeout, func() bool { got = fetch(t, u); return cond(got) }) {
+		st, _ := json.Marshal(got.Object["status"])
+		t.Fatalf("timed out waiting for %s; status: %s", what, st)
 	}
+	return got
 }
 
 func readyReasonOf(u *unstructured.Unstructured) string {
@@ -195,7 +188,7 @@ func runGitOpsStory(t *testing.T) *gitopsStates {
 	mcptest.SetTool(srv, changed)
 	mcptest.SetTool(srv, &mcp.Tool{Name: "exfiltrate", InputSchema: json.RawMessage(`{"type":"object"}`)})
 	s.driftRefused = waitU(t, sdU, "drift refusal", func(u *unstructured.Unstructured) bool {
-		return readyReasonOf(u) == "False/"+controllers.ReasonSnapshotDrift
+		return readyReasonOf(u) == "False/"+apiv1.ReasonSnapshotDrift
 	})
 
 	suspend := manifests()
@@ -207,7 +200,7 @@ func runGitOpsStory(t *testing.T) *gitopsStates {
 	}
 	s.suspended = waitU(t, sdU, "suspended", func(u *unstructured.Unstructured) bool {
 		og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-		return readyReasonOf(u) == "False/"+controllers.ReasonSuspended && og == u.GetGeneration()
+		return readyReasonOf(u) == "False/"+apiv1.ReasonSuspended && og == u.GetGeneration()
 	})
 	return s
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	corev1 "k8s.io/api/core/v1"
@@ -124,8 +123,11 @@ func TestStoryGatewayWithoutTokenReviewsRefusesEveryone(t *testing.T) {
 	role.Rules = slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "tokenreviews") })
 	as := asGatewayWithRole(t, ns, role)
 	token, _ := gatewayWorld(t, ns)
-	base, _, logs := startGatewayAs(t, as, ns, gatewayOptions())
-	time.Sleep(500 * time.Millisecond)
+	base, gw, logs := startGatewayAs(t, as, ns, gatewayOptions())
+	// The gateway serves the deployment (as in the twin above): the refusal is authentication's.
+	if !pollUntil(pollInterval, storyTimeout, func() bool { _, ok := gw.Registry.Lookup(ns, "svc"); return ok }) {
+		t.Fatalf("the gateway never served %s/svc", ns)
+	}
 	status, hdr, body := rawPost(t, base+"/mcp/"+ns+"/svc", token)
 	if status != 401 || hdr.Get("WWW-Authenticate") == "" || !strings.Contains(body, "refused: unauthenticated") {
 		t.Fatalf("without tokenreviews: %d %s", status, body)

@@ -35,7 +35,6 @@ import (
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	gwapp "github.com/b10x/connector-mcp/cmd/gateway/app"
 	"github.com/b10x/connector-mcp/cmd/manager/app"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/invocation"
 )
@@ -190,16 +189,9 @@ func listTools(cs *mcp.ClientSession) (*mcp.ListToolsResult, error) {
 // eventually polls fn until it returns nil or timeout passes.
 func eventually(t testing.TB, timeout time.Duration, what string, fn func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var err error
+	if !pollUntil(pollInterval, timeout, func() bool { err = fn(); return err == nil }) {
+		t.Fatalf("%s: not within %s: %v", what, timeout, err)
 	}
 }
 
@@ -417,7 +409,7 @@ func TestStoryAgentCallsThroughGateway(t *testing.T) {
 	}
 	modernSD := &apiv1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "modern"}}
 	modernSD = waitObj(t, modernSD, storyTimeout, "manager refuses the drifted deployment", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift)
+		return hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSnapshotDrift)
 	})
 	if modernSD.Annotations[apiv1.ReverifyRequestedAtAnnotation] == "" || modernSD.Status.Drift == nil || len(modernSD.Status.Drift.Changed) != 1 {
 		t.Fatalf("drifted deployment: annotations %v drift %+v", modernSD.Annotations, modernSD.Status.Drift)

@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/ocipack/ocitest"
 )
@@ -89,8 +88,8 @@ func TestStoryKeylessTrust(t *testing.T) {
 		refusal      string
 	}
 	for _, r := range []run{
-		{"production: no transparency-log entry", packRef, false, controllers.ReasonVerificationFailed, "missing_tlog_entry"},
-		{"waived: a feature branch claiming main", "refs/heads/feature", true, controllers.ReasonVerificationFailed, "wrong_certificate_source_ref"},
+		{"production: no transparency-log entry", packRef, false, apiv1.ReasonVerificationFailed, "missing_tlog_entry"},
+		{"waived: a feature branch claiming main", "refs/heads/feature", true, apiv1.ReasonVerificationFailed, "wrong_certificate_source_ref"},
 		{"waived: certified main", packRef, true, "", ""},
 	} {
 		t.Run(r.name, func(t *testing.T) {
@@ -113,9 +112,9 @@ func TestStoryKeylessTrust(t *testing.T) {
 			mustCreate(t, prof)
 			if r.reason != "" {
 				prof = waitObj(t, prof, storyTimeout, "refused", func(p *apiv1.McpServiceProfile) bool {
-					return hasCondition(p, controllers.TypeSourceVerified, metav1.ConditionFalse, r.reason)
+					return hasCondition(p, apiv1.ConditionSourceVerified, metav1.ConditionFalse, r.reason)
 				})
-				if c := condOf(prof, controllers.TypeSourceVerified); !strings.Contains(c.Message, r.refusal) {
+				if c := condOf(prof, apiv1.ConditionSourceVerified); !strings.Contains(c.Message, r.refusal) {
 					t.Fatalf("SourceVerified %q, want %s", c.Message, r.refusal)
 				}
 				return

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -135,20 +136,15 @@ func startChartManager(t *testing.T, ns, sa string) *forbiddenLog {
 // waitLeaderEvent waits for the leader elector's core event in ns.
 func waitLeaderEvent(t *testing.T, ns string) {
 	t.Helper()
-	deadline := time.Now().Add(storyTimeout)
-	for time.Now().Before(deadline) {
+	if !pollUntil(200*time.Millisecond, storyTimeout, func() bool {
 		evs := &corev1.EventList{}
 		if err := k8sClient.List(context.Background(), evs, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range evs.Items {
-			if e.Reason == "LeaderElection" {
-				return
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
+		return slices.ContainsFunc(evs.Items, func(e corev1.Event) bool { return e.Reason == "LeaderElection" })
+	}) {
+		t.Fatalf("no LeaderElection core event in %s", ns)
 	}
-	t.Fatalf("no LeaderElection core event in %s", ns)
 }
 
 // TestManagerRunsUnderChartRBAC: leader election (its Lease and its core event), profile
@@ -190,7 +186,7 @@ func TestManagerRunsUnderChartRBAC(t *testing.T) {
 		}
 		return nil
 	})
-	waitEvent(t, ns, mc.Name, "Normal/"+controllers.ReasonTokenFresh)
+	waitEvent(t, ns, mc.Name, "Normal/"+apiv1.ReasonTokenFresh)
 	if f := forbidden.list(); len(f) > 0 {
 		t.Errorf("the manager was refused %d request(s) under the chart's RBAC: %v", len(f), f)
 	}
@@ -215,16 +211,9 @@ func TestManagerRBACGapIsCaught(t *testing.T) {
 	})
 	forbidden := startChartManager(t, ns, sa)
 	want := "POST /api/v1/namespaces/" + ns + "/events"
-	deadline := time.Now().Add(storyTimeout)
-	for time.Now().Before(deadline) {
-		for _, f := range forbidden.list() {
-			if f == want {
-				return
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
+	if !pollUntil(200*time.Millisecond, storyTimeout, func() bool { return slices.Contains(forbidden.list(), want) }) {
+		t.Fatalf("no 403 on %q recorded; forbidden requests: %v", want, forbidden.list())
 	}
-	t.Fatalf("no 403 on %q recorded; forbidden requests: %v", want, forbidden.list())
 }
 
 // TestCredentialProducerRBACGapIsCaught is the producer's twin: with the Secret rule of before
@@ -250,14 +239,7 @@ func TestCredentialProducerRBACGapIsCaught(t *testing.T) {
 	rs := oauthtest.NewResourceServer(t, as)
 	workstationLogin(t, rs, ns, "oauth", "connector-mcp", "rbac-client-secret", []string{oauthtest.BaseScope})
 	want := "PUT /api/v1/namespaces/" + ns + "/secrets/oauth-oauth"
-	deadline := time.Now().Add(storyTimeout)
-	for time.Now().Before(deadline) {
-		for _, f := range forbidden.list() {
-			if f == want {
-				return
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
+	if !pollUntil(200*time.Millisecond, storyTimeout, func() bool { return slices.Contains(forbidden.list(), want) }) {
+		t.Fatalf("no 403 on %q recorded; forbidden requests: %v", want, forbidden.list())
 	}
-	t.Fatalf("no 403 on %q recorded; forbidden requests: %v", want, forbidden.list())
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,7 +38,6 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/cmd/manager/app"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/internal/writecount"
 	"github.com/b10x/connector-mcp/mcpclient"
@@ -57,6 +57,10 @@ type operator struct {
 	// deployment reconciler).
 	mu   sync.Mutex
 	gets map[string]int
+	// idleBase is, per controller, the work controller-runtime's gauges showed when this manager
+	// started: work left in the queues of managers stopped before (their gauges stay as they
+	// were at the stop). See waitIdle.
+	idleBase map[string]float64
 }
 
 // profileGetsPrefix marks an McpServiceProfile's key in operator.gets.
@@ -153,6 +157,14 @@ func startOperatorWith(t testing.TB, restCfg *rest.Config, namespaces []string, 
 		t.Fatalf("setup: %v", err)
 	}
 	op.mgr = mgr
+	op.idleBase = map[string]float64{}
+	for _, c := range []string{deploymentController, profileController, credentialController, trustPolicyController} {
+		n, _, err := gaugedWork(c)
+		if err != nil {
+			t.Fatalf("read controller-runtime metrics: %v", err)
+		}
+		op.idleBase[c] = n
+	}
 	op.stop = runManager(t, mgr)
 	return op
 }
@@ -292,21 +304,18 @@ func newDeployment(ns, name, profile, provider, url string, doc *apiv1.ProfileDo
 	return sd
 }
 
-// waitFor polls obj until cond holds, failing with the last observed status after timeout.
+// waitObj polls obj until cond holds, failing with the last observed status after timeout.
 func waitObj[T client.Object](t testing.TB, obj T, timeout time.Duration, what string, cond func(T) bool) T {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	key := client.ObjectKeyFromObject(obj)
-	for {
-		err := k8sClient.Get(context.Background(), key, obj)
-		if err == nil && cond(obj) {
-			return obj
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s %s: timed out waiting for %s (err %v): %s", kindName(obj), key, what, err, describeStatus(obj))
-		}
-		time.Sleep(100 * time.Millisecond)
+	var err error
+	if !pollUntil(pollInterval, timeout, func() bool {
+		err = k8sClient.Get(context.Background(), key, obj)
+		return err == nil && cond(obj)
+	}) {
+		t.Fatalf("%s %s: timed out waiting for %s (err %v): %s", kindName(obj), key, what, err, describeStatus(obj))
 	}
+	return obj
 }
 
 func kindName(o client.Object) string { return strings.TrimPrefix(fmt.Sprintf("%T", o), "*v1.") }
@@ -352,7 +361,7 @@ func condOf(o client.Object, typ string) metav1.Condition {
 
 // isReady reports Ready True for the current generation.
 func isReady[T client.Object](o T) bool {
-	return hasCondition(o, controllers.TypeReady, metav1.ConditionTrue, "") && observedGen(o) == o.GetGeneration()
+	return hasCondition(o, apiv1.ConditionReady, metav1.ConditionTrue, "") && observedGen(o) == o.GetGeneration()
 }
 
 func observedGen(o client.Object) int64 {
@@ -399,20 +408,15 @@ func eventReasons(t testing.TB, ns, name string) []string {
 	return out
 }
 
+// waitEvent waits until an event "Type/Reason" regarding the named object is recorded.
 func waitEvent(t testing.TB, ns, name, want string) {
 	t.Helper()
-	deadline := time.Now().Add(storyTimeout)
-	for {
-		got := eventReasons(t, ns, name)
-		for _, g := range got {
-			if g == want {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no event %s for %s; got %v", want, name, got)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var got []string
+	if !pollUntil(pollInterval, storyTimeout, func() bool {
+		got = eventReasons(t, ns, name)
+		return slices.Contains(got, want)
+	}) {
+		t.Fatalf("no event %s for %s; got %v", want, name, got)
 	}
 }
 

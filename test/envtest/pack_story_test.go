@@ -23,7 +23,6 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/cmd/manager/app"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/ocipack/ocitest"
@@ -154,16 +153,14 @@ func TestStoryReviewedPackActivates(t *testing.T) {
 	}
 
 	// Verification is cached by (digest, policy): touching both objects reads no registry.
-	time.Sleep(500 * time.Millisecond)
+	waitIdle(t, op, deploymentController, profileController)
 	requests := w.reg.Requests()
-	before := op.reconciles(ns + "/demo")
+	before, profPasses := op.reconciles(ns+"/demo"), finishedPasses(t, profileController)
 	mutate(t, prof, func(p *apiv1.McpServiceProfile) { p.Labels = map[string]string{"poke": "1"} })
 	mutate(t, sd, func(sd *apiv1.ServiceDeployment) { sd.Labels = map[string]string{"poke": "1"} })
-	deadline := time.Now().Add(storyTimeout)
-	for op.reconciles(ns+"/demo") == before && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
+	// The profile (its only one in the process) and the deployment each pass again.
+	waitFinished(t, op, profileController, profPasses, 1, profileController)
+	waitPasses(t, op, ns+"/demo", before, 1, deploymentController, profileController)
 	if got := w.reg.Requests() - requests; got != 0 {
 		t.Fatalf("re-reading a verified pack made %d registry requests", got)
 	}
@@ -185,12 +182,12 @@ func TestStoryPackRefusals(t *testing.T) {
 	}{
 		{"unsigned pack", func(t *testing.T) *apiv1.McpServiceProfile {
 			return packProfile(ns, "unsigned", w.push(t, "team/unsigned"), mainPolicy())
-		}, controllers.ReasonProvenanceMissing, "missing_signature"},
+		}, apiv1.ReasonProvenanceMissing, "missing_signature"},
 		{"signed from another branch", func(t *testing.T) *apiv1.McpServiceProfile {
 			ref := w.push(t, "team/branch")
 			w.sign(t, ref, "refs/heads/feature")
 			return packProfile(ns, "branch", ref, mainPolicy())
-		}, controllers.ReasonVerificationFailed, "wrong_source_ref"},
+		}, apiv1.ReasonVerificationFailed, "wrong_source_ref"},
 		{"tampered layer", func(t *testing.T) *apiv1.McpServiceProfile {
 			ref := w.push(t, "team/tampered")
 			w.sign(t, ref, packRef)
@@ -205,12 +202,12 @@ func TestStoryPackRefusals(t *testing.T) {
 			// Same size: the bytes, not the length, betray the tampering.
 			w.reg.Tamper(m.Layers[0].Digest.String(), []byte(strings.Replace(string(pack.Layers[0]), `"effect":"read"`, `"effect":"READ"`, 1)))
 			return packProfile(ns, "tampered", ref, mainPolicy())
-		}, controllers.ReasonPackInvalid, "blob_digest_mismatch"},
+		}, apiv1.ReasonPackInvalid, "blob_digest_mismatch"},
 		{"the profile's own policy adds a requirement the pack does not meet", func(t *testing.T) *apiv1.McpServiceProfile {
 			ref := w.push(t, "team/ownpolicy")
 			w.sign(t, ref, packRef)
 			return packProfile(ns, "ownpolicy", ref, &apiv1.ProvenancePolicy{SourceRepository: packRepo, SourceRef: "refs/heads/release"})
-		}, controllers.ReasonVerificationFailed, "profile_policy/wrong_source_ref"},
+		}, apiv1.ReasonVerificationFailed, "profile_policy/wrong_source_ref"},
 		{"signature by another key", func(t *testing.T) *apiv1.McpServiceProfile {
 			ref := w.push(t, "team/otherkey")
 			priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -219,16 +216,16 @@ func TestStoryPackRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 			return packProfile(ns, "otherkey", ref, mainPolicy())
-		}, controllers.ReasonVerificationFailed, "untrusted_signature"},
+		}, apiv1.ReasonVerificationFailed, "untrusted_signature"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			prof := tc.prepare(t)
 			mustCreate(t, prof)
 			prof = waitObj(t, prof, storyTimeout, "refusal "+tc.reason, func(p *apiv1.McpServiceProfile) bool {
-				return hasCondition(p, controllers.TypeSourceVerified, metav1.ConditionFalse, "")
+				return hasCondition(p, apiv1.ConditionSourceVerified, metav1.ConditionFalse, "")
 			})
-			c := condOf(prof, controllers.TypeSourceVerified)
+			c := condOf(prof, apiv1.ConditionSourceVerified)
 			if c.Reason != tc.reason || !strings.Contains(c.Message, tc.message) {
 				t.Fatalf("SourceVerified = %s %q, want %s containing %q", c.Reason, c.Message, tc.reason, tc.message)
 			}
@@ -260,7 +257,7 @@ func TestStoryNewPackDigestFixesDrift(t *testing.T) {
 
 	mcptest.SetTool(srv, &mcp.Tool{Name: "delete_repo", Description: "Delete a repository.", InputSchema: json.RawMessage(`{"type":"object"}`)})
 	sd = waitObj(t, sd, storyTimeout, "drift", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift)
+		return hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSnapshotDrift)
 	})
 	if d := sd.Status.Drift; d == nil || len(d.Added) != 1 || d.Added[0].Name != "delete_repo" {
 		t.Fatalf("drift = %+v", d)

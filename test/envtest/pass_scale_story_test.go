@@ -19,7 +19,6 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/cmd/manager/app"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
@@ -120,43 +119,36 @@ func createUnrelated(b testing.TB, ns string, from, to int) {
 // waitSettled waits until the manager has recorded Suspended on n deployments of ns.
 func waitSettled(b testing.TB, op *operator, ns string, n int) {
 	b.Helper()
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
+	done := 0
+	if !pollUntil(500*time.Millisecond, 10*time.Minute, func() bool {
 		var list apiv1.ServiceDeploymentList
 		if err := op.wired.Deployments.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			b.Fatal(err)
 		}
-		done := 0
+		done = 0
 		for i := range list.Items {
-			if hasCondition(&list.Items[i], controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSuspended) {
+			if hasCondition(&list.Items[i], apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSuspended) {
 				done++
 			}
 		}
-		if done == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("the manager recorded Suspended on %d of %d deployments", done, n)
-		}
-		time.Sleep(500 * time.Millisecond)
+		return done == n
+	}) {
+		b.Fatalf("the manager recorded Suspended on %d of %d deployments", done, n)
 	}
 }
 
 // waitCached waits until the manager's cache holds n deployments in ns.
 func waitCached(b testing.TB, op *operator, ns string, n int) {
 	b.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
+	held := 0
+	if !pollUntil(200*time.Millisecond, 5*time.Minute, func() bool {
 		var list apiv1.ServiceDeploymentList
 		if err := op.wired.Deployments.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			b.Fatal(err)
 		}
-		if len(list.Items) == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("the manager's cache holds %d of %d deployments", len(list.Items), n)
-		}
-		time.Sleep(200 * time.Millisecond)
+		held = len(list.Items)
+		return held == n
+	}) {
+		b.Fatalf("the manager's cache holds %d of %d deployments", held, n)
 	}
 }

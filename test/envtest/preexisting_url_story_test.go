@@ -6,7 +6,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -68,52 +67,44 @@ func TestStoryURLWithUserinfoWrittenBeforeTheRule(t *testing.T) {
 		t.Fatalf("the installed CRD has %d rules on the URL, want 3 (scheme, userinfo, fragment)", len(rules))
 	}
 	sd := newDeployment(ns, "old", "old", "old-prod", withPassword, doc, nil, "agents-invoke")
-	deadline := time.Now().Add(storyTimeout)
-	for {
-		err := k8sClient.Create(context.Background(), sd)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the rule-less CRD never accepted the old object: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var err error
+	if !pollUntil(pollInterval, storyTimeout, func() bool { err = k8sClient.Create(context.Background(), sd); return err == nil }) {
+		t.Fatalf("the rule-less CRD never accepted the old object: %v", err)
 	}
 	// The upgrade installs the rule again: new writes of such a URL are refused at admission.
 	restore()
 	probe := newDeployment(ns, "probe", "old", "probe-prod", withPassword, doc, nil, "agents-invoke")
-	for {
-		err := k8sClient.Create(context.Background(), probe)
+	if !pollUntil(pollInterval, storyTimeout, func() bool {
+		err = k8sClient.Create(context.Background(), probe)
 		if err != nil && strings.Contains(err.Error(), "endpoint_userinfo") {
-			break
+			return true
 		}
 		if err == nil {
 			_ = k8sClient.Delete(context.Background(), probe)
 			probe = newDeployment(ns, "probe", "old", "probe-prod", withPassword, doc, nil, "agents-invoke")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the restored rule never took effect: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("the restored rule never took effect: %v", err)
 	}
 
-	startOperator(t, ns, devOptions())
+	op := startOperator(t, ns, devOptions())
 	makeGrant(t, ns, "agents-invoke", "old")
 	mustCreate(t, inlineProfile(ns, "old", doc))
 	sd = waitObj(t, sd, storyTimeout, "refused by the controller", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeBound, metav1.ConditionFalse, controllers.ReasonEndpointRefused)
+		return hasCondition(sd, apiv1.ConditionBound, metav1.ConditionFalse, apiv1.ReasonEndpointRefused)
 	})
-	msg := condOf(sd, controllers.TypeBound).Message
+	msg := condOf(sd, apiv1.ConditionBound).Message
 	if !strings.Contains(msg, controllers.RefusalEndpointUserinfo) || !strings.Contains(msg, "spec.mcpConnection.url") {
 		t.Fatalf("Bound message = %q", msg)
 	}
-	if !hasCondition(sd, controllers.TypeStalled, metav1.ConditionTrue, controllers.ReasonEndpointRefused) {
+	if !hasCondition(sd, apiv1.ConditionStalled, metav1.ConditionTrue, apiv1.ReasonEndpointRefused) {
 		t.Fatalf("not stalled: %s", describeStatus(sd))
 	}
 	if strings.Contains(mustJSON(t, sd.Status), "hunter2") {
 		t.Fatal("status carries the password")
 	}
-	waitEvent(t, ns, "old", "Warning/"+controllers.ReasonEndpointRefused)
+	waitEvent(t, ns, "old", "Warning/"+apiv1.ReasonEndpointRefused)
 	var evs eventsv1.EventList
 	if err := k8sClient.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
@@ -123,8 +114,11 @@ func TestStoryURLWithUserinfoWrittenBeforeTheRule(t *testing.T) {
 			t.Fatalf("an event carries the password: %q", e.Note)
 		}
 	}
+	// One more pass over the refused deployment (a label change): it still dials nothing.
 	hitsBefore := live.hits.Load()
-	time.Sleep(2 * devOptions().RetryInterval)
+	passes := op.reconciles(ns + "/old")
+	mutate(t, sd, func(sd *apiv1.ServiceDeployment) { sd.Labels = map[string]string{"poke": "1"} })
+	waitPasses(t, op, ns+"/old", passes, 1, deploymentController)
 	if live.hits.Load() != hitsBefore {
 		t.Fatal("the refused endpoint was dialed")
 	}

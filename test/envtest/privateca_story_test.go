@@ -23,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/mcptest"
@@ -89,7 +88,7 @@ func (ca *privateCA) serveTLS(t testing.TB, h http.Handler) (url string, hits *a
 // once labelled, the manager sees it and the deployment activates through egress.
 func TestStoryPrivateCAUpstream(t *testing.T) {
 	ns := newNamespace(t, "story-private-ca")
-	startOperator(t, ns, devOptions())
+	op := startOperator(t, ns, devOptions())
 	ca := newPrivateCA(t)
 	_, h := modernServer(mcptest.DefaultTools())
 	url, hits := ca.serveTLS(t, h)
@@ -103,13 +102,13 @@ func TestStoryPrivateCAUpstream(t *testing.T) {
 	mustCreate(t, sd)
 
 	sd = waitObj(t, sd, storyTimeout, "refused without the CA bundle", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeSnapshotFrozen, metav1.ConditionFalse, controllers.ReasonFreezeRefused)
+		return hasCondition(sd, apiv1.ConditionSnapshotFrozen, metav1.ConditionFalse, apiv1.ReasonFreezeRefused)
 	})
-	msg := condOf(sd, controllers.TypeSnapshotFrozen).Message
+	msg := condOf(sd, apiv1.ConditionSnapshotFrozen).Message
 	if !strings.Contains(msg, egress.RefusalTLSUnknownAuthority) {
 		t.Fatalf("SnapshotFrozen message = %q, want %s", msg, egress.RefusalTLSUnknownAuthority)
 	}
-	if !hasCondition(sd, controllers.TypeStalled, metav1.ConditionTrue, controllers.ReasonFreezeRefused) || sd.Status.ActiveSnapshotDigest != "" {
+	if !hasCondition(sd, apiv1.ConditionStalled, metav1.ConditionTrue, apiv1.ReasonFreezeRefused) || sd.Status.ActiveSnapshotDigest != "" {
 		t.Fatalf("not stalled or active: %s", describeStatus(sd))
 	}
 	for _, c := range sd.Status.Conditions {
@@ -119,7 +118,7 @@ func TestStoryPrivateCAUpstream(t *testing.T) {
 			}
 		}
 	}
-	waitEvent(t, ns, "in-house", "Warning/"+controllers.ReasonFreezeRefused)
+	waitEvent(t, ns, "in-house", "Warning/"+apiv1.ReasonFreezeRefused)
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("the server received %d requests without a verified handshake", n)
 	}
@@ -129,21 +128,22 @@ func TestStoryPrivateCAUpstream(t *testing.T) {
 		sd.Spec.MCPConnection.CABundleRef = &apiv1.ConfigMapKeyRef{Name: "in-house-ca", Key: "ca.crt"}
 	})
 	sd = waitObj(t, sd, storyTimeout, "waiting for the CA bundle", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeBound, metav1.ConditionFalse, controllers.ReasonCABundleNotFound)
+		return hasCondition(sd, apiv1.ConditionBound, metav1.ConditionFalse, apiv1.ReasonCABundleNotFound)
 	})
-	if msg := condOf(sd, controllers.TypeBound).Message; !strings.Contains(msg, k8sbinding.RefusalCABundleNotFound) || !strings.Contains(msg, apiv1.CABundleLabel) {
+	if msg := condOf(sd, apiv1.ConditionBound).Message; !strings.Contains(msg, k8sbinding.RefusalCABundleNotFound) || !strings.Contains(msg, apiv1.CABundleLabel) {
 		t.Fatalf("Bound message = %q", msg)
 	}
-	if !hasCondition(sd, controllers.TypeReconciling, metav1.ConditionTrue, controllers.ReasonCABundleNotFound) {
+	if !hasCondition(sd, apiv1.ConditionReconciling, metav1.ConditionTrue, apiv1.ReasonCABundleNotFound) {
 		t.Fatalf("a missing bundle is retried, not stalled: %s", describeStatus(sd))
 	}
 
 	// An unlabelled ConfigMap is invisible to the manager: still waiting.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "in-house-ca"}, Data: map[string]string{"ca.crt": ca.pem}}
+	passes := op.reconciles(ns + "/" + sd.Name)
 	mustCreate(t, cm)
-	time.Sleep(2 * devOptions().RetryInterval) // several retries pass; nothing changes
+	waitPasses(t, op, ns+"/"+sd.Name, passes, 2, deploymentController) // two retries pass; nothing changes
 	sd = waitObj(t, sd, storyTimeout, "still waiting", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeBound, metav1.ConditionFalse, controllers.ReasonCABundleNotFound)
+		return hasCondition(sd, apiv1.ConditionBound, metav1.ConditionFalse, apiv1.ReasonCABundleNotFound)
 	})
 
 	// Labelled: the manager sees the bundle, verifies the server against it and activates.

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
@@ -29,7 +28,7 @@ func refusedWith[T interface {
 }](t *testing.T, obj T, reason string) T {
 	t.Helper()
 	return waitObj(t, obj, storyTimeout, "Ready False "+reason, func(o T) bool {
-		return hasCondition(o, controllers.TypeReady, metav1.ConditionFalse, reason)
+		return hasCondition(o, apiv1.ConditionReady, metav1.ConditionFalse, reason)
 	})
 }
 
@@ -55,9 +54,9 @@ func TestStoryBindingRefusals(t *testing.T) {
 	// Missing grant: refused, then granted.
 	missing := newDeployment(ns, "missing-grant", "missing-grant", "p1", live.URL, profile("missing-grant"), cred, "later")
 	mustCreate(t, missing)
-	missing = refusedWith(t, missing, controllers.ReasonGrantNotFound)
-	if !hasCondition(missing, controllers.TypeBound, metav1.ConditionFalse, controllers.ReasonGrantNotFound) ||
-		!strings.Contains(condOf(missing, controllers.TypeBound).Message, `"later"`) || kstatusOf(t, missing) != status.FailedStatus {
+	missing = refusedWith(t, missing, apiv1.ReasonGrantNotFound)
+	if !hasCondition(missing, apiv1.ConditionBound, metav1.ConditionFalse, apiv1.ReasonGrantNotFound) ||
+		!strings.Contains(condOf(missing, apiv1.ConditionBound).Message, `"later"`) || kstatusOf(t, missing) != status.FailedStatus {
 		t.Fatalf("missing grant: %+v kstatus %s", missing.Status.Conditions, kstatusOf(t, missing))
 	}
 
@@ -65,18 +64,18 @@ func TestStoryBindingRefusals(t *testing.T) {
 	makeGrant(t, ns, "other-only", "someone-else")
 	denied := newDeployment(ns, "denied", "denied", "p2", "http://127.0.0.2:1/x", profile("denied"), cred, "other-only")
 	mustCreate(t, denied)
-	refusedWith(t, denied, controllers.ReasonGrantDenied)
+	refusedWith(t, denied, apiv1.ReasonGrantDenied)
 
 	makeGrant(t, ns, "all")
 	wrongEndpoint := newDeployment(ns, "wrong-endpoint", "wrong-endpoint", "p3", "http://127.0.0.3:1/x", profile("wrong-endpoint"), cred, "all")
 	wrongEndpoint.Spec.Operations[0].EndpointRef = "somewhere_else"
 	mustCreate(t, wrongEndpoint)
-	refusedWith(t, wrongEndpoint, controllers.ReasonEndpointRefInvalid)
+	refusedWith(t, wrongEndpoint, apiv1.ReasonEndpointRefInvalid)
 
 	wrongCred := newDeployment(ns, "wrong-cred", "wrong-cred", "p4", "http://127.0.0.4:1/x", profile("wrong-cred"), cred, "all")
 	wrongCred.Spec.Operations[1].CredentialRef = &apiv1.CredentialRef{Name: "tok", Key: "other"}
 	mustCreate(t, wrongCred)
-	refusedWith(t, wrongCred, controllers.ReasonCredentialRefMismatch)
+	refusedWith(t, wrongCred, apiv1.ReasonCredentialRefMismatch)
 
 	if got := live.hits.Load() - hits; got != 0 {
 		t.Fatalf("unbound deployments sent %d requests to the MCP server", got)
@@ -99,20 +98,20 @@ func TestStoryCollisionFirstComeKeepsIt(t *testing.T) {
 	mustCreate(t, inlineProfile(ns, "svc", doc))
 	first := newDeployment(ns, "first", "svc", "provider-a", live.URL, doc, nil, "all")
 	mustCreate(t, first)
-	waitObj(t, first, storyTimeout, "first Ready", isReady[*apiv1.ServiceDeployment])
-	time.Sleep(1100 * time.Millisecond) // creation timestamps have second resolution
+	first = waitObj(t, first, storyTimeout, "first Ready", isReady[*apiv1.ServiceDeployment])
+	waitNextSecond(t, first.CreationTimestamp) // creation timestamps have second resolution
 
 	second := newDeployment(ns, "second", "svc", "provider-b", strings.Replace(live.URL, "127.0.0.1", "127.0.0.1", 1), doc, nil, "all")
 	mustCreate(t, second)
-	second = refusedWith(t, second, controllers.ReasonAuthorityCollision)
-	if msg := condOf(second, controllers.TypeBound).Message; !strings.Contains(msg, ns+"/first") {
+	second = refusedWith(t, second, apiv1.ReasonAuthorityCollision)
+	if msg := condOf(second, apiv1.ConditionBound).Message; !strings.Contains(msg, ns+"/first") {
 		t.Fatalf("the refusal does not name the holder: %q", msg)
 	}
 	// Same provider identity on another endpoint: refused too, naming the holder.
 	third := newDeployment(ns, "third", "svc", "provider-a", "http://127.0.0.5:1/mcp", doc, nil, "all")
 	mustCreate(t, third)
-	third = refusedWith(t, third, controllers.ReasonProviderCollision)
-	if msg := condOf(third, controllers.TypeBound).Message; !strings.Contains(msg, ns+"/first") {
+	third = refusedWith(t, third, apiv1.ReasonProviderCollision)
+	if msg := condOf(third, apiv1.ConditionBound).Message; !strings.Contains(msg, ns+"/first") {
 		t.Fatalf("the refusal does not name the holder: %q", msg)
 	}
 	if !isReady(waitObj(t, first, time.Second, "first", func(*apiv1.ServiceDeployment) bool { return true })) {
@@ -155,9 +154,9 @@ func TestStoryCredentialMissingThenRotated(t *testing.T) {
 	cred := &apiv1.CredentialRef{Name: "tok", Key: "token"}
 	sd := newDeployment(ns, "svc", "svc", "svc", live.URL, doc, cred, "all")
 	mustCreate(t, sd)
-	sd = refusedWith(t, sd, controllers.ReasonCredentialNotFound)
-	if !hasCondition(sd, controllers.TypeReconciling, metav1.ConditionTrue, controllers.ReasonCredentialNotFound) ||
-		hasCondition(sd, controllers.TypeStalled, metav1.ConditionTrue, "") || kstatusOf(t, sd) != status.InProgressStatus {
+	sd = refusedWith(t, sd, apiv1.ReasonCredentialNotFound)
+	if !hasCondition(sd, apiv1.ConditionReconciling, metav1.ConditionTrue, apiv1.ReasonCredentialNotFound) ||
+		hasCondition(sd, apiv1.ConditionStalled, metav1.ConditionTrue, "") || kstatusOf(t, sd) != status.InProgressStatus {
 		t.Fatalf("missing secret: %+v kstatus %s", sd.Status.Conditions, kstatusOf(t, sd))
 	}
 
@@ -206,12 +205,12 @@ func TestStoryServerUnreachableIsRetried(t *testing.T) {
 	mustCreate(t, inlineProfile(ns, "svc", doc))
 	sd := newDeployment(ns, "svc", "svc", "svc", url, doc, nil, "all")
 	mustCreate(t, sd)
-	sd = refusedWith(t, sd, controllers.ReasonServerUnreachable)
-	if !hasCondition(sd, controllers.TypeReconciling, metav1.ConditionTrue, controllers.ReasonServerUnreachable) ||
-		hasCondition(sd, controllers.TypeStalled, metav1.ConditionTrue, "") || kstatusOf(t, sd) != status.InProgressStatus {
+	sd = refusedWith(t, sd, apiv1.ReasonServerUnreachable)
+	if !hasCondition(sd, apiv1.ConditionReconciling, metav1.ConditionTrue, apiv1.ReasonServerUnreachable) ||
+		hasCondition(sd, apiv1.ConditionStalled, metav1.ConditionTrue, "") || kstatusOf(t, sd) != status.InProgressStatus {
 		t.Fatalf("unreachable: %+v kstatus %s", sd.Status.Conditions, kstatusOf(t, sd))
 	}
-	if msg := condOf(sd, controllers.TypeReady).Message; strings.Contains(msg, "refused") && strings.Contains(msg, "dial") {
+	if msg := condOf(sd, apiv1.ConditionReady).Message; strings.Contains(msg, "refused") && strings.Contains(msg, "dial") {
 		t.Fatalf("the condition carries a raw transport error: %q", msg)
 	}
 
@@ -260,16 +259,12 @@ func TestStoryDeletionWithHungServer(t *testing.T) {
 	if err := k8sClient.Delete(context.Background(), sd); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(storyTimeout)
-	for {
-		err := k8sClient.Get(context.Background(), objKey(sd), &apiv1.ServiceDeployment{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the deployment was not deleted while its server hung (err %v)", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var err error
+	if !pollUntil(50*time.Millisecond, storyTimeout, func() bool {
+		err = k8sClient.Get(context.Background(), objKey(sd), &apiv1.ServiceDeployment{})
+		return apierrors.IsNotFound(err)
+	}) {
+		t.Fatalf("the deployment was not deleted while its server hung (err %v)", err)
 	}
 }
 
@@ -289,17 +284,17 @@ func TestStoryInlineRefusedWhenProvenanceRequired(t *testing.T) {
 	mustCreate(t, prof)
 	sd := newDeployment(ns, "svc", "svc", "svc", live.URL, doc, nil, "all")
 	mustCreate(t, sd)
-	prof = refusedWith(t, prof, controllers.ReasonInlineSourceRefused)
-	if !hasCondition(prof, controllers.TypeSourceVerified, metav1.ConditionFalse, controllers.ReasonInlineSourceRefused) ||
+	prof = refusedWith(t, prof, apiv1.ReasonInlineSourceRefused)
+	if !hasCondition(prof, apiv1.ConditionSourceVerified, metav1.ConditionFalse, apiv1.ReasonInlineSourceRefused) ||
 		prof.Status.SnapshotDigest != "" || kstatusOf(t, prof) != status.FailedStatus {
 		t.Fatalf("profile: %+v kstatus %s", prof.Status, kstatusOf(t, prof))
 	}
 	// The deployment may first see the profile not yet verified (waiting, InProgress); once the
 	// profile is refused it is refused too (Stalled, Failed).
 	sd = waitObj(t, sd, storyTimeout, "Stalled ProfileNotReady", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeStalled, metav1.ConditionTrue, controllers.ReasonProfileNotReady)
+		return hasCondition(sd, apiv1.ConditionStalled, metav1.ConditionTrue, apiv1.ReasonProfileNotReady)
 	})
-	if !hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonProfileNotReady) ||
+	if !hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonProfileNotReady) ||
 		kstatusOf(t, sd) != status.FailedStatus || live.hits.Load() != hits {
 		t.Fatalf("deployment kstatus %s, %d requests to the server", kstatusOf(t, sd), live.hits.Load()-hits)
 	}
@@ -321,9 +316,9 @@ func TestStoryLoopbackRefusedWithoutDevelopmentFlag(t *testing.T) {
 	sd := newDeployment(ns, "svc", "svc", "svc", live.URL, doc, nil, "all")
 	mustCreate(t, sd)
 	sd = waitObj(t, sd, storyTimeout, "egress refusal", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeStalled, metav1.ConditionTrue, "")
+		return hasCondition(sd, apiv1.ConditionStalled, metav1.ConditionTrue, "")
 	})
-	if r := condOf(sd, controllers.TypeReady).Reason; r != controllers.ReasonEndpointRefused && r != controllers.ReasonFreezeRefused {
+	if r := condOf(sd, apiv1.ConditionReady).Reason; r != apiv1.ReasonEndpointRefused && r != apiv1.ReasonFreezeRefused {
 		t.Fatalf("Ready reason %s: %+v", r, sd.Status.Conditions)
 	}
 	if live.hits.Load() != hits {

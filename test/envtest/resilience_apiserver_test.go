@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
@@ -86,10 +85,10 @@ func TestResilienceAPIServerRestarts(t *testing.T) {
 	active := addService(t, ns, "active", base, live.URL+"/active", "all")
 	refused := addService(t, ns, "refused", base, live.URL+"/refused", "nobody-granted-this")
 	waitObj(t, active, storyTimeout, "Ready", isReady[*apiv1.ServiceDeployment])
-	refusedWith(t, refused, controllers.ReasonGrantNotFound)
-	waitEvent(t, ns, "active", "Normal/"+controllers.ReasonActivated)
-	waitEvent(t, ns, "refused", "Warning/"+controllers.ReasonGrantNotFound)
-	settleWrites(t, op, time.Second)
+	refusedWith(t, refused, apiv1.ReasonGrantNotFound)
+	waitEvent(t, ns, "active", "Normal/"+apiv1.ReasonActivated)
+	waitEvent(t, ns, "refused", "Warning/"+apiv1.ReasonGrantNotFound)
+	settleWrites(t, op, writeQuiet)
 
 	first := map[string]observed{"active": observe(t, ns, "active"), "refused": observe(t, ns, "refused")}
 	names := []string{"active", "refused"}
@@ -98,13 +97,13 @@ func TestResilienceAPIServerRestarts(t *testing.T) {
 		late := addService(t, ns, name, base, live.URL+"/"+name, "all")
 		restartAPIServer(t)
 		waitObj(t, late, restartConvergence, fmt.Sprintf("Ready after restart %d", round), isReady[*apiv1.ServiceDeployment])
-		waitEvent(t, ns, name, "Normal/"+controllers.ReasonActivated)
-		settleWrites(t, op, time.Second)
+		waitEvent(t, ns, name, "Normal/"+apiv1.ReasonActivated)
+		settleWrites(t, op, writeQuiet)
 		first[name] = observe(t, ns, name)
 		names = append(names, name)
 	}
 	// Let the manager's watches and retries run against the last apiserver for a while.
-	settleWrites(t, op, 2*time.Second)
+	settleWrites(t, op, apiserverSoak)
 
 	for _, name := range names {
 		now := observe(t, ns, name)
@@ -118,9 +117,9 @@ func TestResilienceAPIServerRestarts(t *testing.T) {
 		if !equality.Semantic.DeepEqual(now.events, was.events) {
 			t.Errorf("%s events changed across the restarts: was %v, now %v", name, was.events, now.events)
 		}
-		want := "Normal/" + controllers.ReasonActivated
+		want := "Normal/" + apiv1.ReasonActivated
 		if name == "refused" {
-			want = "Warning/" + controllers.ReasonGrantNotFound
+			want = "Warning/" + apiv1.ReasonGrantNotFound
 		}
 		if now.events[want] != 1 {
 			t.Errorf("%s: %s recorded %d times (events %v)", name, want, now.events[want], now.events)
@@ -136,11 +135,11 @@ func TestResilienceAPIServerRestarts(t *testing.T) {
 	mcptest.SetTool(srv, changed)
 	requestReverify(t, active)
 	waitObj(t, active, storyTimeout, "SnapshotDrift after the restarts", func(d *apiv1.ServiceDeployment) bool {
-		return hasCondition(d, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift)
+		return hasCondition(d, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSnapshotDrift)
 	})
-	waitEvent(t, ns, "active", "Warning/"+controllers.ReasonSnapshotDrift)
+	waitEvent(t, ns, "active", "Warning/"+apiv1.ReasonSnapshotDrift)
 	now := observe(t, ns, "active")
-	if equality.Semantic.DeepEqual(now.deployment, first["active"].deployment) || now.events["Warning/"+controllers.ReasonSnapshotDrift] != 1 {
+	if equality.Semantic.DeepEqual(now.deployment, first["active"].deployment) || now.events["Warning/"+apiv1.ReasonSnapshotDrift] != 1 {
 		t.Fatalf("the drift is not seen by the comparison: status %+v, events %v", *now.deployment, now.events)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
@@ -51,7 +50,7 @@ func TestResilienceFlappingServerNeverActivatesDrift(t *testing.T) {
 	unreachable := func(what string) {
 		t.Helper()
 		waitObj(t, sd, storyTimeout, what, func(d *apiv1.ServiceDeployment) bool {
-			return hasCondition(d, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonServerUnreachable)
+			return hasCondition(d, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonServerUnreachable)
 		})
 	}
 	for cycle := 1; cycle <= 3; cycle++ {
@@ -63,7 +62,7 @@ func TestResilienceFlappingServerNeverActivatesDrift(t *testing.T) {
 		// Back with drifted tools: the transient retry freezes it and refuses.
 		live.set(rugPull)
 		waitObj(t, sd, storyTimeout, "SnapshotDrift from the drifted server", func(d *apiv1.ServiceDeployment) bool {
-			return hasCondition(d, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift) &&
+			return hasCondition(d, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSnapshotDrift) &&
 				d.Status.CandidateSnapshotDigest == driftDigest
 		})
 		if sd.Status.ActiveSnapshotDigest != "" || sd.Status.ExposedOperations != 0 {
@@ -83,7 +82,7 @@ func TestResilienceFlappingServerNeverActivatesDrift(t *testing.T) {
 	seen := log.all()
 	var sawDrift, sawUnreachable, sawReady bool
 	for i, st := range seen {
-		ready := meta.FindStatusCondition(st.Conditions, controllers.TypeReady)
+		ready := meta.FindStatusCondition(st.Conditions, apiv1.ConditionReady)
 		if st.ActiveSnapshotDigest == driftDigest {
 			t.Fatalf("status revision %d activated the drifted snapshot: %+v", i, st)
 		}
@@ -99,12 +98,12 @@ func TestResilienceFlappingServerNeverActivatesDrift(t *testing.T) {
 			if st.ActiveSnapshotDigest != doc.Snapshot.Digest {
 				t.Fatalf("status revision %d is Ready with active snapshot %q", i, st.ActiveSnapshotDigest)
 			}
-		case ready.Reason == controllers.ReasonSnapshotDrift:
+		case ready.Reason == apiv1.ReasonSnapshotDrift:
 			sawDrift = true
 			if st.ActiveSnapshotDigest != "" {
 				t.Fatalf("status revision %d: drift refusal with %q still active", i, st.ActiveSnapshotDigest)
 			}
-		case ready.Reason == controllers.ReasonServerUnreachable:
+		case ready.Reason == apiv1.ReasonServerUnreachable:
 			sawUnreachable = true
 			if st.ActiveSnapshotDigest != "" || st.CandidateSnapshotDigest != "" {
 				t.Fatalf("status revision %d: unreachable server with active %q, candidate %q", i, st.ActiveSnapshotDigest, st.CandidateSnapshotDigest)
@@ -116,7 +115,7 @@ func TestResilienceFlappingServerNeverActivatesDrift(t *testing.T) {
 	}
 	evs := eventCounts(t, ns, "svc")
 	t.Logf("%d status revisions watched; events %v", len(seen), evs)
-	if evs["Warning/"+controllers.ReasonSnapshotDrift] < 1 || evs["Normal/"+controllers.ReasonActivated] < 2 {
+	if evs["Warning/"+apiv1.ReasonSnapshotDrift] < 1 || evs["Normal/"+apiv1.ReasonActivated] < 2 {
 		t.Fatalf("events = %v", evs)
 	}
 	for _, m := range activatedMessages(t, ns, "svc") {

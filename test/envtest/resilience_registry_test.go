@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/ocipack"
 )
 
@@ -77,12 +76,8 @@ func TestResilienceRegistryOutageKeepsActive(t *testing.T) {
 		}
 		n.Labels["resilience-poke"] = "1"
 	})
-	deadline := time.Now().Add(storyTimeout)
-	for op.reconciles(profileGetsPrefix+ns+"/demo") == profileReads {
-		if time.Now().After(deadline) {
-			t.Fatal("the profile was not reconciled after the namespace label change")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !pollUntil(50*time.Millisecond, storyTimeout, func() bool { return op.reconciles(profileGetsPrefix+ns+"/demo") != profileReads }) {
+		t.Fatal("the profile was not reconciled after the namespace label change")
 	}
 	// Full re-verification passes of the deployment.
 	for i := 0; i < 3; i++ {
@@ -91,7 +86,7 @@ func TestResilienceRegistryOutageKeepsActive(t *testing.T) {
 			return frozenSince(d, at)
 		})
 		if !isReady(sd) || sd.Status.ActiveSnapshotDigest != active {
-			t.Fatalf("re-verification %d during the outage: Ready %+v, active %q", i, condOf(sd, controllers.TypeReady), sd.Status.ActiveSnapshotDigest)
+			t.Fatalf("re-verification %d during the outage: Ready %+v, active %q", i, condOf(sd, apiv1.ConditionReady), sd.Status.ActiveSnapshotDigest)
 		}
 	}
 
@@ -99,9 +94,9 @@ func TestResilienceRegistryOutageKeepsActive(t *testing.T) {
 	laterProf := packProfile(ns, "later", laterRef, mainPolicy())
 	mustCreate(t, laterProf)
 	laterProf = waitObj(t, laterProf, storyTimeout, "RegistryUnavailable", func(p *apiv1.McpServiceProfile) bool {
-		return hasCondition(p, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonRegistryUnavailable)
+		return hasCondition(p, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonRegistryUnavailable)
 	})
-	if hasCondition(laterProf, controllers.TypeStalled, metav1.ConditionTrue, "") {
+	if hasCondition(laterProf, apiv1.ConditionStalled, metav1.ConditionTrue, "") {
 		t.Fatalf("an unreachable registry stalled the profile: %+v", laterProf.Status.Conditions)
 	}
 
@@ -114,7 +109,7 @@ func TestResilienceRegistryOutageKeepsActive(t *testing.T) {
 		t.Fatalf("the watch saw %d status revisions, want the initial one and three re-verifications", len(seen))
 	}
 	for i, st := range seen {
-		ready := meta.FindStatusCondition(st.Conditions, controllers.TypeReady)
+		ready := meta.FindStatusCondition(st.Conditions, apiv1.ConditionReady)
 		if ready == nil || ready.Status != metav1.ConditionTrue || st.ActiveSnapshotDigest != active {
 			t.Fatalf("status revision %d during the outage: Ready %+v, active %q", i, ready, st.ActiveSnapshotDigest)
 		}
@@ -122,5 +117,5 @@ func TestResilienceRegistryOutageKeepsActive(t *testing.T) {
 	if after := eventCounts(t, ns, "demo"); !equality.Semantic.DeepEqual(after, eventsBefore) {
 		t.Fatalf("events during the outage: before %v, after %v", eventsBefore, after)
 	}
-	t.Logf("%d status revisions watched; the uncached pack: %+v", len(seen), condOf(laterProf, controllers.TypeReady))
+	t.Logf("%d status revisions watched; the uncached pack: %+v", len(seen), condOf(laterProf, apiv1.ConditionReady))
 }

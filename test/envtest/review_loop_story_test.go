@@ -33,7 +33,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/invocation"
@@ -319,7 +318,7 @@ func reviewLoop(t *testing.T, tc loopCase, restart bool) {
 	// The upstream changes: refused, recorded, classified.
 	tc.change(w)
 	sd = waitObj(t, sd, storyTimeout, "drift refusal", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift)
+		return hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSnapshotDrift)
 	})
 	rv := waitObj(t, &apiv1.McpSnapshotReview{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "svc"}}, storyTimeout, "review recorded",
 		func(rv *apiv1.McpSnapshotReview) bool {
@@ -328,19 +327,19 @@ func reviewLoop(t *testing.T, tc loopCase, restart bool) {
 	if !equalCounts(rv.Spec.Classes, tc.classes) || !equalCounts(sd.Status.Drift.Classes, tc.classes) {
 		t.Fatalf("classes: review %v, deployment %v, want %v", rv.Spec.Classes, sd.Status.Drift.Classes, tc.classes)
 	}
-	if got := refusedSeries(t, op.wired.Refused, ns); len(got) != 1 || got[controllers.ReasonSnapshotDrift] != 1 {
+	if got := refusedSeries(t, op.wired.Refused, ns); len(got) != 1 || got[apiv1.ReasonSnapshotDrift] != 1 {
 		t.Fatalf("refused gauge = %v, want SnapshotDrift 1", got)
 	}
 	if restart {
 		// A restarted manager derives the same gauge from its fresh informer.
 		op.stop()
 		op = startOperator(t, ns, o)
-		deadline := time.Now().Add(storyTimeout)
-		for got := refusedSeries(t, op.wired.Refused, ns); len(got) != 1 || got[controllers.ReasonSnapshotDrift] != 1; got = refusedSeries(t, op.wired.Refused, ns) {
-			if time.Now().After(deadline) {
-				t.Fatalf("refused gauge after restart = %v, want SnapshotDrift 1", got)
-			}
-			time.Sleep(100 * time.Millisecond)
+		var got map[string]float64
+		if !pollUntil(pollInterval, storyTimeout, func() bool {
+			got = refusedSeries(t, op.wired.Refused, ns)
+			return len(got) == 1 && got[apiv1.ReasonSnapshotDrift] == 1
+		}) {
+			t.Fatalf("refused gauge after restart = %v, want SnapshotDrift 1", got)
 		}
 	}
 
@@ -412,16 +411,11 @@ func reviewLoop(t *testing.T, tc loopCase, restart bool) {
 	if sd.Status.ActiveSnapshotDigest != rv.Spec.CandidateSnapshotDigest {
 		t.Fatalf("active snapshot %s, want the recorded candidate %s", sd.Status.ActiveSnapshotDigest, rv.Spec.CandidateSnapshotDigest)
 	}
-	deadline := time.Now().Add(storyTimeout)
-	for {
-		err := k8sClient.Get(ctx, objKey(rv), &apiv1.McpSnapshotReview{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("review still present after re-activation: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !pollUntil(pollInterval, storyTimeout, func() bool {
+		err = k8sClient.Get(ctx, objKey(rv), &apiv1.McpSnapshotReview{})
+		return apierrors.IsNotFound(err)
+	}) {
+		t.Fatalf("review still present after re-activation: %v", err)
 	}
 	if got := refusedSeries(t, op.wired.Refused, ns); len(got) != 0 {
 		t.Fatalf("refused gauge after re-activation = %v, want no series", got)

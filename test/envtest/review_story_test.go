@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/review"
@@ -74,7 +73,7 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 	mcptest.SetTool(srv, &mcp.Tool{Name: longName, InputSchema: json.RawMessage(`{"type":"object"}`)})
 	srv.RemoveTools("fail")
 	sd = waitObj(t, sd, storyTimeout, "drift refusal", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift) && len(sd.Status.Drift.Removed) == 1 && len(sd.Status.Drift.Added) == 2
+		return hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSnapshotDrift) && len(sd.Status.Drift.Removed) == 1 && len(sd.Status.Drift.Added) == 2
 	})
 	wantClasses := map[string]int32{review.ClassTextOnly: 1, review.ClassSchemaWidened: 1, review.ClassNewTool: 2, review.ClassRemovedTool: 1}
 	if !equalCounts(sd.Status.Drift.Classes, wantClasses) {
@@ -134,7 +133,7 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 	}
 	// Re-verification of the same candidate rewrites nothing.
 	rvVersion := rv.ResourceVersion
-	time.Sleep(2500 * time.Millisecond) // at least two re-verifications (ReverifyInterval 1s)
+	waitPasses(t, op, ns+"/svc", op.reconciles(ns+"/svc"), 2, deploymentController) // two re-verifications (ReverifyInterval 1s)
 	if err := k8sClient.Get(context.Background(), objKey(rv), rv); err != nil || rv.ResourceVersion != rvVersion {
 		t.Fatalf("review rewritten for an unchanged candidate (err %v, rv %s -> %s)", err, rvVersion, rv.ResourceVersion)
 	}
@@ -197,16 +196,11 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 	waitObj(t, sd, storyTimeout, "re-activation", func(sd *apiv1.ServiceDeployment) bool {
 		return isReady(sd) && sd.Status.ActiveSnapshotDigest == newDoc.Snapshot.Digest
 	})
-	deadline := time.Now().Add(storyTimeout)
-	for {
-		err := k8sClient.Get(context.Background(), objKey(rv), &apiv1.McpSnapshotReview{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("review still present after re-activation: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !pollUntil(pollInterval, storyTimeout, func() bool {
+		err = k8sClient.Get(context.Background(), objKey(rv), &apiv1.McpSnapshotReview{})
+		return apierrors.IsNotFound(err)
+	}) {
+		t.Fatalf("review still present after re-activation: %v", err)
 	}
 }
 
@@ -246,7 +240,7 @@ func TestStoryReviewOversizedCandidateIsNamedNotCut(t *testing.T) {
 		mcptest.SetTool(srv, &mcp.Tool{Name: fmt.Sprintf("huge-%02d", i), Description: strings.Repeat("a", 60<<10), InputSchema: json.RawMessage(`{"type":"object"}`)})
 	}
 	sd = waitObj(t, sd, storyTimeout, "drift refusal", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonSnapshotDrift) && len(sd.Status.Drift.Added) == n
+		return hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSnapshotDrift) && len(sd.Status.Drift.Added) == n
 	})
 	rv := waitObj(t, &apiv1.McpSnapshotReview{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "svc"}}, storyTimeout, "review recorded",
 		func(rv *apiv1.McpSnapshotReview) bool {
@@ -268,18 +262,15 @@ func TestStoryReviewOversizedCandidateIsNamedNotCut(t *testing.T) {
 
 	// The refused gauge follows the informer: the deleted deployment leaves it at once (no
 	// decrement to miss).
-	if got := refusedSeries(t, op.wired.Refused, ns); got[controllers.ReasonSnapshotDrift] != 1 {
+	if got := refusedSeries(t, op.wired.Refused, ns); got[apiv1.ReasonSnapshotDrift] != 1 {
 		t.Fatalf("refused gauge = %v, want SnapshotDrift 1", got)
 	}
 	if err := k8sClient.Delete(context.Background(), sd); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(storyTimeout)
-	for got := refusedSeries(t, op.wired.Refused, ns); len(got) != 0; got = refusedSeries(t, op.wired.Refused, ns) {
-		if time.Now().After(deadline) {
-			t.Fatalf("refused gauge after the deployment was deleted = %v, want no series", got)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var got map[string]float64
+	if !pollUntil(pollInterval, storyTimeout, func() bool { got = refusedSeries(t, op.wired.Refused, ns); return len(got) == 0 }) {
+		t.Fatalf("refused gauge after the deployment was deleted = %v, want no series", got)
 	}
 }
 
@@ -326,21 +317,21 @@ func (h *hookReceiver) all() []string {
 // waitFor returns the first event received for candidate.
 func (h *hookReceiver) waitFor(t *testing.T, candidate string) hookEvent {
 	t.Helper()
-	deadline := time.Now().Add(storyTimeout)
-	for {
+	var found hookEvent
+	if !pollUntil(pollInterval, storyTimeout, func() bool {
 		h.mu.Lock()
+		defer h.mu.Unlock()
 		for i, b := range h.bodies {
 			var ev hookEvent
 			if json.Unmarshal([]byte(b), &ev) == nil && ev.Data.CandidateSnapshotDigest == candidate {
 				ev.Authorization = h.auths[i]
-				h.mu.Unlock()
-				return ev
+				found = ev
+				return true
 			}
 		}
-		h.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatalf("no webhook event for candidate %s (received %d)", candidate, len(h.all()))
-		}
-		time.Sleep(100 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("no webhook event for candidate %s (received %d)", candidate, len(h.all()))
 	}
+	return found
 }

@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 )
 
 // applySamples applies config/samples files into ns with kubectl.
@@ -29,7 +28,7 @@ func TestSampleGrantBinds(t *testing.T) {
 	applySamples(t, ns, sampleInline, "connectors_v1_invoke_grant.yaml", sampleDeployment)
 	sd := &apiv1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "weather"}}
 	waitObj(t, sd, storyTimeout, "sample deployment Bound", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeBound, metav1.ConditionTrue, controllers.ReasonSucceeded)
+		return hasCondition(sd, apiv1.ConditionBound, metav1.ConditionTrue, apiv1.ReasonSucceeded)
 	})
 }
 
@@ -41,6 +40,6 @@ func TestSampleWithoutGrantIsRefused(t *testing.T) {
 	applySamples(t, ns, sampleInline, sampleDeployment)
 	sd := &apiv1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "weather"}}
 	waitObj(t, sd, storyTimeout, "GrantNotFound", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeBound, metav1.ConditionFalse, controllers.ReasonGrantNotFound)
+		return hasCondition(sd, apiv1.ConditionBound, metav1.ConditionFalse, apiv1.ReasonGrantNotFound)
 	})
 }

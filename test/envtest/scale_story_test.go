@@ -134,23 +134,26 @@ func runActivationScale(b *testing.B, n int) {
 	default:
 	}
 	created := time.Since(start)
-	deadline := time.Now().Add(30 * time.Minute)
-	for {
-		ready, err := track.readyCount()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if ready == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d deployments Ready after 30 minutes", ready, n)
-		}
+	ready := 0
+	var trackErr error
+	exited := false
+	// Reads the watches' tally (in memory), not the apiserver; a manager that exits ends the wait.
+	if !pollUntil(pollInterval, 30*time.Minute, func() bool {
+		ready, trackErr = track.readyCount()
 		select {
 		case <-mgr.exited:
-			b.Fatalf("the manager exited with %d of %d deployments Ready:\n%s", ready, n, mgr.logTail())
-		case <-time.After(100 * time.Millisecond):
+			exited = true
+		default:
 		}
+		return exited || trackErr != nil || ready == n
+	}) {
+		b.Fatalf("%d of %d deployments Ready after 30 minutes", ready, n)
+	}
+	if trackErr != nil {
+		b.Fatal(trackErr)
+	}
+	if exited && ready != n {
+		b.Fatalf("the manager exited with %d of %d deployments Ready:\n%s", ready, n, mgr.logTail())
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()

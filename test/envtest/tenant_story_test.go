@@ -27,17 +27,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/cmd/manager/app"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
@@ -108,30 +103,11 @@ func tenantManagerIdentity(t *testing.T, ns, sa string) *rest.Config {
 }
 
 // tenantStartManager starts the manager as restCfg watching namespaces, wired by app.Setup with
-// the production cache configuration. The returned stop function waits for it to stop (also
-// called when the test ends).
-func tenantStartManager(t *testing.T, restCfg *rest.Config, o app.Options, namespaces ...string) (stop func()) {
+// the production cache configuration (app.CacheOptions). Its stop function waits for it to stop
+// (also called when the test ends).
+func tenantStartManager(t *testing.T, restCfg *rest.Config, o app.Options, namespaces ...string) *operator {
 	t.Helper()
-	nss := map[string]cache.Config{}
-	for _, ns := range namespaces {
-		nss[ns] = cache.Config{}
-	}
-	shutdown := 5 * time.Second
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:  "0",
-		Cache:                   cache.Options{DefaultNamespaces: nss, ByObject: app.CacheByObject()},
-		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
-		GracefulShutdownTimeout: &shutdown,
-	})
-	if err != nil {
-		t.Fatalf("manager: %v", err)
-	}
-	if _, err := app.Setup(mgr, o, false); err != nil {
-		t.Fatalf("setup: %v", err)
-	}
-	return runManager(t, mgr)
+	return startOperatorIn(t, restCfg, namespaces, o)
 }
 
 // tenantIdentity is a user with edit rights on McpServiceProfiles and ServiceDeployments in ns
@@ -220,7 +196,7 @@ func TestStoryHostileTenant(t *testing.T) {
 
 	o := devOptions()
 	o.CredentialHashKeyFile = tenantKeyFile(t, "tenant-story-key-0123456789abcdef")
-	stop := tenantStartManager(t, tenantManagerIdentity(t, tenantNS, "manager"), o, tenantNS, victimNS)
+	op := tenantStartManager(t, tenantManagerIdentity(t, tenantNS, "manager"), o, tenantNS, victimNS)
 
 	hostile := tenantCountingServer(t, "127.0.0.1:0")
 	legit := tenantCountingServer(t, "127.0.0.1:0")
@@ -235,9 +211,9 @@ func TestStoryHostileTenant(t *testing.T) {
 	mustCreate(t, inlineProfile(victimNS, "payroll", vdoc))
 	vsd := newDeployment(victimNS, "payroll-bridge", "payroll", "payroll-provider", victim.URL+"/mcp", vdoc, nil, "all")
 	mustCreate(t, vsd)
-	waitObj(t, vsd, storyTimeout, "victim Ready", isReady[*apiv1.ServiceDeployment])
+	vsd = waitObj(t, vsd, storyTimeout, "victim Ready", isReady[*apiv1.ServiceDeployment])
 	victimHits := victim.hits.Load()
-	time.Sleep(1100 * time.Millisecond) // creation timestamps have second resolution
+	waitNextSecond(t, vsd.CreationTimestamp) // creation timestamps have second resolution
 
 	// Secrets of the tenant's namespace, written by its namespace admin: an application Secret
 	// that never opted in, one opted in for another host, a ServiceAccount token that opted in
@@ -287,36 +263,36 @@ func TestStoryHostileTenant(t *testing.T) {
 	}
 	attempts := map[string]attempt{
 		"Secret without the label": {sd: deploy("no-label", hostile.URL+"/mcp/1", cred("app-db")),
-			reason: controllers.ReasonCredentialNotFound, refusal: k8sbinding.RefusalCredentialNotOptedIn},
+			reason: apiv1.ReasonCredentialNotFound, refusal: k8sbinding.RefusalCredentialNotOptedIn},
 		"labelled Secret for another host": {sd: deploy("other-host", hostile.URL+"/mcp/2", cred("for-elsewhere")),
-			reason: controllers.ReasonCredentialRefused, refusal: k8sbinding.RefusalCredentialHostNotAllowed, stalled: true, mustHide: []string{"mcp.example.com"}},
+			reason: apiv1.ReasonCredentialRefused, refusal: k8sbinding.RefusalCredentialHostNotAllowed, stalled: true, mustHide: []string{"mcp.example.com"}},
 		"ServiceAccount-token Secret": {sd: deploy("sa-token", hostile.URL+"/mcp/3", cred("sa-token")),
-			reason: controllers.ReasonCredentialRefused, refusal: k8sbinding.RefusalCredentialServiceAccountToken, stalled: true},
+			reason: apiv1.ReasonCredentialRefused, refusal: k8sbinding.RefusalCredentialServiceAccountToken, stalled: true},
 		"allowCIDRs beyond the ceiling (another team's grant)": {sd: deploy("wide", hostile.URL+"/mcp/4", nil, "10.0.0.0/8"),
-			reason: controllers.ReasonEndpointRefused, refusal: k8sbinding.RefusalEgressCeiling, stalled: true, mustHide: []string{"10.20.0.0"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: k8sbinding.RefusalEgressCeiling, stalled: true, mustHide: []string{"10.20.0.0"}},
 		"the apiserver's endpoint address inside an allowed range": {sd: deploy("apiserver", "https://198.51.100.7:6443/mcp", nil, "198.51.100.0/24"),
-			reason: controllers.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"apiserver"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"apiserver"}},
 		"the kubernetes Service inside an allowed range": {sd: deploy("service-cidr", "http://10.0.0.1:443/mcp", nil, "10.0.0.0/24"),
-			reason: controllers.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"apiserver"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"apiserver"}},
 		"IPv4 metadata": {sd: deploy("imds4", "http://169.254.169.254/mcp", nil),
-			reason: controllers.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
 		"IPv6 metadata (AWS) inside an allowed range": {sd: deploy("imds6", "http://[fd00:ec2::254]/mcp", nil, "fd00::/8"),
-			reason: controllers.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
 		"IPv6 metadata (GCP)": {sd: deploy("gcp6", "http://[fd20:ce::254]/mcp", nil),
-			reason: controllers.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
 		"IPv4 metadata mapped into IPv6": {sd: deploy("mapped", "http://[::ffff:169.254.169.254]/mcp", nil),
-			reason: controllers.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
 		"IPv4 metadata through NAT64": {sd: deploy("nat64", "http://[64:ff9b::a9fe:a9fe]/mcp", nil),
-			reason: controllers.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
+			reason: apiv1.ReasonEndpointRefused, refusal: "destination_refused", stalled: true, mustHide: []string{"metadata"}},
 		"another namespace's endpoint": {sd: deploy("collide", victim.URL+"/mcp", nil),
-			reason: controllers.ReasonAuthorityCollision, refusal: "another deployment", stalled: true, mustHide: []string{victimNS, "payroll"}},
+			reason: apiv1.ReasonAuthorityCollision, refusal: "another deployment", stalled: true, mustHide: []string{victimNS, "payroll"}},
 	}
 
 	// Twin of the apiserver attempt: the neighbouring address of the same allowed range passes
 	// the Bound stage and goes on to the freeze (which nothing answers there).
 	neighbour := deploy("neighbour", "https://198.51.100.8:6443/mcp", nil, "198.51.100.0/24")
 	waitObj(t, neighbour, storyTimeout, "the apiserver's neighbour Bound", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeBound, metav1.ConditionTrue, "") && condOf(sd, controllers.TypeSnapshotFrozen).Status == metav1.ConditionFalse
+		return hasCondition(sd, apiv1.ConditionBound, metav1.ConditionTrue, "") && condOf(sd, apiv1.ConditionSnapshotFrozen).Status == metav1.ConditionFalse
 	})
 
 	// The legitimate path, and its twin inside the ceiling: Ready, the bearer arrives.
@@ -333,11 +309,11 @@ func TestStoryHostileTenant(t *testing.T) {
 
 	for name, a := range attempts {
 		sd := refusedWith(t, a.sd, a.reason)
-		msg := condOf(sd, controllers.TypeReady).Message
+		msg := condOf(sd, apiv1.ConditionReady).Message
 		if !strings.Contains(msg, a.refusal) {
 			t.Errorf("%s: Ready message %q does not name %q", name, msg, a.refusal)
 		}
-		if stalled := hasCondition(sd, controllers.TypeStalled, metav1.ConditionTrue, a.reason); stalled != a.stalled {
+		if stalled := hasCondition(sd, apiv1.ConditionStalled, metav1.ConditionTrue, a.reason); stalled != a.stalled {
 			t.Errorf("%s: Stalled=%v, want %v (%+v)", name, stalled, a.stalled, sd.Status.Conditions)
 		}
 		js := mustJSON(t, sd.Status)
@@ -351,7 +327,7 @@ func TestStoryHostileTenant(t *testing.T) {
 		}
 		// Refusals of the endpoint are decided by the Bound stage: the freeze never ran, so
 		// nothing was dialed.
-		if a.reason == controllers.ReasonEndpointRefused && !hasCondition(sd, controllers.TypeBound, metav1.ConditionFalse, a.reason) {
+		if a.reason == apiv1.ReasonEndpointRefused && !hasCondition(sd, apiv1.ConditionBound, metav1.ConditionFalse, a.reason) {
 			t.Errorf("%s: not refused by the Bound stage: %+v", name, sd.Status.Conditions)
 		}
 		if sd.Status.ActiveSnapshotDigest != "" || sd.Status.CredentialHash != "" {
@@ -364,8 +340,18 @@ func TestStoryHostileTenant(t *testing.T) {
 		}
 	}
 
-	// Nothing reached any endpoint of a refused attempt, and no Authorization header ever did.
-	time.Sleep(2 * time.Second) // let any retry of a transient refusal run
+	// Nothing reached any endpoint of a refused attempt, and no Authorization header ever did,
+	// even after every refused attempt has passed once more (a label change queues the pass a
+	// retry of a transient refusal would run).
+	passes := map[string]int{}
+	for _, a := range attempts {
+		passes[a.sd.Name] = op.reconciles(tenantNS + "/" + a.sd.Name)
+		mutate(t, &apiv1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: a.sd.Name}},
+			func(sd *apiv1.ServiceDeployment) { sd.Labels = map[string]string{"tenant-story/poke": "1"} })
+	}
+	for name, n := range passes {
+		waitPasses(t, op, tenantNS+"/"+name, n, 1, deploymentController)
+	}
 	if n := hostile.hits.Load() - hostileHits; n != 0 {
 		t.Errorf("the tenant's endpoints received %d requests", n)
 	}
@@ -383,16 +369,18 @@ func TestStoryHostileTenant(t *testing.T) {
 
 	// The credential hash is keyed by the operator: a restart with the same key file keeps it
 	// and sends nothing (no re-freeze); a restart with another key changes it (re-freeze).
-	stop()
+	op.stop()
 	legitHits := legit.hits.Load()
 	hash := good.Status.CredentialHash
-	stop = tenantStartManager(t, tenantManagerIdentity(t, tenantNS, "manager-2"), o, tenantNS, victimNS)
-	time.Sleep(3 * time.Second)
+	op = tenantStartManager(t, tenantManagerIdentity(t, tenantNS, "manager-2"), o, tenantNS, victimNS)
+	// The restarted manager passes over the deployment (its informers' initial list); once that
+	// pass has finished, nothing was re-frozen.
+	waitPasses(t, op, tenantNS+"/legit", 0, 1, deploymentController)
 	good = waitObj(t, good, storyTimeout, "still Ready after a restart", isReady[*apiv1.ServiceDeployment])
 	if good.Status.CredentialHash != hash || legit.hits.Load() != legitHits {
 		t.Fatalf("same key: hash %s -> %s, %d requests after the restart", hash, good.Status.CredentialHash, legit.hits.Load()-legitHits)
 	}
-	stop()
+	op.stop()
 	o.CredentialHashKeyFile = tenantKeyFile(t, "another-operator-key-0123456789ab")
 	tenantStartManager(t, tenantManagerIdentity(t, tenantNS, "manager-3"), o, tenantNS, victimNS)
 	waitObj(t, good, storyTimeout, "hash under the new key", func(sd *apiv1.ServiceDeployment) bool {
@@ -405,8 +393,8 @@ func TestStoryHostileTenant(t *testing.T) {
 	// The platform lowers the ceiling: the deployment that relied on it is refused at once (the
 	// McpTrustPolicy watch), with nothing active.
 	mutate(t, tp, func(p *apiv1.McpTrustPolicy) { p.Spec.Egress.AllowedCIDRs = []string{"10.0.0.0/16"} })
-	lowered := refusedWith(t, inCeiling, controllers.ReasonEndpointRefused)
-	if msg := condOf(lowered, controllers.TypeReady).Message; !strings.Contains(msg, k8sbinding.RefusalEgressCeiling) || lowered.Status.ActiveSnapshotDigest != "" {
+	lowered := refusedWith(t, inCeiling, apiv1.ReasonEndpointRefused)
+	if msg := condOf(lowered, apiv1.ConditionReady).Message; !strings.Contains(msg, k8sbinding.RefusalEgressCeiling) || lowered.Status.ActiveSnapshotDigest != "" {
 		t.Fatalf("after the ceiling was lowered: %q, active %q", msg, lowered.Status.ActiveSnapshotDigest)
 	}
 }

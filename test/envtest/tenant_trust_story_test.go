@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/controllers/adapters"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/mcptest"
@@ -124,13 +123,13 @@ func TestStoryTenantTrust(t *testing.T) {
 
 	// Refused by name; nothing is sent to the endpoint.
 	prof = waitObj(t, prof, storyTimeout, "refused", func(p *apiv1.McpServiceProfile) bool {
-		return hasCondition(p, controllers.TypeSourceVerified, metav1.ConditionFalse, controllers.ReasonVerificationFailed)
+		return hasCondition(p, apiv1.ConditionSourceVerified, metav1.ConditionFalse, apiv1.ReasonVerificationFailed)
 	})
-	if c := condOf(prof, controllers.TypeSourceVerified); !strings.Contains(c.Message, "untrusted_signature") || prof.Status.Verified != nil {
+	if c := condOf(prof, apiv1.ConditionSourceVerified); !strings.Contains(c.Message, "untrusted_signature") || prof.Status.Verified != nil {
 		t.Fatalf("SourceVerified %q, verified %+v", c.Message, prof.Status.Verified)
 	}
 	waitObj(t, sd, storyTimeout, "deployment not activated", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, "")
+		return hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, "")
 	})
 	if n := live.hits.Load() - reviewHits; n != 0 {
 		t.Fatalf("the refused tenant's endpoint received %d requests", n)
@@ -193,9 +192,9 @@ func TestStoryTenantTrust(t *testing.T) {
 			t.Fatalf("tenant creates profile %s: %v", tc.name, err)
 		}
 		p = waitObj(t, p, storyTimeout, tc.name+" refused", func(p *apiv1.McpServiceProfile) bool {
-			return hasCondition(p, controllers.TypeSourceVerified, metav1.ConditionFalse, controllers.ReasonCredentialRefused)
+			return hasCondition(p, apiv1.ConditionSourceVerified, metav1.ConditionFalse, apiv1.ReasonCredentialRefused)
 		})
-		if c := condOf(p, controllers.TypeSourceVerified); !strings.Contains(c.Message, "("+tc.refusal+")") ||
+		if c := condOf(p, apiv1.ConditionSourceVerified); !strings.Contains(c.Message, "("+tc.refusal+")") ||
 			strings.Contains(c.Message, "pull-password") || strings.Contains(c.Message, "PUBLIC KEY") {
 			t.Fatalf("%s: SourceVerified %q", tc.name, c.Message)
 		}
@@ -209,9 +208,9 @@ func TestStoryTenantTrust(t *testing.T) {
 		Spec: apiv1.McpServiceProfileSpec{Source: apiv1.ProfileSource{OCI: &apiv1.OCISource{Ref: ref.String()}}}}
 	mustCreate(t, other)
 	other = waitObj(t, other, storyTimeout, "refused elsewhere", func(p *apiv1.McpServiceProfile) bool {
-		return hasCondition(p, controllers.TypeSourceVerified, metav1.ConditionFalse, controllers.ReasonVerificationFailed)
+		return hasCondition(p, apiv1.ConditionSourceVerified, metav1.ConditionFalse, apiv1.ReasonVerificationFailed)
 	})
-	if c := condOf(other, controllers.TypeSourceVerified); !strings.Contains(c.Message, "untrusted_signature") {
+	if c := condOf(other, apiv1.ConditionSourceVerified); !strings.Contains(c.Message, "untrusted_signature") {
 		t.Fatalf("other namespace: %q", c.Message)
 	}
 	// The refusal in the other namespace names nothing of the team's namespace: not the grant
@@ -235,10 +234,10 @@ func TestStoryTenantTrust(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitObj(t, prof, storyTimeout, "refused after revocation", func(p *apiv1.McpServiceProfile) bool {
-		return hasCondition(p, controllers.TypeSourceVerified, metav1.ConditionFalse, controllers.ReasonVerificationFailed)
+		return hasCondition(p, apiv1.ConditionSourceVerified, metav1.ConditionFalse, apiv1.ReasonVerificationFailed)
 	})
 	waitObj(t, sd, storyTimeout, "deployment deactivated after revocation", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, controllers.TypeReady, metav1.ConditionFalse, "")
+		return hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, "")
 	})
 }
 
@@ -300,8 +299,8 @@ func TestStoryWaivedChecksShowInStatus(t *testing.T) {
 			Spec: apiv1.McpServiceProfileSpec{Source: apiv1.ProfileSource{OCI: &apiv1.OCISource{Ref: ref.String()}}}}
 		mustCreate(t, prof)
 		if !unsafe {
-			prof = refusedWith(t, prof, controllers.ReasonUntrustedSigner)
-			if c := condOf(prof, controllers.TypeSourceVerified); c.Reason != controllers.ReasonUntrustedSigner || !strings.Contains(c.Message, "no_trust_source") {
+			prof = refusedWith(t, prof, apiv1.ReasonUntrustedSigner)
+			if c := condOf(prof, apiv1.ConditionSourceVerified); c.Reason != apiv1.ReasonUntrustedSigner || !strings.Contains(c.Message, "no_trust_source") {
 				t.Fatalf("production flags: SourceVerified %s %q", c.Reason, c.Message)
 			}
 			continue
@@ -310,7 +309,7 @@ func TestStoryWaivedChecksShowInStatus(t *testing.T) {
 		if v := prof.Status.Verified; v == nil || strings.Join(v.WaivedChecks, ",") != "provenance" || v.TrustSource != "platform" || v.SourceRef != "" {
 			t.Fatalf("verified %+v", prof.Status.Verified)
 		}
-		if c := condOf(prof, controllers.TypeReady); !strings.Contains(c.Message, "checks waived by unsafe manager flags: provenance") {
+		if c := condOf(prof, apiv1.ConditionReady); !strings.Contains(c.Message, "checks waived by unsafe manager flags: provenance") {
 			t.Fatalf("Ready message %q", c.Message)
 		}
 	}

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 )
 
 func TestStoryTrustPolicyStatus(t *testing.T) {
@@ -52,7 +51,7 @@ func TestStoryTrustPolicyStatus(t *testing.T) {
 
 	valid := policy(ns+"-valid", nil)
 	valid = waitObj(t, valid, storyTimeout, "valid policy Ready", isReady[*apiv1.McpTrustPolicy])
-	if c := condOf(valid, controllers.TypeReady); c.Reason != controllers.ReasonValidGrant || kstatusOf(t, valid) != status.CurrentStatus {
+	if c := condOf(valid, apiv1.ConditionReady); c.Reason != apiv1.ReasonValidGrant || kstatusOf(t, valid) != status.CurrentStatus {
 		t.Fatalf("valid: %+v, kstatus %s", c, kstatusOf(t, valid))
 	}
 
@@ -73,11 +72,11 @@ func TestStoryTrustPolicyStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := policy(ns+"-"+tc.name, tc.mutate)
 			p = waitObj(t, p, storyTimeout, "invalid policy refused", func(p *apiv1.McpTrustPolicy) bool {
-				return hasCondition(p, controllers.TypeReady, metav1.ConditionFalse, controllers.ReasonInvalidGrant) && p.Status.ObservedGeneration == p.Generation
+				return hasCondition(p, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonInvalidGrant) && p.Status.ObservedGeneration == p.Generation
 			})
-			c := condOf(p, controllers.TypeReady)
+			c := condOf(p, apiv1.ConditionReady)
 			if !strings.Contains(c.Message, tc.field) || strings.Contains(c.Message, secretish) || strings.Contains(c.Message, "github") ||
-				!hasCondition(p, controllers.TypeStalled, metav1.ConditionTrue, controllers.ReasonInvalidGrant) || kstatusOf(t, p) != status.FailedStatus {
+				!hasCondition(p, apiv1.ConditionStalled, metav1.ConditionTrue, apiv1.ReasonInvalidGrant) || kstatusOf(t, p) != status.FailedStatus {
 				t.Fatalf("Ready %+v, kstatus %s", c, kstatusOf(t, p))
 			}
 			if tc.name != "bad-cidr" {
@@ -86,7 +85,7 @@ func TestStoryTrustPolicyStatus(t *testing.T) {
 			// The administrator fixes the range: Ready, Stalled gone, for the new generation.
 			mutate(t, p, func(p *apiv1.McpTrustPolicy) { p.Spec.Egress.AllowedCIDRs = []string{"10.42.0.0/16"} })
 			p = waitObj(t, p, storyTimeout, "fixed policy Ready", isReady[*apiv1.McpTrustPolicy])
-			if hasCondition(p, controllers.TypeStalled, metav1.ConditionTrue, "") {
+			if hasCondition(p, apiv1.ConditionStalled, metav1.ConditionTrue, "") {
 				t.Fatalf("Stalled after the fix: %+v", p.Status)
 			}
 		})

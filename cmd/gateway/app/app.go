@@ -105,6 +105,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.UpstreamSessionMaxAge, "upstream-session-max-age", o.UpstreamSessionMaxAge, "How long one upstream MCP session is reused before a new one re-lists the live tools and checks them against the frozen snapshot (negative: every call).")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "Time given to running calls to finish on shutdown.")
 	o.Verify.BindVerifyFlags(fs)
+	// durable: the manager's verified-pack store, read only.
+	fs.StringVar(&o.Verify.VerifiedPackNamespace, "verified-pack-namespace", o.Verify.VerifiedPackNamespace, "Namespace of the manager's verified-pack store, read (never written) so that a gateway restarted during a registry outage serves what the manager verified (default $POD_NAMESPACE; empty: not read).")
 }
 
 // Validate checks the options.

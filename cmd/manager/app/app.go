@@ -34,6 +34,7 @@ import (
 	"github.com/b10x/connector-mcp/controllers/adapters"
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/packstore"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
 	"github.com/b10x/connector-mcp/ocipack"
@@ -116,6 +117,17 @@ type Options struct {
 	// "sharding.connectors.b10x.io/key in (shard1)". Empty: all of them. Collisions are still
 	// judged across shards (the claim index holds every deployment). See docs/operator.md.
 	WatchLabelSelector string
+
+	// durable: the verified-pack store.
+	// VerifiedPackNamespace (--verified-pack-namespace) is the manager's own namespace, where it
+	// keeps the registry content of every pack it verified (one ConfigMap per pack reference,
+	// internal/packstore), so that after a restart a pack verifies again, offline, while its
+	// registry is down. Empty disables the store. The binaries default it to $POD_NAMESPACE
+	// (ApplyEnvDefaults); DefaultOptions leaves it empty.
+	VerifiedPackNamespace string
+	// VerifiedPackSweepInterval (--verified-pack-sweep-interval) is the period of the leader's
+	// sweep deleting store entries no McpServiceProfile references.
+	VerifiedPackSweepInterval time.Duration
 }
 
 // DefaultProfileConcurrency is the default of --profile-concurrency. With one profile verified
@@ -141,6 +153,10 @@ func DefaultOptions() Options {
 		MaxResponseBytes: egress.DefaultMaxResponseBytes,
 
 		CredentialRefreshSkew: controllers.DefaultCredentialRefreshSkew,
+
+		// durable: the verified-pack store (its namespace defaults to $POD_NAMESPACE through
+		// ApplyEnvDefaults, in the binaries only).
+		VerifiedPackSweepInterval: packstore.DefaultSweepInterval,
 
 		// scale: profile verification in parallel.
 		ProfileConcurrency: DefaultProfileConcurrency,
@@ -168,6 +184,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ProfileConcurrency, "profile-concurrency", o.ProfileConcurrency, "Number of McpServiceProfiles verified in parallel (pack pulls and status writes wait on the network).")
 	// OAuth producer (McpCredential).
 	fs.DurationVar(&o.CredentialRefreshSkew, "credential-refresh-skew", o.CredentialRefreshSkew, "How long before expiry the OAuth producer refreshes an McpCredential's access token.")
+	// durable: the verified-pack store.
+	fs.StringVar(&o.VerifiedPackNamespace, "verified-pack-namespace", o.VerifiedPackNamespace, "Namespace (the manager's own) of the verified-pack store, which lets packs verify again, offline, after a restart during a registry outage (default $POD_NAMESPACE; empty disables it).")
+	fs.DurationVar(&o.VerifiedPackSweepInterval, "verified-pack-sweep-interval", o.VerifiedPackSweepInterval, "Period of the leader's sweep deleting verified-pack store entries that no McpServiceProfile references.")
 }
 
 // BindVerifyFlags registers the cluster trust and egress policy flags: the part of the manager's
@@ -203,6 +222,10 @@ func (o *Options) Validate() error {
 	var errs []error
 	if o.CredentialRefreshSkew < 0 {
 		errs = append(errs, errors.New("--credential-refresh-skew must not be negative"))
+	}
+	// durable: the verified-pack store.
+	if o.VerifiedPackNamespace != "" && o.VerifiedPackSweepInterval <= 0 {
+		errs = append(errs, errors.New("--verified-pack-sweep-interval must be positive"))
 	}
 	if (o.DefaultSubject != "" || o.DefaultSubjectRegExp != "") && o.DefaultIssuer == "" {
 		errs = append(errs, errors.New("--default-identity-subject needs --default-identity-issuer"))
@@ -304,6 +327,8 @@ type Wired struct {
 	// EphemeralCredentialHashKey is true when no --credential-hash-key-file was given and a
 	// random key is in use.
 	EphemeralCredentialHashKey bool
+	// PackStore is the verified-pack store, nil when --verified-pack-namespace is empty.
+	PackStore *packstore.Store
 }
 
 // TLSClientConfig returns the TLS configuration of every outbound connection of o: TLS 1.2 at
@@ -451,7 +476,16 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 			return nil, err
 		}
 	}
-	resolver, err := newResolver(mgr, o, ip, m)
+	// durable: the verified-pack store.
+	store, err := setupPackStore(mgr, o)
+	if err != nil {
+		return nil, err
+	}
+	var blobs ocipack.BlobStore // nil, not a typed nil, without a store
+	if store != nil {
+		blobs = store
+	}
+	resolver, err := newResolver(mgr, o, ip, m, blobs)
 	if err != nil {
 		return nil, err
 	}
@@ -479,7 +513,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		Binder: binder,
 		Limits: mcpclient.Limits{ProbeTimeout: o.ProbeTimeout, CallTimeout: o.FreezeTimeout, MaxTools: o.MaxTools},
 	}
-	w := &Wired{Metrics: m, Refused: refused, Binder: binder, EphemeralCredentialHashKey: ephemeral}
+	w := &Wired{Metrics: m, Refused: refused, Binder: binder, EphemeralCredentialHashKey: ephemeral, PackStore: store}
 	shard, err := o.ShardSelector()
 	if err != nil {
 		return nil, err
@@ -564,7 +598,9 @@ func setupDriftWebhook(mgr ctrl.Manager, o Options, ip egress.IPPolicy, w *Wired
 
 // NewResolver builds the profile resolver the manager uses: the pack verifier over the
 // egress-guarded registry client, under the cluster trust policy of o. The gateway builds the same
-// one, so a profile verifies in both or in neither. m may be nil.
+// one, so a profile verifies in both or in neither. m may be nil. With o.VerifiedPackNamespace set,
+// its verifier reads the manager's verified-pack store (read-only) while a registry is
+// unavailable.
 func NewResolver(mgr ctrl.Manager, o Options, m *controllers.Metrics) (*controllers.Resolver, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -573,11 +609,23 @@ func NewResolver(mgr ctrl.Manager, o Options, m *controllers.Metrics) (*controll
 	if err != nil {
 		return nil, err
 	}
-	return newResolver(mgr, o, ip, m)
+	// durable: the gateway reads the manager's verified-pack store (never writes it), so that a
+	// gateway restarted during a registry outage serves what the manager verified.
+	var store ocipack.BlobStore
+	if o.VerifiedPackNamespace != "" {
+		ro, err := packstore.New(o.VerifiedPackNamespace, mgr.GetAPIReader(), nil, packstore.DefaultMaxBytes, ctrl.Log.WithName("verified-pack-store"))
+		if err != nil {
+			return nil, err
+		}
+		store = ro
+	}
+	return newResolver(mgr, o, ip, m, store)
 }
 
-func newResolver(mgr ctrl.Manager, o Options, ip egress.IPPolicy, m *controllers.Metrics) (*controllers.Resolver, error) {
-	verifier, err := packVerifier(mgr, o, ip)
+// newResolver builds the resolver; store, when not nil, is the verified-pack store of the
+// anonymous registry client (the manager's; the gateway has none).
+func newResolver(mgr ctrl.Manager, o Options, ip egress.IPPolicy, m *controllers.Metrics, store ocipack.BlobStore) (*controllers.Resolver, error) {
+	verifier, err := packVerifier(mgr, o, ip, store)
 	if err != nil {
 		return nil, err
 	}
@@ -609,7 +657,7 @@ func ipPolicy(cfg *rest.Config, o Options) (egress.IPPolicy, error) {
 }
 
 // packVerifier builds the OCI pack verifier over an egress-guarded registry client.
-func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy) (*adapters.PackVerifier, error) {
+func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy, store ocipack.BlobStore) (*adapters.PackVerifier, error) {
 	tlsCfg, err := o.TLSClientConfig()
 	if err != nil {
 		return nil, err
@@ -623,6 +671,11 @@ func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy) (*adapters.Pa
 		return nil, err
 	}
 	reg := ocipack.Client{HTTPClient: hc, PlainHTTP: o.AllowLoopbackUnsafe}
+	if store != nil {
+		// durable: anonymous pulls read and write the store; a client given a pull secret's
+		// credentials does not use it (ocipack.Client.Store).
+		reg.Store = store
+	}
 	opts := []ocipack.VerifierOption{ocipack.WithStrictKeyless()}
 	if !o.KeylessWithoutTlogUnsafe {
 		opts = append(opts, ocipack.WithKeylessTransparencyLog(1))
@@ -649,6 +702,41 @@ func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy) (*adapters.Pa
 	}
 	v.Platform = platform
 	return v, nil
+}
+
+// durable: the verified-pack store.
+
+// EnvPodNamespace is the environment variable (set from the downward API by config/manager,
+// config/gateway) that --verified-pack-namespace defaults to.
+const EnvPodNamespace = "POD_NAMESPACE"
+
+// ApplyEnvDefaults sets the options whose default comes from the environment, unless their flag
+// was given on fs (parsed): --verified-pack-namespace defaults to $POD_NAMESPACE. cmd/manager and
+// cmd/gateway call it after parsing their flags; tests, which build Options themselves, are not
+// affected by the environment they run in.
+func (o *Options) ApplyEnvDefaults(fs *pflag.FlagSet, getenv func(string) string) {
+	if f := fs.Lookup("verified-pack-namespace"); f != nil && !f.Changed {
+		o.VerifiedPackNamespace = getenv(EnvPodNamespace)
+	}
+}
+
+// setupPackStore builds the verified-pack store of o.VerifiedPackNamespace (nil when empty) and
+// adds its Sweeper to mgr. The store reads with the manager's API reader: its ConfigMaps are not
+// in the cache.
+func setupPackStore(mgr ctrl.Manager, o Options) (*packstore.Store, error) {
+	if o.VerifiedPackNamespace == "" {
+		return nil, nil
+	}
+	log := ctrl.Log.WithName("verified-pack-store")
+	store, err := packstore.New(o.VerifiedPackNamespace, mgr.GetAPIReader(), mgr.GetClient(), packstore.DefaultMaxBytes, log)
+	if err != nil {
+		return nil, err
+	}
+	sweeper := &packstore.Sweeper{Store: store, Profiles: mgr.GetClient(), Deleter: mgr.GetClient(), Interval: o.VerifiedPackSweepInterval, Log: log}
+	if err := mgr.Add(sweeper); err != nil {
+		return nil, err
+	}
+	return store, nil
 }
 
 // platformSource is the manager's own trust source from its --default-* flags, or nil when they

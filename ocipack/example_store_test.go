@@ -1,0 +1,95 @@
+package ocipack_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/ocipack/ocitest"
+	"github.com/b10x/connector-mcp/snapshot"
+)
+
+// mapStore is a BlobStore in memory (the manager's is internal/packstore, in ConfigMaps).
+type mapStore struct {
+	mu   sync.Mutex
+	recs map[string]*ocipack.StoredPack
+}
+
+func (m *mapStore) Load(_ context.Context, ref ocipack.Reference) (*ocipack.StoredPack, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.recs[ref.String()]; ok {
+		return r, nil
+	}
+	return nil, ocipack.ErrNotStored
+}
+
+func (m *mapStore) Save(_ context.Context, rec *ocipack.StoredPack) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recs[rec.Reference.String()] = rec
+	return nil
+}
+
+// ExampleBlobStore verifies a pack once with a store, then, the registry gone, verifies it again
+// with a new verifier (a restarted manager's) from the stored content, offline. A pack that was
+// never verified is still an outage: the error names why the store could not stand in.
+func ExampleBlobStore() {
+	ctx := context.Background()
+	reg := ocitest.New(ocitest.Options{Referrers: true})
+	snap, _ := snapshot.New("2026-07-28", snapshot.ServerInfo{Name: "issues"}, []json.RawMessage{
+		json.RawMessage(`{"name":"list_issues","inputSchema":{"type":"object"}}`),
+	})
+	doc := ocipack.Draft(snap)
+	doc.Operations[0].Effect = apiv1.EffectRead // the review
+	push := &ocipack.Client{PlainHTTP: true}
+	repo, _ := ocipack.ParseRepository(reg.Host + "/team/issues")
+	ref, err := push.Push(ctx, repo, []*apiv1.ProfileDocument{doc})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	kp, _ := ocipack.NewKeypair(priv)
+	prov := &ocipack.Provenance{SourceRepository: "git+https://github.com/acme/profiles", SourceRef: "refs/heads/main"}
+	if _, err := (&ocipack.Signer{Keypair: kp}).Sign(ctx, push, ref, prov); err != nil {
+		fmt.Println(err)
+		return
+	}
+	policy := ocipack.Policy{PublicKey: priv.Public(), Provenance: &apiv1.ProvenancePolicy{
+		SourceRepository: "git+https://github.com/acme/profiles", SourceRef: "refs/heads/main"}}
+
+	store := &mapStore{recs: map[string]*ocipack.StoredPack{}}
+	if _, _, err := ocipack.NewVerifier(&ocipack.Client{PlainHTTP: true, Store: store}, nil).VerifyAndPull(ctx, ref, policy); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("stored blobs:", len(store.recs[ref.String()].Blobs))
+
+	reg.Close() // the outage
+	res, _, err := ocipack.NewVerifier(&ocipack.Client{PlainHTTP: true, Store: store}, nil).VerifyAndPull(ctx, ref, policy)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("verified offline:", res.SourceRef)
+
+	never := ref
+	never.Repository = "team/never-verified"
+	_, _, err = ocipack.NewVerifier(&ocipack.Client{PlainHTTP: true, Store: store}, nil).VerifyAndPull(ctx, never, policy)
+	var re *ocipack.RegistryError
+	if errors.As(err, &re) {
+		fmt.Println("never verified:", re.Unavailable(), re.Stored)
+	}
+	// Output:
+	// stored blobs: 6
+	// verified offline: refs/heads/main
+	// never verified: true stored_absent
+}
