@@ -65,7 +65,7 @@ type managerProcess struct {
 
 // chartManagerArgs are the manager arguments the chart renders with its default values
 // (charts/connector-mcp/values.yaml: leader election on, concurrency 4 for deployments and 4
-// for profiles, retry 30 s, reverify
+// for profiles, the verified-pack store in the release namespace, retry 30 s, reverify
 // 10 m ...), except the endpoints, which listen on loopback ports here, and the two development
 // flags an inline profile and a loopback MCP server need.
 func chartManagerArgs(leaderNS, metricsAddr, probeAddr, pprofAddr string) []string {
@@ -88,6 +88,8 @@ func chartManagerArgs(leaderNS, metricsAddr, probeAddr, pprofAddr string) []stri
 		"--concurrency=4",
 		"--profile-concurrency=4",
 		"--credential-refresh-skew=5m",
+		"--verified-pack-namespace=" + leaderNS,
+		"--verified-pack-sweep-interval=1h",
 		"--skip-provenance-unsafe",
 		"--allow-loopback-unsafe",
 	}
