@@ -27,7 +27,6 @@ import (
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -254,7 +253,8 @@ func (p *managerProcess) saveProfile(b testing.TB, name, path string) {
 
 // deleteScaleObjects deletes the deployments, profiles and events of ns and waits until the
 // deployments and profiles are gone. A collection delete of 10,000 objects can outlast the
-// apiserver's request timeout while the deletion goes on: such a timeout is retried, not failed.
+// apiserver's request timeout (or lose its stream) while the deletion goes on: a failed delete is
+// retried; only objects still there after 10 minutes fail the benchmark.
 func deleteScaleObjects(b testing.TB, ns string) {
 	ctx := context.Background()
 	deadline := time.Now().Add(10 * time.Minute)
@@ -277,11 +277,9 @@ func deleteScaleObjects(b testing.TB, ns string) {
 			return
 		}
 		for _, o := range []client.Object{&apiv1.ServiceDeployment{}, &apiv1.McpServiceProfile{}} {
+			// An apiserver busy with 10,000 deletions times out or resets the stream; the
+			// objects left over are what counts, so every error is retried until the deadline.
 			if err := k8sClient.DeleteAllOf(ctx, o, client.InNamespace(ns)); err != nil {
-				if !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) {
-					b.Errorf("delete the story's objects: %v", err)
-					return
-				}
 				b.Logf("delete the story's %T: %v (retrying)", o, err)
 			}
 		}
