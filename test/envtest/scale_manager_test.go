@@ -98,7 +98,7 @@ func chartManagerArgs(leaderNS, metricsAddr, probeAddr, pprofAddr string) []stri
 // freeLoopbackAddr returns a loopback address with a port free at the time of the call.
 func freeLoopbackAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func startManagerProcess(t testing.TB, leaderNS string, extra ...string) *manage
 		t.Fatal(err)
 	}
 	args := append(chartManagerArgs(leaderNS, metricsAddr, probeAddr, pprofAddr), extra...)
-	cmd := exec.CommandContext(context.Background(), bin, args...)
+	cmd := exec.CommandContext(context.Background(), bin, args...) //nolint:gosec // the manager this test built, with the test's own flags
 	cmd.Env = []string{"KUBECONFIG=" + kc, "HOME=" + dir, "PATH=" + os.Getenv("PATH")}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
@@ -176,7 +176,7 @@ func (p *managerProcess) stop(t testing.TB) {
 
 // logTail is the last 4 KiB of the manager's log.
 func (p *managerProcess) logTail() string {
-	b, err := os.ReadFile(p.logPath)
+	b, err := os.ReadFile(p.logPath) //nolint:gosec // the test's own temporary log file
 	if err != nil {
 		return err.Error()
 	}
@@ -213,11 +213,11 @@ const clockTicks = 100
 
 // readProcStats reads the figures of process pid.
 func readProcStats(pid int) (procStats, error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)) //nolint:gosec // /proc of a process this test started
 	if err != nil {
 		return procStats{}, err
 	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)) //nolint:gosec // /proc of a process this test started
 	if err != nil {
 		return procStats{}, err
 	}
@@ -287,11 +287,11 @@ func (p *managerProcess) stats(t testing.TB) procStats {
 // scrape returns the manager's metrics exposition.
 func (p *managerProcess) scrape(t testing.TB) []byte {
 	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, p.metricsURL, nil)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, p.metricsURL, nil) //nolint:gosec // the manager's loopback metrics endpoint
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req) //nolint:gosec // the manager's loopback metrics endpoint
 	if err != nil {
 		t.Fatalf("scrape the manager's metrics: %v", err)
 	}

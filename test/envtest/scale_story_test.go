@@ -160,7 +160,7 @@ func runActivationScale(b *testing.B, n int) {
 	atReady := mgr.stats(b)
 	counters := mgr.counters(b)
 	if dir := os.Getenv("BENCH_MANAGER_PPROF_DIR"); dir != "" {
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("manager-metrics-%d.txt", n)), mgr.scrape(b), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("manager-metrics-%d.txt", n)), mgr.scrape(b), 0o600); err != nil { //nolint:gosec // BENCH_MANAGER_PPROF_DIR, the operator's own directory
 			b.Fatal(err)
 		}
 		mgr.saveProfile(b, "heap", filepath.Join(dir, fmt.Sprintf("manager-heap-%d.pprof", n)))
@@ -203,15 +203,17 @@ func benchProfileSeconds(b testing.TB) int {
 }
 
 // cpuProfile saves a CPU profile of the manager over the next seconds (or until it stops) to
-// path; failures are logged to the manager's log directory's neighbour file path+".err".
+// path; a failure is written to path+".err" instead.
 func (p *managerProcess) cpuProfile(path string, seconds int) {
-	fail := func(err error) { _ = os.WriteFile(path+".err", []byte(err.Error()+"\n"), 0o600) }
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, fmt.Sprintf("%sprofile?seconds=%d", p.pprofURL, seconds), nil)
+	fail := func(err error) {
+		_ = os.WriteFile(path+".err", []byte(err.Error()+"\n"), 0o600) //nolint:gosec // a path under BENCH_MANAGER_PPROF_DIR
+	}
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, fmt.Sprintf("%sprofile?seconds=%d", p.pprofURL, seconds), nil) //nolint:gosec // the manager's loopback pprof endpoint
 	if err != nil {
 		fail(err)
 		return
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req) //nolint:gosec // the manager's loopback pprof endpoint
 	if err != nil {
 		fail(err)
 		return
@@ -222,7 +224,7 @@ func (p *managerProcess) cpuProfile(path string, seconds int) {
 		fail(err)
 		return
 	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	if err := os.WriteFile(path, data, 0o600); err != nil { //nolint:gosec // a path under BENCH_MANAGER_PPROF_DIR
 		fail(err)
 	}
 }
@@ -230,11 +232,11 @@ func (p *managerProcess) cpuProfile(path string, seconds int) {
 // saveProfile saves the manager's pprof profile name (e.g. "heap") to path.
 func (p *managerProcess) saveProfile(b testing.TB, name, path string) {
 	b.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, p.pprofURL+name, nil)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, p.pprofURL+name, nil) //nolint:gosec // the manager's loopback pprof endpoint
 	if err != nil {
 		b.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req) //nolint:gosec // the manager's loopback pprof endpoint
 	if err != nil {
 		b.Fatalf("manager %s profile: %v", name, err)
 	}
@@ -246,7 +248,7 @@ func (p *managerProcess) saveProfile(b testing.TB, name, path string) {
 	if resp.StatusCode != http.StatusOK {
 		b.Fatalf("manager %s profile: HTTP %d", name, resp.StatusCode)
 	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	if err := os.WriteFile(path, data, 0o600); err != nil { //nolint:gosec // a path under BENCH_MANAGER_PPROF_DIR
 		b.Fatal(err)
 	}
 }
