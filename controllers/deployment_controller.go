@@ -115,13 +115,18 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.deriveClaims(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	sd := &v1.ServiceDeployment{}
-	if err := r.Client.Get(ctx, req.NamespacedName, sd); err != nil {
+	// Read-only cache views: the deployment, its profile and its grants are read without a deep
+	// copy (client.UnsafeDisableDeepCopy), so a pass allocates the same whatever the cache holds.
+	// The rule: such an object is never mutated, nor handed to code that may mutate it. The
+	// cached deployment serves as orig; the pass works on its own copy, sd.
+	cached := &v1.ServiceDeployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cached, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.retries.reset(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	sd := cached.DeepCopy()
 	if !inShard(r.Shard, sd) {
 		return ctrl.Result{}, nil // another shard's manager reconciles it
 	}
@@ -133,7 +138,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if sd.Spec.Suspend {
 		return ctrl.Result{}, r.suspend(ctx, sd)
 	}
-	orig := sd.DeepCopy()
+	orig := cached // read-only
 	p := &pass{sd: sd, now: r.now()}
 	p.reverify, p.reverifyWait = reverifyRequested(sd, p.now)
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
@@ -42,7 +43,8 @@ func bindingRequest(sd *v1.ServiceDeployment) k8sbinding.Request {
 func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *StageError {
 	prof := &v1.McpServiceProfile{}
 	key := types.NamespacedName{Namespace: p.sd.Namespace, Name: p.sd.Spec.ProfileRef.Name}
-	if err := r.Client.Get(ctx, key, prof); err != nil {
+	// A read-only cache view (see Reconcile): the Resolver, too, treats prof as read-only.
+	if err := r.Client.Get(ctx, key, prof, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return &StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotFound, Transient: true,
 				Message: fmt.Sprintf("McpServiceProfile %q does not exist in this namespace", key.Name)}
@@ -120,8 +122,9 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 // checkGrant checks that RoleBinding name exists in the deployment's namespace and that its
 // role allows invoke on this deployment.
 func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDeployment, name string) *StageError {
+	// Read-only cache views (see Reconcile).
 	rb := &rbacv1.RoleBinding{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: name}, rb); err != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: name}, rb, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return refuse(v1.ConditionBound, v1.ReasonGrantNotFound, "grant RoleBinding %q does not exist in this namespace", name)
 		}
@@ -132,11 +135,11 @@ func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDep
 	switch rb.RoleRef.Kind {
 	case "Role":
 		role := &rbacv1.Role{}
-		err = r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: rb.RoleRef.Name}, role)
+		err = r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: rb.RoleRef.Name}, role, client.UnsafeDisableDeepCopy)
 		rules = role.Rules
 	case "ClusterRole":
 		role := &rbacv1.ClusterRole{}
-		err = r.Client.Get(ctx, types.NamespacedName{Name: rb.RoleRef.Name}, role)
+		err = r.Client.Get(ctx, types.NamespacedName{Name: rb.RoleRef.Name}, role, client.UnsafeDisableDeepCopy)
 		rules = role.Rules
 	default:
 		return refuse(v1.ConditionBound, v1.ReasonGrantDenied, "grant RoleBinding %q refers to an unknown role kind", name)

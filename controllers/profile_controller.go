@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -48,6 +49,9 @@ type ProfileReconciler struct {
 	Metrics *Metrics
 	// Shard selects the profiles this manager verifies (--watch-label-selector); nil means all.
 	Shard labels.Selector
+	// MaxConcurrentReconciles bounds parallel profile passes (pack pulls and status writes wait
+	// on the network); zero means 1.
+	MaxConcurrentReconciles int
 
 	// retries counts consecutive transient failures per profile.
 	retries retryCounter
@@ -63,6 +67,7 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1.McpServiceProfile{}, builder.WithPredicates(shardPredicate(r.Shard),
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Named("mcpserviceprofile").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Watches(&v1.McpTrustPolicy{}, handler.EnqueueRequestsFromMapFunc(r.packProfiles),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})). // not on its own status writes
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.packProfilesIn),

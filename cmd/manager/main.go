@@ -39,6 +39,8 @@ func run() int {
 		secureMetrics, enableHTTP2       bool
 		leaderElect                      bool
 		shutdownTimeout                  time.Duration
+		// scale: profiling endpoint.
+		pprofAddr string
 	)
 	opts := app.DefaultOptions()
 	fs := pflag.CommandLine
@@ -49,6 +51,8 @@ func run() int {
 	fs.BoolVar(&leaderElect, "leader-elect", false, "Enable leader election so that only one replica is active.")
 	fs.StringVar(&leaderNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
 	fs.DurationVar(&shutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "Time given to reconcilers to stop on shutdown.")
+	// scale: profiling endpoint (off by default; see docs/operator.md "Sizing and sharding").
+	fs.StringVar(&pprofAddr, "pprof-bind-address", "0", "Address of the net/http/pprof endpoint, unauthenticated: bind it to loopback and reach it with kubectl port-forward (\"0\" disables it).")
 	opts.BindFlags(fs)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -92,6 +96,7 @@ func run() int {
 		LeaderElectionNamespace:       leaderNS,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdownTimeout,
+		PprofBindAddress:              pprofAddr,
 	})
 	if err != nil {
 		log.Error(err, "Unable to create the manager")

@@ -1,21 +1,35 @@
 package envtest
 
-// Scale story: many deployments against one local server, from creation to all Ready.
-// `make bench` runs it at 1,000 and 5,000 deployments, `make bench-scale` at 10,000;
-// BENCH_DEPLOYMENTS (a comma-separated list of counts, default "1000,5000") sets the sizes.
-// Reported per size: seconds to all-Ready, milliseconds per object, reconciles/s, API writes per
-// object, test-process RSS.
+// Scale story: many deployments against one local server, from creation to all Ready, with the
+// manager (cmd/manager, chart flags) in its own process. `make bench` runs it at 1,000 and 5,000
+// deployments, `make bench-scale` at 10,000; BENCH_DEPLOYMENTS (a comma-separated list of
+// counts, default "1000,5000") sets the sizes. BENCH_MANAGER_PPROF_DIR, when set, receives a CPU
+// profile of the manager over the first BENCH_MANAGER_PPROF_SECONDS (default 30) of each size's
+// run (manager-cpu-N.pprof), and its metrics and heap profile at all-Ready
+// (manager-metrics-N.txt, manager-heap-N.pprof).
+// BENCH_MANAGER_ARGS (space-separated) follow the chart's flags, e.g. "--concurrency=16".
+//
+// Reported per size: seconds until every object exists and until every deployment is Ready,
+// milliseconds per object, the manager's reconciles, API writes per object, and the manager
+// process's RSS (at all-Ready and after a settle period), peak RSS and CPU seconds.
 
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
@@ -53,15 +67,30 @@ func benchSizes(v string) ([]int, error) {
 	return out, nil
 }
 
+// settleAfterReady is how long the manager idles after all-Ready before its settled RSS is read.
+const settleAfterReady = 30 * time.Second
+
 func runActivationScale(b *testing.B, n int) {
 	ns := newNamespaceTB(b, "bench")
-	o := devOptions()
-	o.RetryInterval = time.Second
-	op := startOperator(b, ns, o)
 	_, h := modernServer(mcptest.DefaultTools())
 	live := startSwitchable(b, h)
 	base := reviewedProfile(b, live.URL)
 	makeGrant(b, ns, "all")
+	track := trackNamespace(b, ns)
+	mgr := startManagerProcess(b, ns, strings.Fields(os.Getenv("BENCH_MANAGER_ARGS"))...)
+	// Runs before the manager stops (cleanups run last-registered first): the next size starts
+	// with a manager that caches none of this size's objects.
+	b.Cleanup(func() { deleteScaleObjects(b, ns) })
+	if dir := os.Getenv("BENCH_MANAGER_PPROF_DIR"); dir != "" {
+		profiled := make(chan struct{})
+		go func() {
+			defer close(profiled)
+			mgr.cpuProfile(filepath.Join(dir, fmt.Sprintf("manager-cpu-%d.pprof", n)), benchProfileSeconds(b))
+		}()
+		b.Cleanup(func() { <-profiled }) // before the manager stops
+	}
+	before := mgr.counters(b)
+	cpuBefore := mgr.stats(b).CPUSeconds
 
 	b.StartTimer()
 	start := time.Now()
@@ -103,57 +132,254 @@ func runActivationScale(b *testing.B, n int) {
 		b.Fatalf("create: %v", err)
 	default:
 	}
+	created := time.Since(start)
 	ready := 0
-	// Each poll Lists every deployment: the interval grows with n.
-	if !pollUntil(time.Duration(200+n/10)*time.Millisecond, 30*time.Minute, func() bool {
-		var list apiv1.ServiceDeploymentList
-		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-			b.Fatal(err)
+	var trackErr error
+	exited := false
+	// Reads the watches' tally (in memory), not the apiserver; a manager that exits ends the wait.
+	if !pollUntil(pollInterval, 30*time.Minute, func() bool {
+		ready, trackErr = track.readyCount()
+		select {
+		case <-mgr.exited:
+			exited = true
+		default:
 		}
-		ready = 0
-		for i := range list.Items {
-			if isReady(&list.Items[i]) {
-				ready++
-			}
-		}
-		return ready == n
+		return exited || trackErr != nil || ready == n
 	}) {
 		b.Fatalf("%d of %d deployments Ready after 30 minutes", ready, n)
+	}
+	if trackErr != nil {
+		b.Fatal(trackErr)
+	}
+	if exited && ready != n {
+		b.Fatalf("the manager exited with %d of %d deployments Ready:\n%s", ready, n, mgr.logTail())
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
 
-	reconciles := 0
-	op.mu.Lock()
-	for k, v := range op.gets {
-		if strings.HasPrefix(k, ns+"/") {
-			reconciles += v
+	atReady := mgr.stats(b)
+	counters := mgr.counters(b)
+	if dir := os.Getenv("BENCH_MANAGER_PPROF_DIR"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("manager-metrics-%d.txt", n)), mgr.scrape(b), 0o600); err != nil { //nolint:gosec // BENCH_MANAGER_PPROF_DIR, the operator's own directory
+			b.Fatal(err)
 		}
+		mgr.saveProfile(b, "heap", filepath.Join(dir, fmt.Sprintf("manager-heap-%d.pprof", n)))
 	}
-	op.mu.Unlock()
+	writes := track.modified()
+	time.Sleep(settleAfterReady)
+	settled := mgr.stats(b)
+
+	reconciles := counters.DeploymentReconciles - before.DeploymentReconciles
+	b.Logf("%d deployments: all created after %.1f s, all Ready after %.1f s; manager RSS %.1f MiB at all-Ready, %.1f MiB %s later, peak %.1f MiB, %.1f CPU s",
+		n, created.Seconds(), elapsed.Seconds(), float64(atReady.RSSBytes)/(1<<20), float64(settled.RSSBytes)/(1<<20), settleAfterReady,
+		float64(settled.HWMBytes)/(1<<20), atReady.CPUSeconds-cpuBefore)
+	b.ReportMetric(created.Seconds(), "s-to-all-created")
 	b.ReportMetric(elapsed.Seconds(), "s-to-all-ready")
 	b.ReportMetric(float64(elapsed.Milliseconds())/float64(n), "ms/object")
-	b.ReportMetric(float64(reconciles)/elapsed.Seconds(), "deployment-reconciles/s")
-	b.ReportMetric(float64(op.writes.Load())/float64(2*n), "writes/object")
-	b.ReportMetric(float64(rssBytes())/(1<<20), "process-RSS-MiB")
+	b.ReportMetric(reconciles/float64(n), "deployment-reconciles/object")
+	b.ReportMetric(reconciles/elapsed.Seconds(), "deployment-reconciles/s")
+	b.ReportMetric(float64(writes)/float64(2*n), "writes/object")
+	b.ReportMetric((counters.WriteRequests-before.WriteRequests)/float64(2*n), "manager-write-requests/object")
+	b.ReportMetric((counters.Requests-before.Requests)/float64(2*n), "manager-requests/object")
+	b.ReportMetric(atReady.CPUSeconds-cpuBefore, "manager-cpu-s")
+	b.ReportMetric(float64(atReady.RSSBytes)/(1<<20), "manager-RSS-MiB")
+	b.ReportMetric(float64(settled.RSSBytes)/(1<<20), "manager-RSS-settled-MiB")
+	b.ReportMetric(float64(settled.HWMBytes)/(1<<20), "manager-HWM-MiB")
 	b.ReportMetric(float64(n), "deployments")
 }
 
-// rssBytes is the resident set size of this process (manager, apiserver client and test
-// servers share it; the control plane runs in separate processes).
-func rssBytes() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
+// benchProfileSeconds is BENCH_MANAGER_PPROF_SECONDS, the length of the manager's CPU profile
+// from the start of creation (default 30).
+func benchProfileSeconds(b testing.TB) int {
+	v := os.Getenv("BENCH_MANAGER_PPROF_SECONDS")
+	if v == "" {
+		return 30
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				kb, _ := strconv.ParseInt(f[1], 10, 64)
-				return kb << 10
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("BENCH_MANAGER_PPROF_SECONDS=%q: want a positive number of seconds", v)
+	}
+	return n
+}
+
+// cpuProfile saves a CPU profile of the manager over the next seconds (or until it stops) to
+// path; a failure is written to path+".err" instead.
+func (p *managerProcess) cpuProfile(path string, seconds int) {
+	fail := func(err error) {
+		_ = os.WriteFile(path+".err", []byte(err.Error()+"\n"), 0o600) //nolint:gosec // a path under BENCH_MANAGER_PPROF_DIR
+	}
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, fmt.Sprintf("%sprofile?seconds=%d", p.pprofURL, seconds), nil) //nolint:gosec // the manager's loopback pprof endpoint
+	if err != nil {
+		fail(err)
+		return
+	}
+	resp, err := http.DefaultClient.Do(req) //nolint:gosec // the manager's loopback pprof endpoint
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		fail(err)
+		return
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil { //nolint:gosec // a path under BENCH_MANAGER_PPROF_DIR
+		fail(err)
+	}
+}
+
+// saveProfile saves the manager's pprof profile name (e.g. "heap") to path.
+func (p *managerProcess) saveProfile(b testing.TB, name, path string) {
+	b.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, p.pprofURL+name, nil) //nolint:gosec // the manager's loopback pprof endpoint
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req) //nolint:gosec // the manager's loopback pprof endpoint
+	if err != nil {
+		b.Fatalf("manager %s profile: %v", name, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("manager %s profile: HTTP %d", name, resp.StatusCode)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil { //nolint:gosec // a path under BENCH_MANAGER_PPROF_DIR
+		b.Fatal(err)
+	}
+}
+
+// deleteScaleObjects deletes the deployments, profiles and events of ns and waits until the
+// deployments and profiles are gone. A collection delete of 10,000 objects can outlast the
+// apiserver's request timeout (or lose its stream) while the deletion goes on: a failed delete is
+// retried; only objects still there after 10 minutes fail the benchmark.
+func deleteScaleObjects(b testing.TB, ns string) {
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		left := 0
+		for _, l := range []client.ObjectList{&apiv1.ServiceDeploymentList{}, &apiv1.McpServiceProfileList{}} {
+			if err := k8sClient.List(ctx, l, client.InNamespace(ns), client.Limit(1)); err != nil {
+				b.Logf("list the story's objects: %v", err)
+				left++
+				continue
+			}
+			left += meta.LenList(l)
+		}
+		if left == 0 {
+			_ = k8sClient.DeleteAllOf(ctx, &eventsv1.Event{}, client.InNamespace(ns))
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Errorf("the story's objects in %s were not gone within 10 minutes", ns)
+			return
+		}
+		for _, o := range []client.Object{&apiv1.ServiceDeployment{}, &apiv1.McpServiceProfile{}} {
+			// An apiserver busy with 10,000 deletions times out or resets the stream; the
+			// objects left over are what counts, so every error is retried until the deadline.
+			if err := k8sClient.DeleteAllOf(ctx, o, client.InNamespace(ns)); err != nil {
+				b.Logf("delete the story's %T: %v (retrying)", o, err)
 			}
 		}
+		time.Sleep(2 * time.Second)
 	}
-	return 0
+}
+
+// nsTracker follows the deployments and profiles of one namespace through watches: which
+// deployments are Ready, and how many updates (watch MODIFIED events: status and metadata
+// writes, whoever made them) the objects have had.
+type nsTracker struct {
+	mu    sync.Mutex
+	ready map[string]bool
+	mods  int64
+	err   error
+}
+
+func (tr *nsTracker) readyCount() (int, error) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	n := 0
+	for _, r := range tr.ready {
+		if r {
+			n++
+		}
+	}
+	return n, tr.err
+}
+
+func (tr *nsTracker) modified() int64 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.mods
+}
+
+// trackNamespace starts watching the deployments and profiles of ns (still empty) until the
+// benchmark ends. A watch the apiserver closes is resumed from its last resource version; one
+// that cannot be resumed (the version compacted) fails the tracker rather than miss updates.
+func trackNamespace(b testing.TB, ns string) *nsTracker {
+	b.Helper()
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := &nsTracker{ready: map[string]bool{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, l := range []client.ObjectList{&apiv1.ServiceDeploymentList{}, &apiv1.McpServiceProfileList{}} {
+		if err := wc.List(ctx, l, client.InNamespace(ns)); err != nil {
+			b.Fatal(err)
+		}
+		rv := l.GetResourceVersion()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				w, err := wc.Watch(ctx, l, &client.ListOptions{Namespace: ns, Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+				if err != nil {
+					if ctx.Err() == nil {
+						time.Sleep(200 * time.Millisecond)
+					}
+					continue
+				}
+				for ev := range w.ResultChan() {
+					if ev.Type == watch.Error {
+						tr.mu.Lock()
+						tr.err = fmt.Errorf("watch of %T in %s failed: %v", l, ns, ev.Object)
+						tr.mu.Unlock()
+						w.Stop()
+						return
+					}
+					o, ok := ev.Object.(client.Object)
+					if !ok {
+						continue
+					}
+					rv = o.GetResourceVersion()
+					sd, isSD := o.(*apiv1.ServiceDeployment)
+					tr.mu.Lock()
+					if ev.Type == watch.Modified {
+						tr.mods++
+					}
+					if isSD {
+						switch ev.Type {
+						case watch.Added, watch.Modified:
+							tr.ready[sd.Name] = isReady(sd)
+						case watch.Deleted:
+							delete(tr.ready, sd.Name)
+						}
+					}
+					tr.mu.Unlock()
+				}
+				w.Stop()
+			}
+		}()
+	}
+	b.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	return tr
 }

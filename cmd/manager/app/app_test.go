@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"io"
 	"net/netip"
 	"os"
@@ -165,5 +166,31 @@ func TestLoadCredentialHashKey(t *testing.T) {
 	r2, _, _ := LoadCredentialHashKey("")
 	if err != nil || !eph1 || len(r1) < 32 || string(r1) == string(r2) {
 		t.Fatalf("random key: %v ephemeral=%v", err, eph1)
+	}
+}
+
+// TestProfileConcurrencyFlag: --profile-concurrency defaults to DefaultProfileConcurrency,
+// is applied, and a value below 1 is refused with ErrProfileConcurrency (the twin).
+func TestProfileConcurrencyFlag(t *testing.T) {
+	o := DefaultOptions()
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if o.ProfileConcurrency != DefaultProfileConcurrency || DefaultProfileConcurrency < 2 {
+		t.Fatalf("default --profile-concurrency = %d (DefaultProfileConcurrency %d), want more than one profile at a time", o.ProfileConcurrency, DefaultProfileConcurrency)
+	}
+	if err := fs.Parse([]string{"--profile-concurrency=8"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); o.ProfileConcurrency != 8 || err != nil {
+		t.Fatalf("--profile-concurrency=8: got %d, Validate: %v", o.ProfileConcurrency, err)
+	}
+	if err := fs.Parse([]string{"--profile-concurrency=0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); !errors.Is(err, ErrProfileConcurrency) {
+		t.Fatalf("--profile-concurrency=0: Validate = %v, want ErrProfileConcurrency", err)
 	}
 }
