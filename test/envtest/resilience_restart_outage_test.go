@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,17 +82,14 @@ func startBeforeOutage(t *testing.T, prefix string, withStore bool) *restartWorl
 func waitStored(t *testing.T, ns string, ref ocipack.Reference) *corev1.ConfigMap {
 	t.Helper()
 	cm := &corev1.ConfigMap{}
-	deadline := time.Now().Add(storyTimeout)
-	for {
-		err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: packstore.Name(ref)}, cm)
-		if err == nil {
-			return cm
-		}
-		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
-			t.Fatalf("the verified pack was not stored: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var err error
+	if !pollUntil(pollInterval, storyTimeout, func() bool {
+		err = k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: packstore.Name(ref)}, cm)
+		return err == nil || !apierrors.IsNotFound(err)
+	}) || err != nil {
+		t.Fatalf("the verified pack was not stored: %v", err)
 	}
+	return cm
 }
 
 // A pack is verified and its deployment Ready; the manager stops, the registry goes away, and a
@@ -143,12 +141,8 @@ func TestResilienceRestartDuringRegistryOutage(t *testing.T) {
 // waitProfilePass waits until op has reconciled the profile ns/name at least once.
 func waitProfilePass(t *testing.T, op *operator, ns, name string) {
 	t.Helper()
-	deadline := time.Now().Add(storyTimeout)
-	for op.reconciles(profileGetsPrefix+ns+"/"+name) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the new manager did not reconcile the profile")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !pollUntil(pollInterval, storyTimeout, func() bool { return op.reconciles(profileGetsPrefix+ns+"/"+name) > 0 }) {
+		t.Fatal("the new manager did not reconcile the profile")
 	}
 }
 
@@ -367,14 +361,8 @@ func TestVerifiedPackStoreRBACGapIsCaught(t *testing.T) {
 	mustCreate(t, prof)
 	waitObj(t, prof, storyTimeout, "pack verified", isReady[*apiv1.McpServiceProfile])
 	want := "POST /api/v1/namespaces/" + ns + "/configmaps"
-	deadline := time.Now().Add(storyTimeout)
-	for time.Now().Before(deadline) {
-		for _, f := range forbidden.list() {
-			if f == want {
-				return
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
+	if pollUntil(pollInterval, storyTimeout, func() bool { return slices.Contains(forbidden.list(), want) }) {
+		return
 	}
 	t.Fatalf("no 403 on %q recorded; forbidden requests: %v", want, forbidden.list())
 }
@@ -457,9 +445,12 @@ func TestVerifiedPackStoreSweeperRunsPeriodically(t *testing.T) {
 		return nil
 	})
 	second := save("team/second")
-	// The twin: the clock has not moved, so no sweep runs (a sweeper that swept on its own would
-	// have a moment to show it).
-	time.Sleep(300 * time.Millisecond)
+	// The twin: the clock has not moved, so no sweep runs. The sweeper's period comes from the
+	// fake clock (a waiter on it); the sweep at start listed the entries before second existed,
+	// and nothing else may sweep before the next Step.
+	if !pollUntil(pollInterval, storyTimeout, clk.HasWaiters) {
+		t.Fatal("the sweeper never waited on its clock")
+	}
 	if gone(second) {
 		t.Fatal("an entry was swept before the interval passed")
 	}

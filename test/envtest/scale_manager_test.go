@@ -141,17 +141,21 @@ func startManagerProcess(t testing.TB, leaderNS string, extra ...string) *manage
 		close(p.exited)
 	}()
 	t.Cleanup(func() { p.stop(t) })
-	deadline := time.Now().Add(2 * time.Minute)
-	for !httpOK("http://" + probeAddr + "/readyz") {
+	exited := false
+	ready := pollUntil(pollInterval, 2*time.Minute, func() bool {
 		select {
 		case <-p.exited:
-			t.Fatalf("the manager exited before it was ready:\n%s", p.logTail())
+			exited = true
+			return true
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the manager was not ready within 2 minutes:\n%s", p.logTail())
-		}
-		time.Sleep(100 * time.Millisecond)
+		return httpOK("http://" + probeAddr + "/readyz")
+	})
+	switch {
+	case exited:
+		t.Fatalf("the manager exited before it was ready:\n%s", p.logTail())
+	case !ready:
+		t.Fatalf("the manager was not ready within 2 minutes:\n%s", p.logTail())
 	}
 	return p
 }
