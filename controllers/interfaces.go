@@ -24,6 +24,10 @@ type VerifyRequest struct {
 type VerifiedSource struct {
 	// Document is the decoded, validated profile document.
 	Document *v1.ProfileDocument
+	// Snapshot is the document's recorded snapshot as the verifier's validation reconstructed it
+	// (ocipack.Reviewed); the resolver then does not check the document again. Nil: the resolver
+	// checks the document itself.
+	Snapshot *snapshot.ToolSnapshot
 	// PackDigest is the pack manifest digest.
 	PackDigest string
 	// ProfileDigest is the digest of the profile document's canonical form.

@@ -17,7 +17,8 @@ import (
 type Resolved struct {
 	// Document is the verified profile document. Treat it as read-only.
 	Document *v1.ProfileDocument
-	// Snapshot is the recorded snapshot whose digests were reconstructed and matched.
+	// Snapshot is the recorded snapshot whose digests were reconstructed and matched. Treat it as
+	// read-only: a pack's is shared with the verifier's pulled pack.
 	Snapshot *snapshot.ToolSnapshot
 	// PackDigest is the pack manifest digest (OCI sources).
 	PackDigest string
@@ -127,17 +128,20 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 		if err != nil {
 			return nil, ClassifyVerifyError(req, err)
 		}
-		res.Document, res.PackDigest, res.ProfileDigest = vs.Document, vs.PackDigest, vs.ProfileDigest
+		res.Document, res.Snapshot, res.PackDigest, res.ProfileDigest = vs.Document, vs.Snapshot, vs.PackDigest, vs.ProfileDigest
 		prov := vs.Provenance
 		res.Provenance = &prov
 	default:
 		return nil, refuse(v1.ConditionSourceVerified, v1.ReasonProfileInvalid, "the profile names no source")
 	}
-	rec, serr := checkProfile(res.Document)
-	if serr != nil {
-		return nil, serr
+	// A pack's document was checked, and its snapshot reconstructed, when it was pulled.
+	if res.Snapshot == nil {
+		rec, serr := checkProfile(res.Document)
+		if serr != nil {
+			return nil, serr
+		}
+		res.Snapshot = rec
 	}
-	res.Snapshot = rec
 	if res.ProfileDigest == "" {
 		d, err := ocipack.ProfileDigest(res.Document)
 		if err != nil {

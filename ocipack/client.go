@@ -64,6 +64,9 @@ type Pack struct {
 	Layers [][]byte
 	// Profiles are the decoded and validated profile documents, in manifest order.
 	Profiles []*apiv1.ProfileDocument
+	// Snapshots are the recorded snapshots the validation of Profiles reconstructed (Reviewed),
+	// in the same order. Treat them as read-only.
+	Snapshots []*snapshot.ToolSnapshot
 
 	// layers are the manifest's layer descriptors (digests of Layers).
 	layers []ocispec.Descriptor
@@ -204,7 +207,8 @@ func (c *Client) pullFrom(ctx context.Context, ref Reference, src contentSource)
 		if err != nil {
 			return nil, fmt.Errorf("layer %d: %w", i, err)
 		}
-		if err := Validate(doc); err != nil {
+		snap, err := Reviewed(doc)
+		if err != nil {
 			return nil, fmt.Errorf("layer %d: %w", i, err)
 		}
 		for _, prev := range p.Profiles {
@@ -214,6 +218,7 @@ func (c *Client) pullFrom(ctx context.Context, ref Reference, src contentSource)
 		}
 		p.Layers = append(p.Layers, b)
 		p.Profiles = append(p.Profiles, doc)
+		p.Snapshots = append(p.Snapshots, snap)
 	}
 	return p, nil
 }
@@ -222,18 +227,31 @@ func (c *Client) pullFrom(ctx context.Context, ref Reference, src contentSource)
 // serviceRef, the pack must hold exactly one profile. Otherwise it is a *RefusalError
 // "profile_not_in_pack" (or "ambiguous_pack" for an empty serviceRef and several profiles).
 func (p *Pack) Profile(serviceRef string) (*apiv1.ProfileDocument, error) {
+	doc, _, err := p.ProfileSnapshot(serviceRef)
+	return doc, err
+}
+
+// ProfileSnapshot is Profile that also returns the profile's recorded snapshot, reconstructed when
+// the pack was pulled (nil for a Pack not built by Pull).
+func (p *Pack) ProfileSnapshot(serviceRef string) (*apiv1.ProfileDocument, *snapshot.ToolSnapshot, error) {
+	at := func(i int) (*apiv1.ProfileDocument, *snapshot.ToolSnapshot, error) {
+		if i < len(p.Snapshots) {
+			return p.Profiles[i], p.Snapshots[i], nil
+		}
+		return p.Profiles[i], nil, nil
+	}
 	if serviceRef == "" {
 		if len(p.Profiles) == 1 {
-			return p.Profiles[0], nil
+			return at(0)
 		}
-		return nil, refuse(RefusalAmbiguousPack, "", ErrProfileNotInPack)
+		return nil, nil, refuse(RefusalAmbiguousPack, "", ErrProfileNotInPack)
 	}
-	for _, d := range p.Profiles {
+	for i, d := range p.Profiles {
 		if d.Service.Ref == serviceRef {
-			return d, nil
+			return at(i)
 		}
 	}
-	return nil, refuse(RefusalProfileNotInPack, serviceRef, ErrProfileNotInPack)
+	return nil, nil, refuse(RefusalProfileNotInPack, serviceRef, ErrProfileNotInPack)
 }
 
 // registrySource reads content from a registry repository.

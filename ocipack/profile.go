@@ -288,6 +288,24 @@ var DraftChecks = []Check{ValidateFields, ValidateMapping, ValidateDigests, Vali
 // Validate runs ReviewedChecks and returns the first refusal.
 func Validate(doc *apiv1.ProfileDocument) error { return runChecks(doc, ReviewedChecks) }
 
+// Reviewed is Validate that also returns the recorded snapshot its digest check reconstructed
+// (SnapshotOf), so that a caller which needs the snapshot does not check the document twice. It
+// runs the ReviewedChecks in their order, with SnapshotOf in ValidateDigests' place, and returns
+// the first refusal (the same one Validate returns; TestValidateRefusals holds both to it).
+func Reviewed(doc *apiv1.ProfileDocument) (*snapshot.ToolSnapshot, error) {
+	if err := runChecks(doc, []Check{ValidateFields, ValidateMapping}); err != nil {
+		return nil, err
+	}
+	snap, err := SnapshotOf(doc)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateEffects(doc); err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
 // ValidateDraft runs DraftChecks and returns the first refusal.
 func ValidateDraft(doc *apiv1.ProfileDocument) error { return runChecks(doc, DraftChecks) }
 

@@ -198,7 +198,30 @@ func TestValidateRefusals(t *testing.T) {
 			if !errors.As(err, &r) || r.Name != c.refusal || !errors.Is(err, c.reason) || r.Path != c.path {
 				t.Fatalf("got %v, want %s at %q", err, c.refusal, c.path)
 			}
+			// Reviewed runs the same checks in the same order: the same first refusal.
+			snap, err := Reviewed(d)
+			if !errors.As(err, &r) || r.Name != c.refusal || !errors.Is(err, c.reason) || r.Path != c.path || snap != nil {
+				t.Fatalf("Reviewed: got %v (snapshot %v), want %s at %q", err, snap != nil, c.refusal, c.path)
+			}
 		})
+	}
+}
+
+func TestReviewedReturnsTheReconstructedSnapshot(t *testing.T) {
+	d := reviewedProfile(t)
+	snap, err := Reviewed(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := SnapshotOf(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Digest != want.Digest || !snapshot.Compare(want, snap).Empty() {
+		t.Fatalf("Reviewed's snapshot differs from SnapshotOf's: %+v", snapshot.Compare(want, snap))
+	}
+	if _, err := Reviewed(nil); !errors.Is(err, ErrInvalidProfile) {
+		t.Fatalf("Reviewed(nil) = %v, want ErrInvalidProfile", err)
 	}
 }
 

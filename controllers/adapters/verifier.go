@@ -118,7 +118,7 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 		return nil, err
 	}
 	// The McpServiceProfile names no service within the pack: the pack must hold exactly one.
-	doc, err := pack.Profile("")
+	doc, snap, err := pack.ProfileSnapshot("")
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 	prov := res.VerifiedProvenance()
 	prov.TrustSource, prov.Signer = cands[i].Source, cands[i].Signer
 	prov.WaivedChecks = slices.Clone(v.Waived)
-	return &controllers.VerifiedSource{Document: doc, PackDigest: ref.Digest, ProfileDigest: pd, Provenance: prov}, nil
+	return &controllers.VerifiedSource{Document: doc, Snapshot: snap, PackDigest: ref.Digest, ProfileDigest: pd, Provenance: prov}, nil
 }
 
 // The Secrets the verifier reads, with the refusal names of their steps.
