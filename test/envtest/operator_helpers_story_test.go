@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -190,10 +191,12 @@ func runManager(t testing.TB, mgr manager.Manager) (stop func()) {
 			select {
 			case err := <-done:
 				if err != nil {
-					t.Errorf("manager stopped with %v", err)
+					// The runnable that outlived the grace period is still running: its stack
+					// names it.
+					t.Errorf("manager stopped with %v; goroutines now:\n%s", err, goroutineStacks())
 				}
 			case <-time.After(30 * time.Second):
-				t.Errorf("manager did not stop within 30s of cancellation")
+				t.Errorf("manager did not stop within 30s of cancellation; goroutines now:\n%s", goroutineStacks())
 			}
 		})
 	}
@@ -462,4 +465,12 @@ func newNamespaceTB(t testing.TB, prefix string) string {
 	}
 	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), ns) })
 	return ns.Name
+}
+
+// goroutineStacks returns the stacks of every goroutine, for a failure that a goroutine still
+// running explains.
+func goroutineStacks() string {
+	var b strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+	return b.String()
 }
