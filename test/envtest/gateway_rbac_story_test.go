@@ -1,22 +1,28 @@
 package envtest
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/internal/packstore"
 	"github.com/b10x/connector-mcp/invocation"
+	"github.com/b10x/connector-mcp/ocipack"
 )
 
 // gatewayRole reads config/gateway/rbac/role.yaml, the gateway's generated ClusterRole, and
@@ -134,5 +140,48 @@ func TestStoryGatewayWithoutTokenReviewsRefusesEveryone(t *testing.T) {
 	}
 	if !strings.Contains(logs.text(), `"reason"`) || !strings.Contains(logs.text(), "Forbidden") || strings.Contains(logs.text(), token) {
 		t.Fatalf("log:\n%s", logs.text())
+	}
+}
+
+// The gateway reads the verified-pack store (--verified-pack-namespace, read-only) with exactly
+// its generated ClusterRole: an entry the manager stored loads as the gateway's ServiceAccount.
+// The twin: the same role without configmaps get is refused (403), so the check is not blind.
+func TestGatewayReadsVerifiedPackStoreUnderItsRole(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		strip bool
+	}{{"role as generated", false}, {"role without configmaps", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := newNamespace(t, "gw-packstore")
+			role := gatewayRole(t)
+			if tc.strip {
+				for i := range role.Rules {
+					role.Rules[i].Resources = slices.DeleteFunc(slices.Clone(role.Rules[i].Resources), func(r string) bool { return r == "configmaps" })
+				}
+			}
+			as, err := client.New(asGatewayWithRole(t, ns, role), client.Options{Scheme: k8sClient.Scheme()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := ocipack.ParseDigestReference("registry.example.com/team/demo@sha256:" + hex64("demo"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &ocipack.StoredPack{Reference: ref, Blobs: map[string][]byte{ref.Digest: []byte(`{"manifest":true}`)}}
+			if err := storeOf(t, ns).Save(t.Context(), rec); err != nil {
+				t.Fatal(err)
+			}
+			gw, err := packstore.New(ns, as, nil, 0, logr.Discard())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := gw.Load(t.Context(), ref)
+			switch {
+			case tc.strip && !apierrors.IsForbidden(err):
+				t.Fatalf("without configmaps get the load was not refused: %v", err)
+			case !tc.strip && (err != nil || !bytes.Equal(got.Blobs[ref.Digest], rec.Blobs[ref.Digest])):
+				t.Fatalf("the gateway's role cannot load the stored pack: %v", err)
+			}
+		})
 	}
 }
