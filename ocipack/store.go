@@ -28,7 +28,8 @@ type BlobStore interface {
 	// decoded; any other error means the store could not be read.
 	Load(ctx context.Context, ref Reference) (*StoredPack, error)
 	// Save stores rec, replacing the record of the same reference. A store may refuse a record
-	// above its size bound with an error wrapping ErrStoreTooLarge. Saving a record equal to the
+	// above its size bound with an error wrapping ErrStoreTooLarge, and a read-only store refuses
+	// every record with ErrStoreReadOnly. Saving a record equal to the
 	// stored one should write nothing.
 	Save(ctx context.Context, rec *StoredPack) error
 }
@@ -77,6 +78,10 @@ var (
 	ErrStoredMismatch = errors.New("stored content does not match its digest")
 	// ErrStoreTooLarge is the reason a BlobStore refuses a record above its size bound.
 	ErrStoreTooLarge = errors.New("pack too large for the verified-pack store")
+	// ErrStoreReadOnly is the reason a read-only BlobStore (one that serves entries another
+	// process writes, as the gateway's does) refuses every Save; the Verifier then keeps no
+	// evidence for it.
+	ErrStoreReadOnly = errors.New("read-only verified-pack store")
 )
 
 // storeUsable reports whether c reads and writes its store: one is set and c pulls anonymously.

@@ -451,3 +451,47 @@ func outcome(err error) string {
 	}
 	return fmt.Sprint(err)
 }
+
+// failingStore loads nothing and refuses every Save with err, counting the attempts.
+type failingStore struct {
+	err   error
+	saves atomic.Int32
+}
+
+func (f *failingStore) Load(context.Context, Reference) (*StoredPack, error) {
+	return nil, ErrNotStored
+}
+
+func (f *failingStore) Save(context.Context, *StoredPack) error {
+	f.saves.Add(1)
+	return f.err
+}
+
+// A read-only store (the gateway's) is offered a verified pack's evidence once: the verifier
+// drops it on ErrStoreReadOnly instead of offering it again on every pull. The twin: a store that
+// failed for another reason is offered it again on the next pull (the write may succeed then).
+func TestReadOnlyStoreIsOfferedEvidenceOnce(t *testing.T) {
+	w := newStoreWorld(t, true)
+	for _, tc := range []struct {
+		name string
+		err  error
+		want int32
+	}{
+		{"read-only", fmt.Errorf("packstore: %w", ErrStoreReadOnly), 1},
+		{"transient failure", errors.New("apiserver unavailable"), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &failingStore{err: tc.err}
+			v := NewVerifier(&Client{PlainHTTP: true, Store: st}, nil)
+			if _, _, err := v.VerifyAndPull(context.Background(), w.ref, w.policy); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := v.Pull(context.Background(), w.ref); err != nil {
+				t.Fatal(err)
+			}
+			if got := st.saves.Load(); got != tc.want {
+				t.Fatalf("%d saves over two pulls, want %d", got, tc.want)
+			}
+		})
+	}
+}

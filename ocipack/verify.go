@@ -514,7 +514,7 @@ func (v *Verifier) save(ctx context.Context, p *Pack) {
 		return
 	}
 	err := v.client.Store.Save(ctx, e.record(p))
-	if err != nil && !errors.Is(err, ErrStoreTooLarge) {
+	if err != nil && !errors.Is(err, ErrStoreTooLarge) && !errors.Is(err, ErrStoreReadOnly) {
 		return // kept: tried again on the next Pull
 	}
 	v.mu.Lock()

@@ -63,8 +63,9 @@ var (
 	// ErrInvalidNamespace is returned by New for an empty namespace.
 	ErrInvalidNamespace = errors.New("packstore: the store needs a namespace")
 	// ErrReadOnly is returned by Save of a store made without a writer (the gateway's: it reads
-	// the entries the manager writes).
-	ErrReadOnly = errors.New("packstore: read-only store")
+	// the entries the manager writes). It is ocipack.ErrStoreReadOnly, so the Verifier drops the
+	// evidence it kept for the store instead of offering it again on every pull.
+	ErrReadOnly = ocipack.ErrStoreReadOnly
 )
 
 // Store is the ocipack.BlobStore of ConfigMaps in Namespace.
