@@ -27,12 +27,6 @@ const (
 	protocolLegacy = "2025-11-25"
 )
 
-// The _meta keys of a 2026-07-28 request.
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
-)
 
 // directCall is a tools/call request the gateway answers without the go-sdk server.
 type directCall struct {
@@ -170,11 +164,11 @@ func metaFits(meta json.RawMessage, version string) bool {
 	var pv, caps, ci json.RawMessage
 	for _, m := range ms {
 		switch m.Name {
-		case metaProtocolVersion:
+		case mcp.MetaKeyProtocolVersion:
 			pv = m.Value
-		case metaClientCapabilities:
+		case mcp.MetaKeyClientCapabilities:
 			caps = m.Value
-		case metaClientInfo:
+		case mcp.MetaKeyClientInfo:
 			ci = m.Value
 		}
 	}
