@@ -27,7 +27,6 @@ const (
 	protocolLegacy = "2025-11-25"
 )
 
-
 // directCall is a tools/call request the gateway answers without the go-sdk server.
 type directCall struct {
 	id     json.RawMessage
