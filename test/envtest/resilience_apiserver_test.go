@@ -86,6 +86,12 @@ func TestResilienceAPIServerRestarts(t *testing.T) {
 	refused := addService(t, ns, "refused", base, live.URL+"/refused", "nobody-granted-this")
 	waitObj(t, active, storyTimeout, "Ready", isReady[*apiv1.ServiceDeployment])
 	refusedWith(t, refused, apiv1.ReasonGrantNotFound)
+	// Events are written asynchronously (and retried across a restart): every event the
+	// comparison counts — the profile's Verified and the deployment's outcome — must have landed
+	// before the statuses and events are first observed.
+	for _, name := range []string{"active", "refused"} {
+		waitEvent(t, ns, name, "Normal/"+apiv1.ReasonVerified)
+	}
 	waitEvent(t, ns, "active", "Normal/"+apiv1.ReasonActivated)
 	waitEvent(t, ns, "refused", "Warning/"+apiv1.ReasonGrantNotFound)
 	settleWrites(t, op, writeQuiet)
@@ -97,6 +103,7 @@ func TestResilienceAPIServerRestarts(t *testing.T) {
 		late := addService(t, ns, name, base, live.URL+"/"+name, "all")
 		restartAPIServer(t)
 		waitObj(t, late, restartConvergence, fmt.Sprintf("Ready after restart %d", round), isReady[*apiv1.ServiceDeployment])
+		waitEvent(t, ns, name, "Normal/"+apiv1.ReasonVerified)
 		waitEvent(t, ns, name, "Normal/"+apiv1.ReasonActivated)
 		settleWrites(t, op, writeQuiet)
 		first[name] = observe(t, ns, name)
