@@ -26,10 +26,12 @@ const apiserverRestarts = 5
 // again), so after several restarts in a row an informer may take over a minute to watch again.
 const restartConvergence = 3 * time.Minute
 
-// restartShutdownGrace is the story manager's graceful shutdown timeout. Once in four runs a
-// manager that had lived through the five restarts needed more than the helpers' 5 s to stop
-// (cause not identified; it did stop).
-const restartShutdownGrace = 20 * time.Second
+// restartShutdownGrace is the story manager's graceful shutdown timeout. After the restarts an
+// informer may be in client-go's watch-list retry backoff, which does not watch its context
+// (k8s.io/client-go v0.37.2 tools/cache/reflector.go:817, `<-r.clock.After(r.delayHandler())`):
+// the reflector ends only when that delay has run out, at most 30 s doubled by a jitter of 1.0.
+// The goroutine dump of a failed stop (runManager) showed exactly this wait.
+const restartShutdownGrace = 65 * time.Second
 
 // restartAPIServer stops the suite's kube-apiserver (etcd keeps running with its data) and starts
 // it again on the same address with the same certificates, waiting until it is healthy.
