@@ -45,6 +45,11 @@ type CredentialReconciler struct {
 	// Client reads McpCredentials and, through the manager's label-filtered cache, Secrets; it
 	// writes the target and refresh-token Secrets and the status.
 	Client client.Client
+	// APIReader reads the refresh-token Secret uncached, just before the token is redeemed: a
+	// rotated token this reconciler wrote may not be in the cache yet, and redeeming the spent one
+	// it replaced answers invalid_grant (a human would have to log in again). The manager's
+	// APIReader; nil means Client (tests whose Client is not a cache).
+	APIReader client.Reader
 	// HTTPClient carries discovery and token requests: egress's guarded client (dial-time IP
 	// policy, no proxy, no redirects, bounded responses). Required.
 	HTTPClient *http.Client
@@ -181,7 +186,7 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 	client := oauth.ProducerClient{ID: c.Spec.Client.ClientID}
 	var clientSec, refreshSec *corev1.Secret
 	if ref := c.Spec.Client.ClientSecretRef; ref != nil {
-		sec, o := r.secret(ctx, c.Namespace, ref, "client secret")
+		sec, o := r.secret(ctx, r.Client, c.Namespace, ref, "client secret")
 		if o != nil {
 			return *o, nil
 		}
@@ -193,7 +198,7 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 		if ref == nil {
 			return credOutcome{reason: v1.ReasonSecretRefused, message: "spec.refreshTokenSecretRef is required with grant AuthorizationCode"}, nil
 		}
-		sec, o := r.secret(ctx, c.Namespace, ref, "refresh token")
+		sec, o := r.secret(ctx, r.uncached(), c.Namespace, ref, "refresh token")
 		if o != nil {
 			return *o, nil
 		}
@@ -342,15 +347,24 @@ func (r *CredentialReconciler) target(ctx context.Context, c *v1.McpCredential) 
 	return sec, sec.Labels[v1.CredentialProducerLabel] == c.Name && metav1.IsControlledBy(sec, c), nil
 }
 
-// secret reads an opted-in Secret holding ref's key, or returns the SecretRefused outcome.
-func (r *CredentialReconciler) secret(ctx context.Context, ns string, ref *v1.SecretKeyReference, what string) (*corev1.Secret, *credOutcome) {
+// uncached is the reader of the Secrets whose content is spent on use (see APIReader).
+func (r *CredentialReconciler) uncached() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
+// secret reads through rd an opted-in Secret holding ref's key, or returns the SecretRefused
+// outcome.
+func (r *CredentialReconciler) secret(ctx context.Context, rd client.Reader, ns string, ref *v1.SecretKeyReference, what string) (*corev1.Secret, *credOutcome) {
 	sec := &corev1.Secret{}
 	eref := egress.CredentialRef{Name: ref.Name, Key: ref.Key}
 	refused := func(name string) *credOutcome {
 		return &credOutcome{reason: v1.ReasonSecretRefused, requeue: r.retry(),
 			message: fmt.Sprintf("%s Secret %q: %s (it must exist, carry %s=true and hold key %q)", what, clip(ref.Name), name, v1.CredentialLabel, clip(ref.Key))}
 	}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, sec); err != nil {
+	if err := rd.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, sec); err != nil {
 		return nil, refused(k8sbinding.RefusalCredentialNotOptedIn)
 	}
 	if err := k8sbinding.CheckOptIn(sec, eref); err != nil {

@@ -547,7 +547,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		return nil, err
 	}
 	w.Credentials = &controllers.CredentialReconciler{
-		Client: mgr.GetClient(), HTTPClient: oauthClient, Events: mgr.GetEventRecorder("connector-mcp"),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), HTTPClient: oauthClient, Events: mgr.GetEventRecorder("connector-mcp"),
 		RefreshSkew: o.CredentialRefreshSkew, RetryInterval: o.RetryInterval, Shard: shard,
 	}
 	if err := w.Credentials.SetupWithManager(mgr); err != nil {

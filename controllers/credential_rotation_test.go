@@ -1,0 +1,118 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/mcpclient/oauth"
+	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
+)
+
+// staleCache is a cache that has not yet seen the last write of one Secret: Get of it returns the
+// version before, as an informer does until the watch event arrives.
+type staleCache struct {
+	client.Client
+	key    types.NamespacedName
+	before *corev1.Secret
+}
+
+func (c staleCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if sec, ok := obj.(*corev1.Secret); ok && key == c.key {
+		c.before.DeepCopyInto(sec)
+		return nil
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// The producer redeems the refresh token the API server holds, not the cache's: right after a
+// pass persisted a rotated token the cache may still hold the spent one, and redeeming that
+// answers invalid_grant, so a human would have to log in again for nothing. Twin: read through
+// the stale cache, the same pass ends in ReauthorizationRequired.
+func TestCredentialRedeemsTheStoredRefreshTokenNotTheCachedOne(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		uncached bool
+		reason   string
+	}{
+		{"uncached read", true, v1.ReasonTokenFresh},
+		{"stale cache read (twin)", false, v1.ReasonReauthorizationRequired},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const secret = "client-s3cret"
+			as := oauthtest.NewAuthServer(t, oauthtest.Config{Preregistered: map[string]string{"connector-mcp": secret}})
+			rs := oauthtest.NewResourceServer(t, as)
+			hc, err := egress.NewHTTPClient(egress.Policy{IP: egress.IPPolicy{Loopback: egress.LoopbackAllowedUnsafe}, MaxResponseBytes: oauth.MaxResponseBytes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			h, err := oauth.NewHandler(oauth.Options{ServerURL: rs.URL, Store: oauth.NewMemoryStore(), HTTPClient: hc,
+				ClientID: "connector-mcp", ClientSecret: secret, Scopes: []string{oauthtest.BaseScope},
+				RedirectURL: "http://127.0.0.1:8976/callback", Fetcher: oauthtest.Fetcher})
+			if err != nil {
+				t.Fatal(err)
+			}
+			login, err := h.Login(ctx)
+			if err != nil {
+				t.Fatalf("login: %v", err)
+			}
+			// An earlier pass redeemed the login's refresh token and persisted the rotated one.
+			b, err := oauth.DiscoverBinding(ctx, hc, rs.URL, as.Issuer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pc := oauth.ProducerClient{ID: "connector-mcp", Secret: secret}
+			rotated, err := oauth.Refresh(ctx, hc, b, pc, login.RefreshToken, []string{oauthtest.BaseScope})
+			if err != nil {
+				t.Fatal(err)
+			}
+			oauthSecret := func(rt string) *corev1.Secret {
+				return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gh-oauth", Labels: map[string]string{v1.CredentialLabel: "true"}},
+					Data: map[string][]byte{v1.RefreshTokenKey: []byte(rt), "client-secret": []byte(secret)}}
+			}
+			cred := &v1.McpCredential{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gh", Generation: 1},
+				Spec: v1.McpCredentialSpec{
+					Resource: rs.URL, Issuer: as.Issuer, Grant: v1.GrantAuthorizationCode, Scopes: []string{oauthtest.BaseScope},
+					Client: v1.OAuthClientRegistration{Registration: v1.RegistrationPreregistered, ClientID: "connector-mcp",
+						ClientSecretRef: &v1.SecretKeyReference{Name: "gh-oauth", Key: "client-secret"}},
+					RefreshTokenSecretRef: &v1.SecretKeyReference{Name: "gh-oauth", Key: v1.RefreshTokenKey},
+					TargetSecretName:      "gh",
+				},
+			}
+			s := newMetricsScheme(t)
+			if err := corev1.AddToScheme(s); err != nil {
+				t.Fatal(err)
+			}
+			api := fake.NewClientBuilder().WithScheme(s).WithObjects(cred, oauthSecret(rotated.RefreshToken)).
+				WithStatusSubresource(&v1.McpCredential{}).Build()
+			cache := staleCache{Client: api, key: types.NamespacedName{Namespace: "team-a", Name: "gh-oauth"}, before: oauthSecret(login.RefreshToken)}
+			r := &CredentialReconciler{Client: cache, HTTPClient: hc}
+			if c.uncached {
+				r.APIReader = api
+			}
+			if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "gh"}}); err != nil {
+				t.Fatal(err)
+			}
+			var got v1.McpCredential
+			if err := api.Get(ctx, types.NamespacedName{Namespace: "team-a", Name: "gh"}, &got); err != nil {
+				t.Fatal(err)
+			}
+			if r := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionReady); r == nil || r.Reason != c.reason {
+				t.Fatalf("Ready = %+v, want reason %s", r, c.reason)
+			}
+		})
+	}
+}
