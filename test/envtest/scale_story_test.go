@@ -9,7 +9,9 @@ package envtest
 // (manager-metrics-N.txt, manager-heap-N.pprof).
 // BENCH_MANAGER_ARGS (space-separated) follow the chart's flags, e.g. "--concurrency=16".
 //
-// Reported per size: seconds until every object exists and until every deployment is Ready,
+// Reported per size: the baseline of the same run (seconds the same creators take to create the
+// same objects with no manager running, and all-Ready as a multiple of it), seconds until every
+// object exists and until every deployment is Ready,
 // milliseconds per object, the manager's reconciles, API writes per object, and the manager
 // process's RSS (at all-Ready and after a settle period), peak RSS and CPU seconds.
 
@@ -76,6 +78,7 @@ func runActivationScale(b *testing.B, n int) {
 	live := startSwitchable(b, h)
 	base := reviewedProfile(b, live.URL)
 	makeGrant(b, ns, "all")
+	bare := bareCreation(b, live.URL, base, n)
 	track := trackNamespace(b, ns)
 	mgr := startManagerProcess(b, ns, strings.Fields(os.Getenv("BENCH_MANAGER_ARGS"))...)
 	// Runs before the manager stops (cleanups run last-registered first): the next size starts
@@ -94,43 +97,8 @@ func runActivationScale(b *testing.B, n int) {
 
 	b.StartTimer()
 	start := time.Now()
-	// Eight creators, as several GitOps appliers would: one serial creator bounds the time to
-	// all-Ready by its own round trips at 10,000 deployments, not by the manager.
-	work := make(chan int)
-	errs := make(chan error, 8)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				name := fmt.Sprintf("svc-%05d", i)
-				doc := base.DeepCopy()
-				doc.Service = apiv1.ServiceIdentity{Ref: name, ConnectionRef: name}
-				if err := k8sClient.Create(context.Background(), inlineProfile(ns, name, doc)); err != nil {
-					errs <- err
-					return
-				}
-				if err := k8sClient.Create(context.Background(), newDeployment(ns, name, name, name, fmt.Sprintf("%s/%d", live.URL, i), doc, nil, "all")); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		select {
-		case work <- i:
-		case err := <-errs:
-			b.Fatalf("create: %v", err)
-		}
-	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errs:
+	if err := createScaleObjects(ns, live.URL, base, n); err != nil {
 		b.Fatalf("create: %v", err)
-	default:
 	}
 	created := time.Since(start)
 	ready := 0
@@ -170,10 +138,12 @@ func runActivationScale(b *testing.B, n int) {
 	settled := mgr.stats(b)
 
 	reconciles := counters.DeploymentReconciles - before.DeploymentReconciles
-	b.Logf("%d deployments: all created after %.1f s, all Ready after %.1f s; manager RSS %.1f MiB at all-Ready, %.1f MiB %s later, peak %.1f MiB, %.1f CPU s",
-		n, created.Seconds(), elapsed.Seconds(), float64(atReady.RSSBytes)/(1<<20), float64(settled.RSSBytes)/(1<<20), settleAfterReady,
+	b.Logf("%d deployments: baseline (no manager) all created after %.1f s; with the manager all created after %.1f s, all Ready after %.1f s (%.2f× the baseline); manager RSS %.1f MiB at all-Ready, %.1f MiB %s later, peak %.1f MiB, %.1f CPU s",
+		n, bare.Seconds(), created.Seconds(), elapsed.Seconds(), elapsed.Seconds()/bare.Seconds(), float64(atReady.RSSBytes)/(1<<20), float64(settled.RSSBytes)/(1<<20), settleAfterReady,
 		float64(settled.HWMBytes)/(1<<20), atReady.CPUSeconds-cpuBefore)
+	b.ReportMetric(bare.Seconds(), "s-to-all-created-bare")
 	b.ReportMetric(created.Seconds(), "s-to-all-created")
+	b.ReportMetric(elapsed.Seconds()/bare.Seconds(), "x-ready-vs-bare-created")
 	b.ReportMetric(elapsed.Seconds(), "s-to-all-ready")
 	b.ReportMetric(float64(elapsed.Milliseconds())/float64(n), "ms/object")
 	b.ReportMetric(reconciles/float64(n), "deployment-reconciles/object")
@@ -186,6 +156,66 @@ func runActivationScale(b *testing.B, n int) {
 	b.ReportMetric(float64(settled.RSSBytes)/(1<<20), "manager-RSS-settled-MiB")
 	b.ReportMetric(float64(settled.HWMBytes)/(1<<20), "manager-HWM-MiB")
 	b.ReportMetric(float64(n), "deployments")
+}
+
+// bareCreation is the baseline of the same run: the time the same creators take to create the
+// same n profiles and deployments in a namespace no manager watches (the floor the control plane
+// of this machine sets for all-Ready); the objects are deleted before the manager starts.
+func bareCreation(b *testing.B, liveURL string, base *apiv1.ProfileDocument, n int) time.Duration {
+	b.Helper()
+	ns := newNamespaceTB(b, "bench-bare")
+	start := time.Now()
+	if err := createScaleObjects(ns, liveURL, base, n); err != nil {
+		b.Fatalf("baseline create: %v", err)
+	}
+	took := time.Since(start)
+	deleteScaleObjects(b, ns)
+	return took
+}
+
+// createScaleObjects creates n profiles and their deployments in ns with eight creators, as
+// several GitOps appliers would: one serial creator bounds the time to all-Ready by its own round
+// trips at 10,000 deployments, not by the manager.
+func createScaleObjects(ns, liveURL string, base *apiv1.ProfileDocument, n int) error {
+	work := make(chan int)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				name := fmt.Sprintf("svc-%05d", i)
+				doc := base.DeepCopy()
+				doc.Service = apiv1.ServiceIdentity{Ref: name, ConnectionRef: name}
+				if err := k8sClient.Create(context.Background(), inlineProfile(ns, name, doc)); err != nil {
+					errs <- err
+					return
+				}
+				if err := k8sClient.Create(context.Background(), newDeployment(ns, name, name, name, fmt.Sprintf("%s/%d", liveURL, i), doc, nil, "all")); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		select {
+		case work <- i:
+		case err := <-errs:
+			close(work)
+			wg.Wait()
+			return err
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
 }
 
 // benchProfileSeconds is BENCH_MANAGER_PPROF_SECONDS, the length of the manager's CPU profile
