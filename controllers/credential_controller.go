@@ -47,8 +47,10 @@ type CredentialReconciler struct {
 	Client client.Client
 	// APIReader reads the refresh-token Secret uncached, just before the token is redeemed: a
 	// rotated token this reconciler wrote may not be in the cache yet, and redeeming the spent one
-	// it replaced answers invalid_grant (a human would have to log in again). The manager's
-	// APIReader; nil means Client (tests whose Client is not a cache).
+	// it replaced answers invalid_grant (a human would have to log in again). It lists by name and
+	// the opt-in label, so that, as through the label-filtered cache, a Secret that is not opted
+	// in is never read. The manager's APIReader; nil means Client (tests whose Client is not a
+	// cache).
 	APIReader client.Reader
 	// HTTPClient carries discovery and token requests: egress's guarded client (dial-time IP
 	// policy, no proxy, no redirects, bounded responses). Required.
@@ -186,7 +188,7 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 	client := oauth.ProducerClient{ID: c.Spec.Client.ClientID}
 	var clientSec, refreshSec *corev1.Secret
 	if ref := c.Spec.Client.ClientSecretRef; ref != nil {
-		sec, o := r.secret(ctx, r.Client, c.Namespace, ref, "client secret")
+		sec, o := r.secret(ctx, r.getCached, c.Namespace, ref, "client secret")
 		if o != nil {
 			return *o, nil
 		}
@@ -198,7 +200,7 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 		if ref == nil {
 			return credOutcome{reason: v1.ReasonSecretRefused, message: "spec.refreshTokenSecretRef is required with grant AuthorizationCode"}, nil
 		}
-		sec, o := r.secret(ctx, r.uncached(), c.Namespace, ref, "refresh token")
+		sec, o := r.secret(ctx, r.getOptedInUncached, c.Namespace, ref, "refresh token")
 		if o != nil {
 			return *o, nil
 		}
@@ -347,24 +349,45 @@ func (r *CredentialReconciler) target(ctx context.Context, c *v1.McpCredential) 
 	return sec, sec.Labels[v1.CredentialProducerLabel] == c.Name && metav1.IsControlledBy(sec, c), nil
 }
 
-// uncached is the reader of the Secrets whose content is spent on use (see APIReader).
-func (r *CredentialReconciler) uncached() client.Reader {
-	if r.APIReader != nil {
-		return r.APIReader
-	}
-	return r.Client
+// secretGetter reads one Secret: the cache's Get, or getOptedInUncached.
+type secretGetter func(ctx context.Context, key types.NamespacedName, sec *corev1.Secret) error
+
+// getCached reads a Secret from the manager's label-filtered cache.
+func (r *CredentialReconciler) getCached(ctx context.Context, key types.NamespacedName, sec *corev1.Secret) error {
+	return r.Client.Get(ctx, key, sec)
 }
 
-// secret reads through rd an opted-in Secret holding ref's key, or returns the SecretRefused
+// getOptedInUncached reads the Secret key names from the API server itself (see APIReader),
+// selecting it by name and the opt-in label: a Secret without the label answers NotFound, as the
+// label-filtered cache would, and is never read.
+func (r *CredentialReconciler) getOptedInUncached(ctx context.Context, key types.NamespacedName, sec *corev1.Secret) error {
+	if r.APIReader == nil {
+		return r.getCached(ctx, key, sec)
+	}
+	var list corev1.SecretList
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(key.Namespace),
+		client.MatchingLabels{v1.CredentialLabel: "true"}, client.MatchingFields{"metadata.name": key.Name}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		if list.Items[i].Name == key.Name {
+			list.Items[i].DeepCopyInto(sec)
+			return nil
+		}
+	}
+	return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+}
+
+// secret reads with get an opted-in Secret holding ref's key, or returns the SecretRefused
 // outcome.
-func (r *CredentialReconciler) secret(ctx context.Context, rd client.Reader, ns string, ref *v1.SecretKeyReference, what string) (*corev1.Secret, *credOutcome) {
+func (r *CredentialReconciler) secret(ctx context.Context, get secretGetter, ns string, ref *v1.SecretKeyReference, what string) (*corev1.Secret, *credOutcome) {
 	sec := &corev1.Secret{}
 	eref := egress.CredentialRef{Name: ref.Name, Key: ref.Key}
 	refused := func(name string) *credOutcome {
 		return &credOutcome{reason: v1.ReasonSecretRefused, requeue: r.retry(),
 			message: fmt.Sprintf("%s Secret %q: %s (it must exist, carry %s=true and hold key %q)", what, clip(ref.Name), name, v1.CredentialLabel, clip(ref.Key))}
 	}
-	if err := rd.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, sec); err != nil {
+	if err := get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, sec); err != nil {
 		return nil, refused(k8sbinding.RefusalCredentialNotOptedIn)
 	}
 	if err := k8sbinding.CheckOptIn(sec, eref); err != nil {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
 	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
 )
@@ -43,10 +45,18 @@ func TestCredentialRedeemsTheStoredRefreshTokenNotTheCachedOne(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		uncached bool
-		reason   string
+		// serviceAccountToken stores the refresh token in a Secret of type
+		// kubernetes.io/service-account-token without the opt-in label.
+		serviceAccountToken bool
+		reason              string
+		message             string
 	}{
-		{"uncached read", true, v1.ReasonTokenFresh},
-		{"stale cache read (twin)", false, v1.ReasonReauthorizationRequired},
+		{name: "uncached read", uncached: true, reason: v1.ReasonTokenFresh},
+		{name: "stale cache read (twin)", reason: v1.ReasonReauthorizationRequired},
+		// The uncached read selects the opt-in label: a Secret without it is never read (a read
+		// would refuse it as service_account_token and so tell that it exists).
+		{name: "uncached read of a Secret not opted in", uncached: true, serviceAccountToken: true,
+			reason: v1.ReasonSecretRefused, message: k8sbinding.RefusalCredentialNotOptedIn},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			const secret = "client-s3cret"
@@ -96,7 +106,12 @@ func TestCredentialRedeemsTheStoredRefreshTokenNotTheCachedOne(t *testing.T) {
 			if err := corev1.AddToScheme(s); err != nil {
 				t.Fatal(err)
 			}
-			api := fake.NewClientBuilder().WithScheme(s).WithObjects(cred, oauthSecret(rotated.RefreshToken)).
+			stored := oauthSecret(rotated.RefreshToken)
+			if c.serviceAccountToken {
+				stored.Labels, stored.Type = nil, corev1.SecretTypeServiceAccountToken
+			}
+			api := fake.NewClientBuilder().WithScheme(s).WithObjects(cred, stored).
+				WithIndex(&corev1.Secret{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).
 				WithStatusSubresource(&v1.McpCredential{}).Build()
 			cache := staleCache{Client: api, key: types.NamespacedName{Namespace: "team-a", Name: "gh-oauth"}, before: oauthSecret(login.RefreshToken)}
 			r := &CredentialReconciler{Client: cache, HTTPClient: hc}
@@ -110,8 +125,8 @@ func TestCredentialRedeemsTheStoredRefreshTokenNotTheCachedOne(t *testing.T) {
 			if err := api.Get(ctx, types.NamespacedName{Namespace: "team-a", Name: "gh"}, &got); err != nil {
 				t.Fatal(err)
 			}
-			if r := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionReady); r == nil || r.Reason != c.reason {
-				t.Fatalf("Ready = %+v, want reason %s", r, c.reason)
+			if r := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionReady); r == nil || r.Reason != c.reason || !strings.Contains(r.Message, c.message) {
+				t.Fatalf("Ready = %+v, want reason %s and %q", r, c.reason, c.message)
 			}
 		})
 	}
