@@ -262,9 +262,7 @@ func TestStoryReviewOversizedCandidateIsNamedNotCut(t *testing.T) {
 
 	// The refused gauge follows the informer: the deleted deployment leaves it at once (no
 	// decrement to miss).
-	if got := refusedSeries(t, op.wired.Refused, ns); got[apiv1.ReasonSnapshotDrift] != 1 {
-		t.Fatalf("refused gauge = %v, want SnapshotDrift 1", got)
-	}
+	waitRefusedSeries(t, op.wired.Refused, ns, map[string]float64{apiv1.ReasonSnapshotDrift: 1})
 	if err := k8sClient.Delete(context.Background(), sd); err != nil {
 		t.Fatal(err)
 	}
