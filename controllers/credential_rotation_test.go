@@ -68,16 +68,7 @@ func TestCredentialRedeemsTheStoredRefreshTokenNotTheCachedOne(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			h, err := oauth.NewHandler(oauth.Options{ServerURL: rs.URL, Store: oauth.NewMemoryStore(), HTTPClient: hc,
-				ClientID: "connector-mcp", ClientSecret: secret, Scopes: []string{oauthtest.BaseScope},
-				RedirectURL: "http://127.0.0.1:8976/callback", Fetcher: oauthtest.Fetcher})
-			if err != nil {
-				t.Fatal(err)
-			}
-			login, err := h.Login(ctx)
-			if err != nil {
-				t.Fatalf("login: %v", err)
-			}
+			login := oauthtest.Login(t, hc, rs, "connector-mcp", secret, []string{oauthtest.BaseScope})
 			// An earlier pass redeemed the login's refresh token and persisted the rotated one.
 			b, err := oauth.DiscoverBinding(ctx, hc, rs.URL, as.Issuer)
 			if err != nil {

@@ -99,18 +99,9 @@ func workstationLogin(t *testing.T, rs *oauthtest.ResourceServer, ns, name, clie
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := oauth.NewHandler(oauth.Options{ServerURL: rs.URL, Store: oauth.NewMemoryStore(), HTTPClient: hc,
-		ClientID: clientID, ClientSecret: clientSecret, Scopes: scopes,
-		RedirectURL: "http://127.0.0.1:8976/callback", Fetcher: oauthtest.Fetcher})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cred := oauthtest.Login(t, hc, rs, clientID, clientSecret, scopes)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cred, err := h.Login(ctx)
-	if err != nil {
-		t.Fatalf("login: %v", err)
-	}
 	if err := oauthk8s.Apply(ctx, k8sClient, ns, name, cred, apiv1.RegistrationPreregistered, scopes); err != nil {
 		t.Fatalf("login --to-secret: %v", err)
 	}
