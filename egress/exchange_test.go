@@ -2,34 +2,10 @@ package egress
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"sync"
 	"testing"
 )
-
-// TestPlainHTTPOnlyToLoopbackUnbound: a port with no bound endpoint marks each plain-http
-// request for the dial check itself; a name resolving to a public address is refused at dial time
-// (scheme_refused) and never connected to. Twin: the same unbound port lets an https request to
-// that address through the dial check.
-func TestPlainHTTPOnlyToLoopbackUnbound(t *testing.T) {
-	h := &hook{}
-	tr := newTransport(t, Policy{IP: IPPolicy{Loopback: LoopbackAllowedUnsafe}, Resolver: newStubResolver()})
-	if tr.plainBound {
-		t.Fatal("an unbound port must not judge every dial as plain http")
-	}
-	tr.dialer.connect = h.connect
-	_, err := tr.Exchange(context.Background(), post(t, "http://public.example/mcp", `{}`))
-	if refusalOf(err) != RefusalScheme {
-		t.Fatalf("plain http to a public peer: got %v, want scheme_refused", err)
-	}
-	if l := h.leaks(); len(l) != 0 {
-		t.Fatalf("dialed %v", l)
-	}
-	if _, err := tr.Exchange(context.Background(), post(t, "https://public.example/mcp", `{}`)); !errors.Is(err, errRecorded) {
-		t.Fatalf("https to a public peer: got %v, want the dial to pass", err)
-	}
-}
 
 // TestCallerHeadersUntouched: the port sends its own copy of the headers when it changes them
 // (Accept-Encoding and Proxy-Authorization dropped, the bearer set) and leaves the caller's

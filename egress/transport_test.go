@@ -89,28 +89,41 @@ func TestSchemeRefused(t *testing.T) {
 
 // TestPlainHTTPOnlyToLoopback: with loopback allowed, plain http is accepted by the URL check,
 // but the dial insists on a loopback peer — a name resolving to a public address is refused
-// at dial time (scheme_refused) and never connected to.
+// at dial time (scheme_refused) and never connected to, whether the port is bound to a plain-http
+// endpoint (it judges every dial as plain http) or unbound (it judges each request's scheme).
 func TestPlainHTTPOnlyToLoopback(t *testing.T) {
-	h := &hook{}
-	p := Policy{Endpoint: "http://public.example/mcp", IP: IPPolicy{Loopback: LoopbackAllowedUnsafe}, Resolver: newStubResolver()}
-	tr := newTransport(t, p)
-	if !tr.plainBound || !tr.dialer.Policy.plainHTTP {
-		t.Fatal("a port bound to a plain-http endpoint judges every dial as plain http")
-	}
-	tr.dialer.connect = h.connect
-	_, err := tr.Exchange(context.Background(), post(t, "http://public.example/mcp", `{}`))
-	if refusalOf(err) != RefusalScheme {
-		t.Fatalf("plain http to a public peer: got %v, want scheme_refused", err)
-	}
-	if l := h.leaks(); len(l) != 0 {
-		t.Fatalf("dialed %v", l)
-	}
-	// Twin: the same request over https passes the dial check (recorded, not connected).
-	p.Endpoint = "https://public.example/mcp"
-	tr = newTransport(t, p)
-	tr.dialer.connect = h.connect
-	if _, err := tr.Exchange(context.Background(), post(t, "https://public.example/mcp", `{}`)); !errors.Is(err, errRecorded) {
-		t.Fatalf("https to a public peer: got %v, want the dial to pass", err)
+	for _, c := range []struct {
+		name, endpoint string
+		bound          bool
+	}{
+		{"bound to a plain-http endpoint", "http://public.example/mcp", true},
+		{"unbound", "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &hook{}
+			p := Policy{Endpoint: c.endpoint, IP: IPPolicy{Loopback: LoopbackAllowedUnsafe}, Resolver: newStubResolver()}
+			tr := newTransport(t, p)
+			if tr.plainBound != c.bound || tr.dialer.Policy.plainHTTP != c.bound {
+				t.Fatalf("plainBound %v, dial policy plainHTTP %v; want %v", tr.plainBound, tr.dialer.Policy.plainHTTP, c.bound)
+			}
+			tr.dialer.connect = h.connect
+			_, err := tr.Exchange(context.Background(), post(t, "http://public.example/mcp", `{}`))
+			if refusalOf(err) != RefusalScheme {
+				t.Fatalf("plain http to a public peer: got %v, want scheme_refused", err)
+			}
+			if l := h.leaks(); len(l) != 0 {
+				t.Fatalf("dialed %v", l)
+			}
+			// Twin: the same request over https passes the dial check (recorded, not connected).
+			if c.endpoint != "" {
+				p.Endpoint = "https://public.example/mcp"
+				tr = newTransport(t, p)
+				tr.dialer.connect = h.connect
+			}
+			if _, err := tr.Exchange(context.Background(), post(t, "https://public.example/mcp", `{}`)); !errors.Is(err, errRecorded) {
+				t.Fatalf("https to a public peer: got %v, want the dial to pass", err)
+			}
+		})
 	}
 }
 
