@@ -288,7 +288,7 @@ func TestSlowlorisDoesNotStopOthers(t *testing.T) {
 				c.MaxInflight, c.MaxInflightPerCaller = 32, 1
 				c.BodyReadTimeout = 5 * time.Minute // the stall outlasts the test: no timeout helps
 			})
-			w.gw.bodyAfterSlots = old
+			w.gw.bodyAfterSlots.Store(old)
 			stall(t, w.url, 32)
 			waitBodyReads(t, w.gw, 32)
 			resp, body := post(t, w.url+"/mcp/team-a/files", goodTok, "", pingBody)

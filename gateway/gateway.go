@@ -106,7 +106,7 @@ type Gateway struct {
 	bodyReads atomic.Int64
 	// bodyAfterSlots is a test seam: read the body after taking the slots, as before issue 21,
 	// so the slowloris test can show that ordering blocking an unrelated caller.
-	bodyAfterSlots bool
+	bodyAfterSlots atomic.Bool
 }
 
 // callerKey carries the authenticated caller and the route through the request context.
@@ -215,7 +215,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		return
 	}
 	var body []byte
-	if !g.bodyAfterSlots {
+	if !g.bodyAfterSlots.Load() {
 		var ok bool
 		if body, ok = g.readBody(w, r); !ok {
 			return
@@ -260,7 +260,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		return
 	}
 	defer g.leave(caller.Seed)
-	if g.bodyAfterSlots {
+	if g.bodyAfterSlots.Load() {
 		if body, ok = g.readBody(w, r); !ok {
 			return
 		}
