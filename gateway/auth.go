@@ -179,6 +179,31 @@ func (a *TokenAuthenticator) Authenticate(ctx context.Context, token string) (in
 	return caller, nil
 }
 
+// Precheck refuses, before the request takes a slot, what Authenticate would refuse without a
+// TokenReview: a token remembered as refused (ErrUnauthenticated) and an uncached token from a
+// source whose failure bucket is empty (ErrAuthRateLimited). It takes nothing from the bucket;
+// nil means "authenticate".
+func (a *TokenAuthenticator) Precheck(ctx context.Context, token string) error {
+	if token == "" || len(token) > maxTokenBytes {
+		return &AuthError{Err: ErrUnauthenticated}
+	}
+	a.init()
+	now := a.now()
+	key := sha256.Sum256([]byte(token))
+	if e, ok := a.cache.Get(key); ok && now.Before(e.expires) {
+		return nil
+	}
+	if until, ok := a.negative.Get(key); ok && now.Before(until) {
+		return &AuthError{Err: ErrUnauthenticated}
+	}
+	if b := a.bucketOf(SourceFrom(ctx)); b != nil {
+		if wait, ok := b.peek(now); !ok {
+			return &AuthError{Err: ErrAuthRateLimited, RetryAfter: wait}
+		}
+	}
+	return nil
+}
+
 func (a *TokenAuthenticator) negativeTTL() time.Duration {
 	if a.NegativeCacheTTL == 0 {
 		return DefaultNegativeTokenCacheTTL
@@ -226,6 +251,20 @@ func (b *bucket) take(now time.Time) (time.Duration, bool) {
 		return 0, true
 	}
 	return time.Duration((1 - b.tokens) / b.rate * float64(time.Second)), false
+}
+
+// peek reports, without taking it, whether a token is there at now, or how long until there is.
+func (b *bucket) peek(now time.Time) (time.Duration, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tokens := b.tokens
+	if now.After(b.last) {
+		tokens = min(b.burst, tokens+now.Sub(b.last).Seconds()*b.rate)
+	}
+	if tokens >= 1 {
+		return 0, true
+	}
+	return time.Duration((1 - tokens) / b.rate * float64(time.Second)), false
 }
 
 // refund gives back the token of a review that authenticated.

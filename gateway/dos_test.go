@@ -449,3 +449,41 @@ func TestRateLimitedAuthIs429(t *testing.T) {
 		t.Fatalf("valid caller from 127.0.0.2: %d", r2.StatusCode)
 	}
 }
+
+// TestFloodedSourceTakesNoSlot: a source over its failure budget, and a token remembered as
+// refused, are refused before the request takes a slot: with the only slot held by a running
+// call they still get 429 authentication_rate_limited and 401 unauthenticated, without a
+// TokenReview. The twin: a request that passes the precheck (the agent's cached token) needs the
+// slot and is refused overloaded.
+func TestFloodedSourceTakesNoSlot(t *testing.T) {
+	api := &countingReviews{good: goodTok}
+	w := newWorld(t, mcptest.Modern, func(c *Config) {
+		c.Authenticator = &TokenAuthenticator{Client: api.client(), FailureBurst: 2, FailureRate: 0.001}
+		c.MaxInflight = 1
+	})
+	if resp, _ := post(t, w.url+"/mcp/team-a/files", goodTok, "", pingBody); resp.StatusCode != http.StatusOK {
+		t.Fatalf("agent: %d", resp.StatusCode)
+	}
+	for i := range 2 {
+		if resp, _ := post(t, w.url+"/mcp/team-a/files", fmt.Sprintf("bogus-%d", i), "", pingBody); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("bogus token %d: %d", i, resp.StatusCode)
+		}
+	}
+	done := slowCall(t, w, goodTok)
+	if resp, body := post(t, w.url+"/mcp/team-a/files", "bogus-2", "", pingBody); resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "refused: "+RefusalAuthRateLimited) {
+		t.Fatalf("flooded source while the slot is held: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := post(t, w.url+"/mcp/team-a/files", "bogus-0", "", pingBody); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a token remembered as refused while the slot is held: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := post(t, w.url+"/mcp/team-a/files", goodTok, "", pingBody); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "refused: "+RefusalOverloaded) {
+		t.Fatalf("a request that needs the held slot: %d %s", resp.StatusCode, body)
+	}
+	if n := api.n.Load(); n != 3 {
+		t.Fatalf("TokenReviews = %d, want 3 (the agent once, the burst of 2)", n)
+	}
+	close(w.up.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

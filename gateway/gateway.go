@@ -51,6 +51,13 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (invocation.Caller, error)
 }
 
+// Prechecker is an Authenticator that can refuse a request before it takes a slot, without asking
+// the apiserver (*TokenAuthenticator: a token remembered as refused, a source over its budget of
+// failed TokenReviews). A nil error means "authenticate".
+type Prechecker interface {
+	Precheck(ctx context.Context, token string) error
+}
+
 // Config configures a Gateway.
 type Config struct {
 	// Registry holds the served surfaces. Required.
@@ -199,9 +206,11 @@ func (g *Gateway) Drain(ctx context.Context) error {
 // Draining reports whether Drain was called (the readiness probe fails then).
 func (g *Gateway) Draining() bool { return g.draining.Load() }
 
-// serve admits one HTTP request: drain, host, the bounded body (read under BodyReadTimeout
-// before any slot is taken, so a stalled body holds nothing but its connection), global limit,
-// authentication (failures limited per source), per-caller limit.
+// serve admits one HTTP request: drain, host, the bearer token and the authenticator's precheck
+// (a token remembered as refused, or a source over its failure budget, is refused before its body
+// is read or a slot taken), the bounded body (read under BodyReadTimeout before any slot is taken,
+// so a stalled body holds nothing but its connection), global limit, authentication, per-caller
+// limit.
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	if g.draining.Load() {
 		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
@@ -214,9 +223,20 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		writeRefusal(w, http.StatusForbidden, RefusalHostNotAllowed)
 		return
 	}
+	ctx := WithSource(r.Context(), sourceOf(r))
+	token, ok := bearer(r)
+	if !ok {
+		g.unauthenticated(w, rt)
+		return
+	}
+	if pc, isPC := g.cfg.Authenticator.(Prechecker); isPC {
+		if err := pc.Precheck(ctx, token); err != nil {
+			g.authRefused(w, rt, err)
+			return
+		}
+	}
 	var body []byte
 	if !g.bodyAfterSlots.Load() {
-		var ok bool
 		if body, ok = g.readBody(w, r); !ok {
 			return
 		}
@@ -233,24 +253,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	g.cfg.Metrics.InFlight.Inc()
 	defer g.cfg.Metrics.InFlight.Dec()
 
-	token, ok := bearer(r)
-	if !ok {
-		g.unauthenticated(w, rt)
-		return
-	}
-	caller, err := g.cfg.Authenticator.Authenticate(WithSource(r.Context(), sourceOf(r)), token)
+	caller, err := g.cfg.Authenticator.Authenticate(ctx, token)
 	if err != nil {
-		var ae *AuthError
-		switch {
-		case errors.As(err, &ae) && errors.Is(err, ErrAuthRateLimited):
-			g.cfg.Metrics.Requests.WithLabelValues(rt.label(), RefusalAuthRateLimited).Inc()
-			w.Header().Set("Retry-After", strconv.Itoa(max(1, int((ae.RetryAfter+time.Second-1)/time.Second))))
-			writeRefusal(w, http.StatusTooManyRequests, RefusalAuthRateLimited)
-			return
-		case errors.Is(err, ErrTokenReviewUnavailable):
-			g.cfg.Log.Info("Token review failed", "reason", err.Error())
-		}
-		g.unauthenticated(w, rt)
+		g.authRefused(w, rt, err)
 		return
 	}
 	if !g.enter(caller.Seed) {
@@ -313,6 +318,22 @@ func sourceOf(r *http.Request) string {
 		return host
 	}
 	return r.RemoteAddr
+}
+
+// authRefused answers an authentication failure: 429 authentication_rate_limited with
+// Retry-After, or 401 unauthenticated.
+func (g *Gateway) authRefused(w http.ResponseWriter, rt route, err error) {
+	var ae *AuthError
+	switch {
+	case errors.As(err, &ae) && errors.Is(err, ErrAuthRateLimited):
+		g.cfg.Metrics.Requests.WithLabelValues(rt.label(), RefusalAuthRateLimited).Inc()
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((ae.RetryAfter+time.Second-1)/time.Second))))
+		writeRefusal(w, http.StatusTooManyRequests, RefusalAuthRateLimited)
+		return
+	case errors.Is(err, ErrTokenReviewUnavailable):
+		g.cfg.Log.Info("Token review failed", "reason", err.Error())
+	}
+	g.unauthenticated(w, rt)
 }
 
 func (g *Gateway) unauthenticated(w http.ResponseWriter, rt route) {
