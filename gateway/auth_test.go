@@ -107,8 +107,9 @@ func TestTokenAuthenticatorCachesWithinBounds(t *testing.T) {
 }
 
 // TestTokenAuthenticatorRefuses is the must-fail twin: no token, an unknown token, a token for
-// another audience, and an unavailable apiserver are refused as unauthenticated, never cached,
-// and the error never carries the token.
+// another audience, and an unavailable apiserver are refused as unauthenticated, never cached as
+// authenticated (a refused token is remembered as refused), and the error never carries the
+// token.
 func TestTokenAuthenticatorRefuses(t *testing.T) {
 	other := jwtWithExp(time.Now().Add(time.Hour))
 	api := &reviewAPI{tokens: map[string][]string{other: {"vault"}, "legacy-token": {"*legacy-authenticator*"}}}
@@ -121,7 +122,7 @@ func TestTokenAuthenticatorRefuses(t *testing.T) {
 		{"", ErrUnauthenticated},
 		{"garbage-token", ErrUnauthenticated},
 		{other, ErrUnauthenticated},
-		{other, ErrUnauthenticated}, // not cached
+		{other, ErrUnauthenticated}, // answered from the negative cache
 		{"legacy-token", ErrAudience},
 	}
 	for _, c := range cases {
@@ -134,13 +135,19 @@ func TestTokenAuthenticatorRefuses(t *testing.T) {
 			t.Fatalf("the error carries the token: %v", err)
 		}
 	}
-	if api.reviews != 4 {
-		t.Fatalf("reviews = %d, want 4 (empty token never reviewed, failures never cached)", api.reviews)
+	if api.reviews != 3 {
+		t.Fatalf("reviews = %d, want 3 (empty token never reviewed, a refused token refused again from the negative cache)", api.reviews)
 	}
 	api.fail = true
-	_, err := a.Authenticate(ctx, other)
-	if !errors.Is(err, ErrTokenReviewUnavailable) || containsStr(err.Error(), other) {
-		t.Fatalf("unavailable apiserver: %v", err)
+	fresh := jwtWithExp(time.Now().Add(2 * time.Hour))
+	for range 2 { // an unavailable apiserver is never cached: both are reviewed
+		_, err := a.Authenticate(ctx, fresh)
+		if !errors.Is(err, ErrTokenReviewUnavailable) || containsStr(err.Error(), fresh) {
+			t.Fatalf("unavailable apiserver: %v", err)
+		}
+	}
+	if api.reviews != 5 {
+		t.Fatalf("reviews = %d, want 5 (unavailable answers are not cached)", api.reviews)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 
+	"github.com/b10x/connector-mcp/internal/lru"
 	"github.com/b10x/connector-mcp/invocation"
 )
 
@@ -22,25 +23,28 @@ import (
 // within it.
 const DefaultAuthzCacheTTL = 10 * time.Second
 
-// maxAuthzCacheEntries bounds the decision cache.
-const maxAuthzCacheEntries = 65536
+// DefaultMaxAuthzCacheEntries is the default CachingAuthorizer.MaxEntries: when the cache is
+// full, the least recently used decision is evicted (never the whole cache at once).
+const DefaultMaxAuthzCacheEntries = 65536
 
 // CachingAuthorizer caches the decisions of Next (the SubjectAccessReviewer) per caller identity
 // (user, UID, groups, extra) and target for at most TTL. Both allow and deny are cached, so a
-// granted or revoked RoleBinding takes effect within TTL; errors are never cached. It is safe for
-// concurrent use.
+// granted or revoked RoleBinding takes effect within TTL; errors are never cached. A full cache
+// evicts its least recently used decision. It is safe for concurrent use.
 type CachingAuthorizer struct {
 	// Next decides on a cache miss.
 	Next invocation.Authorizer
 	// TTL bounds a decision's life (zero: DefaultAuthzCacheTTL; negative: no caching).
 	TTL time.Duration
+	// MaxEntries bounds the cache (zero: DefaultMaxAuthzCacheEntries).
+	MaxEntries int
 	// Clock is the time source (nil: the real clock).
 	Clock clock.PassiveClock
 	// OnLookup, when set, is told whether each decision was a cache hit.
 	OnLookup func(hit bool)
 
-	mu    sync.Mutex
-	cache map[[32]byte]authzEntry
+	once  sync.Once
+	cache *lru.Cache[[32]byte, authzEntry]
 }
 
 var _ invocation.Authorizer = (*CachingAuthorizer)(nil)
@@ -59,11 +63,16 @@ func (a *CachingAuthorizer) Authorize(ctx context.Context, caller invocation.Cal
 	if ttl < 0 {
 		return a.Next.Authorize(ctx, caller, target)
 	}
+	a.once.Do(func() {
+		n := a.MaxEntries
+		if n <= 0 {
+			n = DefaultMaxAuthzCacheEntries
+		}
+		a.cache = lru.New[[32]byte, authzEntry](n)
+	})
 	now := a.now()
 	key := authzKey(caller, target)
-	a.mu.Lock()
-	e, ok := a.cache[key]
-	a.mu.Unlock()
+	e, ok := a.cache.Get(key)
 	if ok && now.Before(e.expires) {
 		if a.OnLookup != nil {
 			a.OnLookup(true)
@@ -77,12 +86,7 @@ func (a *CachingAuthorizer) Authorize(ctx context.Context, caller invocation.Cal
 	if err != nil {
 		return false, sanitizeAuthz(err)
 	}
-	a.mu.Lock()
-	if a.cache == nil || len(a.cache) >= maxAuthzCacheEntries {
-		a.cache = map[[32]byte]authzEntry{}
-	}
-	a.cache[key] = authzEntry{allowed: allowed, expires: now.Add(ttl)}
-	a.mu.Unlock()
+	a.cache.Add(key, authzEntry{allowed: allowed, expires: now.Add(ttl)})
 	return allowed, nil
 }
 

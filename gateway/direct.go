@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"mime"
 	"net"
 	"net/http"
@@ -55,18 +53,13 @@ func (g *Gateway) serveDirect(w http.ResponseWriter, r *http.Request, info *reqI
 		!acceptsJSONAndStream(r.Header.Values("Accept")) || !g.hostAllowedBySDK(r) {
 		return false
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxRequestBytes))
-	_ = r.Body.Close()
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+	body := info.body
+	if body == nil {
+		var ok bool
+		if body, ok = g.readBody(w, r); !ok {
 			return true
 		}
-		http.Error(w, "failed to read body", http.StatusBadRequest)
-		return true
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	call, ok := parseDirectCall(body, version)
 	if !ok || (call.modern && (r.Header.Get("Mcp-Method") != "tools/call" || r.Header.Get("Mcp-Name") != call.params.Name)) {
 		return false

@@ -1,6 +1,9 @@
 package gateway
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Refusal names of the gateway itself; refusals of invocation (forbidden, not_exposed,
 // stale_lease, invalid_arguments, live_drift, ...) pass through with their own names.
@@ -34,6 +37,13 @@ const (
 	RefusalResultNotRepresentable = "result_not_representable"
 	// RefusalAuthorizationUnavailable: the SubjectAccessReview could not be made (fails closed).
 	RefusalAuthorizationUnavailable = "authorization_unavailable"
+	// RefusalAuthRateLimited: the request's source (the address the gateway sees) has spent its
+	// budget of failed TokenReviews (--auth-failure-burst, refilled at --auth-failure-rate per
+	// second); the token was not sent to the apiserver (HTTP 429 with Retry-After).
+	RefusalAuthRateLimited = "authentication_rate_limited"
+	// RefusalRequestBodyTimeout: the request body did not arrive within --body-read-timeout
+	// (HTTP 408); no slot was held while it was awaited.
+	RefusalRequestBodyTimeout = "request_body_timeout"
 	// RefusalCallFailed: the upstream call failed for another reason (nothing of it is shown).
 	RefusalCallFailed = "call_failed"
 )
@@ -45,19 +55,31 @@ var (
 	ErrAudience = errors.New("token not issued for the gateway's audience")
 	// ErrTokenReviewUnavailable means the TokenReview could not be made.
 	ErrTokenReviewUnavailable = errors.New("token review unavailable")
+	// ErrAuthRateLimited is the reason of RefusalAuthRateLimited.
+	ErrAuthRateLimited = errors.New("too many failed authentications from this source")
 )
 
-// AuthError is an authentication failure: Err is ErrUnauthenticated, ErrAudience or
-// ErrTokenReviewUnavailable (wrapped). It never carries the token.
+// AuthError is an authentication failure: Err is ErrUnauthenticated, ErrAudience,
+// ErrAuthRateLimited or ErrTokenReviewUnavailable (wrapped). It never carries the token.
 type AuthError struct {
 	// Err is the reason.
 	Err error
+	// RetryAfter is, for ErrAuthRateLimited, how long until the source may try again.
+	RetryAfter time.Duration
 }
 
-// Refusal returns "unauthenticated".
-func (e *AuthError) Refusal() string { return RefusalUnauthenticated }
+// Refusal returns "authentication_rate_limited" for ErrAuthRateLimited, "unauthenticated"
+// otherwise.
+func (e *AuthError) Refusal() string {
+	if errors.Is(e.Err, ErrAuthRateLimited) {
+		return RefusalAuthRateLimited
+	}
+	return RefusalUnauthenticated
+}
 
 // Unwrap returns the reason.
 func (e *AuthError) Unwrap() error { return e.Err }
 
-func (e *AuthError) Error() string { return "gateway: refused: unauthenticated: " + e.Err.Error() }
+func (e *AuthError) Error() string {
+	return "gateway: refused: " + e.Refusal() + ": " + e.Err.Error()
+}

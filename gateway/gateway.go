@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -35,11 +38,24 @@ const (
 	DefaultMaxRequestBytes = 1 << 20
 	// RetryAfterSeconds is the Retry-After of caller_busy and overloaded answers.
 	RetryAfterSeconds = 1
+	// DefaultBodyReadTimeout bounds the wait for one request body (read before any slot is
+	// taken).
+	DefaultBodyReadTimeout = 10 * time.Second
+	// DefaultMaxSearchReviews bounds the deployments whose authorization one search_operations
+	// call checks.
+	DefaultMaxSearchReviews = 256
 )
 
 // Authenticator turns a bearer token into a caller; *TokenAuthenticator implements it.
 type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (invocation.Caller, error)
+}
+
+// Prechecker is an Authenticator that can refuse a request before it takes a slot, without asking
+// the apiserver (*TokenAuthenticator: a token remembered as refused, a source over its budget of
+// failed TokenReviews). A nil error means "authenticate".
+type Prechecker interface {
+	Precheck(ctx context.Context, token string) error
 }
 
 // Config configures a Gateway.
@@ -64,6 +80,14 @@ type Config struct {
 	CallTimeout time.Duration
 	// MaxRequestBytes bounds one request body (zero: DefaultMaxRequestBytes).
 	MaxRequestBytes int64
+	// BodyReadTimeout bounds the wait for the request body, which is read (bounded by
+	// MaxRequestBytes) before the request takes a global or per-caller slot (zero:
+	// DefaultBodyReadTimeout; negative: no deadline, for tests only).
+	BodyReadTimeout time.Duration
+	// MaxSearchReviews bounds the deployments whose authorization one search_operations call
+	// checks (one SubjectAccessReview each on a decision-cache miss); a search that reaches it
+	// answers "partial": true (zero: DefaultMaxSearchReviews).
+	MaxSearchReviews int
 	// AllowedHosts are the Host header names (without port) the gateway answers. Empty: go-sdk's
 	// default DNS-rebinding protection (a request arriving on a loopback address must name a
 	// loopback host). Set: exactly these names are accepted, on any address.
@@ -84,6 +108,12 @@ type Gateway struct {
 	wg       sync.WaitGroup
 	mcpH     *mcp.StreamableHTTPHandler
 	impl     *mcp.Implementation
+
+	// bodyReads counts the request bodies being read (tests wait on it).
+	bodyReads atomic.Int64
+	// bodyAfterSlots is a test seam: read the body after taking the slots, as before issue 21,
+	// so the slowloris test can show that ordering blocking an unrelated caller.
+	bodyAfterSlots atomic.Bool
 }
 
 // callerKey carries the authenticated caller and the route through the request context.
@@ -92,6 +122,8 @@ type ctxKey struct{}
 type reqInfo struct {
 	caller invocation.Caller
 	route  route
+	// body is the request body, already read (nil: not read).
+	body []byte
 }
 
 // route is what the URL names: a deployment (ns/name) or the meta route (empty).
@@ -122,6 +154,12 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.BodyReadTimeout == 0 {
+		cfg.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if cfg.MaxSearchReviews <= 0 {
+		cfg.MaxSearchReviews = DefaultMaxSearchReviews
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(cfg.Registry.Len)
@@ -168,7 +206,11 @@ func (g *Gateway) Drain(ctx context.Context) error {
 // Draining reports whether Drain was called (the readiness probe fails then).
 func (g *Gateway) Draining() bool { return g.draining.Load() }
 
-// serve admits one HTTP request: drain, host, global limit, authentication, per-caller limit.
+// serve admits one HTTP request: drain, host, the bearer token and the authenticator's precheck
+// (a token remembered as refused, or a source over its failure budget, is refused before its body
+// is read or a slot taken), the bounded body (read under BodyReadTimeout before any slot is taken,
+// so a stalled body holds nothing but its connection), global limit, authentication, per-caller
+// limit.
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	if g.draining.Load() {
 		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
@@ -180,6 +222,24 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	if len(g.cfg.AllowedHosts) > 0 && !slices.Contains(g.cfg.AllowedHosts, hostOnly(r.Host)) {
 		writeRefusal(w, http.StatusForbidden, RefusalHostNotAllowed)
 		return
+	}
+	ctx := WithSource(r.Context(), sourceOf(r))
+	token, ok := bearer(r)
+	if !ok {
+		g.unauthenticated(w, rt)
+		return
+	}
+	if pc, isPC := g.cfg.Authenticator.(Prechecker); isPC {
+		if err := pc.Precheck(ctx, token); err != nil {
+			g.authRefused(w, rt, err)
+			return
+		}
+	}
+	var body []byte
+	if !g.bodyAfterSlots.Load() {
+		if body, ok = g.readBody(w, r); !ok {
+			return
+		}
 	}
 	select {
 	case g.inflight <- struct{}{}:
@@ -193,17 +253,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	g.cfg.Metrics.InFlight.Inc()
 	defer g.cfg.Metrics.InFlight.Dec()
 
-	token, ok := bearer(r)
-	if !ok {
-		g.unauthenticated(w, rt)
-		return
-	}
-	caller, err := g.cfg.Authenticator.Authenticate(r.Context(), token)
+	caller, err := g.cfg.Authenticator.Authenticate(ctx, token)
 	if err != nil {
-		if errors.Is(err, ErrTokenReviewUnavailable) {
-			g.cfg.Log.Info("Token review failed", "reason", err.Error())
-		}
-		g.unauthenticated(w, rt)
+		g.authRefused(w, rt, err)
 		return
 	}
 	if !g.enter(caller.Seed) {
@@ -213,11 +265,75 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 		return
 	}
 	defer g.leave(caller.Seed)
-	info := &reqInfo{caller: caller, route: rt}
+	if g.bodyAfterSlots.Load() {
+		if body, ok = g.readBody(w, r); !ok {
+			return
+		}
+	}
+	info := &reqInfo{caller: caller, route: rt, body: body}
 	if g.serveDirect(w, r, info) {
 		return
 	}
 	g.mcpH.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, info)))
+}
+
+// readBody reads r's body, at most MaxRequestBytes within BodyReadTimeout, and puts it back as a
+// buffered body. On failure it answers (413, 408 request_body_timeout or 400) and returns false.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	g.bodyReads.Add(1)
+	defer g.bodyReads.Add(-1)
+	rc := http.NewResponseController(w)
+	if g.cfg.BodyReadTimeout > 0 {
+		_ = rc.SetReadDeadline(time.Now().Add(g.cfg.BodyReadTimeout))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxRequestBytes))
+	_ = r.Body.Close()
+	if g.cfg.BodyReadTimeout > 0 {
+		// The deadline must not outlive the read: the server's background read of the idle
+		// connection would take it for a client gone and cancel the request's context.
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	if err != nil {
+		var mbe *http.MaxBytesError
+		var ne net.Error
+		switch {
+		case errors.As(err, &mbe):
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+		case errors.As(err, &ne) && ne.Timeout():
+			w.Header().Set("Connection", "close")
+			writeRefusal(w, http.StatusRequestTimeout, RefusalRequestBodyTimeout)
+		default:
+			http.Error(w, "failed to read body", http.StatusBadRequest)
+		}
+		return nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, true
+}
+
+// sourceOf is the address r came from as the gateway sees it (the remote IP, without port): the
+// key of the per-source limit on failed authentications. Forwarded headers are not trusted.
+func sourceOf(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+// authRefused answers an authentication failure: 429 authentication_rate_limited with
+// Retry-After, or 401 unauthenticated.
+func (g *Gateway) authRefused(w http.ResponseWriter, rt route, err error) {
+	var ae *AuthError
+	switch {
+	case errors.As(err, &ae) && errors.Is(err, ErrAuthRateLimited):
+		g.cfg.Metrics.Requests.WithLabelValues(rt.label(), RefusalAuthRateLimited).Inc()
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((ae.RetryAfter+time.Second-1)/time.Second))))
+		writeRefusal(w, http.StatusTooManyRequests, RefusalAuthRateLimited)
+		return
+	case errors.Is(err, ErrTokenReviewUnavailable):
+		g.cfg.Log.Info("Token review failed", "reason", err.Error())
+	}
+	g.unauthenticated(w, rt)
 }
 
 func (g *Gateway) unauthenticated(w http.ResponseWriter, rt route) {

@@ -179,7 +179,7 @@ func newWorld(t testing.TB, era mcptest.Era, mod func(*Config), hidden ...string
 		Authorizer: authz, Audit: w.audits.add,
 		MaxArgumentBytes: 4096, MaxResultBytes: 64 << 10,
 	}, Log: logr.Discard()}
-	s, err := invocation.NewSurface(w.doc, activeDeployment(w.doc, w.up.URL, hidden...), w.reg.Surface)
+	s, err := invocation.NewSurface(w.doc, activeDeployment(w.doc, w.up.URL, hidden...), w.reg.surfaceOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,9 @@ type Registry struct {
 
 	mu       sync.RWMutex
 	surfaces map[types.NamespacedName]*entry
+	// byNS indexes surfaces by namespace, so that a search restricted to a namespace costs
+	// O(deployments of that namespace), not O(every served deployment).
+	byNS map[string]map[string]*entry
 }
 
 // entry is one served surface and what it was built from.
@@ -81,6 +84,32 @@ func (r *Registry) Surfaces() []*invocation.Surface {
 	return out
 }
 
+// SurfacesIn returns the served surfaces of namespace ns, sorted by name. Its cost is that of
+// the namespace's deployments only (the registry keeps an index by namespace).
+func (r *Registry) SurfacesIn(ns string) []*invocation.Surface {
+	r.mu.RLock()
+	in := r.byNS[ns]
+	out := make([]*invocation.Surface, 0, len(in))
+	for _, e := range in {
+		out = append(out, e.surface)
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Target().Name < out[j].Target().Name })
+	return out
+}
+
+// Namespaces returns the namespaces with at least one served surface, sorted.
+func (r *Registry) Namespaces() []string {
+	r.mu.RLock()
+	out := make([]string, 0, len(r.byNS))
+	for ns := range r.byNS {
+		out = append(out, ns)
+	}
+	r.mu.RUnlock()
+	sort.Strings(out)
+	return out
+}
+
 // Len returns the number of served surfaces.
 func (r *Registry) Len() int {
 	r.mu.RLock()
@@ -93,9 +122,15 @@ func (r *Registry) put(key types.NamespacedName, s *invocation.Surface, built st
 	r.mu.Lock()
 	if r.surfaces == nil {
 		r.surfaces = map[types.NamespacedName]*entry{}
+		r.byNS = map[string]map[string]*entry{}
 	}
 	old := r.surfaces[key]
-	r.surfaces[key] = &entry{surface: s, key: built}
+	e := &entry{surface: s, key: built}
+	r.surfaces[key] = e
+	if r.byNS[key.Namespace] == nil {
+		r.byNS[key.Namespace] = map[string]*entry{}
+	}
+	r.byNS[key.Namespace][key.Name] = e
 	r.mu.Unlock()
 	if old != nil && old.surface != s {
 		_ = old.surface.Close()
@@ -107,6 +142,12 @@ func (r *Registry) Remove(key types.NamespacedName) {
 	r.mu.Lock()
 	old := r.surfaces[key]
 	delete(r.surfaces, key)
+	if in := r.byNS[key.Namespace]; in != nil {
+		delete(in, key.Name)
+		if len(in) == 0 {
+			delete(r.byNS, key.Namespace)
+		}
+	}
 	r.mu.Unlock()
 	if old != nil {
 		_ = old.surface.Close()
@@ -118,7 +159,7 @@ func (r *Registry) Remove(key types.NamespacedName) {
 func (r *Registry) Close() {
 	r.mu.Lock()
 	all := r.surfaces
-	r.surfaces = nil
+	r.surfaces, r.byNS = nil, nil
 	r.mu.Unlock()
 	for _, e := range all {
 		_ = e.surface.Close()
@@ -168,7 +209,7 @@ func (r *Registry) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		}
 		return ctrl.Result{}, nil
 	}
-	s, err := invocation.NewSurface(res.Document, sd, r.Surface)
+	s, err := invocation.NewSurface(res.Document, sd, r.surfaceOptions())
 	if err != nil {
 		r.Remove(req.NamespacedName)
 		r.Log.Info("Deployment not served", "namespace", sd.Namespace, "name", sd.Name, "reason", invocation.Outcome(err))
@@ -177,6 +218,22 @@ func (r *Registry) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	r.put(req.NamespacedName, s, built)
 	r.Log.Info("Serving deployment", "namespace", sd.Namespace, "name", sd.Name, "snapshot", s.SnapshotDigest(), "operations", len(s.Operations()))
 	return ctrl.Result{}, nil
+}
+
+// surfaceOptions is r.Surface with its Audit quiet for the "list" of a search_operations call
+// (marked on the context by the search, which records one event of its own instead of one per
+// deployment).
+func (r *Registry) surfaceOptions() invocation.Options {
+	o := r.Surface
+	if next := o.Audit; next != nil {
+		o.Audit = func(ctx context.Context, e invocation.AuditEvent) {
+			if e.Action == "list" && ctx.Value(searchCtxKey{}) != nil {
+				return
+			}
+			next(ctx, e)
+		}
+	}
+	return o
 }
 
 func (r *Registry) retryInterval() time.Duration {

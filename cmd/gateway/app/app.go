@@ -49,6 +49,15 @@ type Options struct {
 	CallTimeout time.Duration
 	// MaxRequestBytes bounds one request body.
 	MaxRequestBytes int64
+	// BodyReadTimeout bounds the wait for one request body, read before any slot is taken.
+	BodyReadTimeout time.Duration
+	// MaxSearchReviews bounds the deployments whose authorization one search_operations checks.
+	MaxSearchReviews int
+	// AuthFailureRate and AuthFailureBurst limit the failed TokenReviews of one source.
+	AuthFailureRate  float64
+	AuthFailureBurst int
+	// AuthNegativeCacheTTL is how long a refused token is refused without a TokenReview.
+	AuthNegativeCacheTTL time.Duration
 	// MaxArgumentBytes and MaxResultBytes bound one call's arguments and result.
 	MaxArgumentBytes, MaxResultBytes int
 	// MetricsBindAddress and HealthProbeBindAddress serve /metrics and /healthz, /readyz.
@@ -75,6 +84,11 @@ func DefaultOptions() Options {
 		MaxInflightPerCaller:   gateway.DefaultMaxInflightPerCaller,
 		CallTimeout:            gateway.DefaultCallTimeout,
 		MaxRequestBytes:        gateway.DefaultMaxRequestBytes,
+		BodyReadTimeout:        gateway.DefaultBodyReadTimeout,
+		MaxSearchReviews:       gateway.DefaultMaxSearchReviews,
+		AuthFailureRate:        gateway.DefaultAuthFailureRate,
+		AuthFailureBurst:       gateway.DefaultAuthFailureBurst,
+		AuthNegativeCacheTTL:   gateway.DefaultNegativeTokenCacheTTL,
 		MaxArgumentBytes:       mcpclient.DefaultMaxArgumentBytes,
 		MaxResultBytes:         mcpclient.DefaultMaxResultBytes,
 		MetricsBindAddress:     ":8080",
@@ -97,6 +111,11 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxInflightPerCaller, "max-inflight-per-caller", o.MaxInflightPerCaller, "Maximum requests of one caller served at once (more: 429 caller_busy with Retry-After).")
 	fs.DurationVar(&o.CallTimeout, "call-timeout", o.CallTimeout, "Deadline of one tools/call (authorization, upstream connect and call).")
 	fs.Int64Var(&o.MaxRequestBytes, "max-request-bytes", o.MaxRequestBytes, "Maximum size of one request body (more: 413).")
+	fs.DurationVar(&o.BodyReadTimeout, "body-read-timeout", o.BodyReadTimeout, "Deadline for receiving one request body, read before the request takes a slot (later: 408 request_body_timeout).")
+	fs.IntVar(&o.MaxSearchReviews, "max-search-reviews", o.MaxSearchReviews, "Maximum deployments whose authorization one search_operations call checks (one SubjectAccessReview each on a cache miss); a search that reaches it answers \"partial\": true.")
+	fs.Float64Var(&o.AuthFailureRate, "auth-failure-rate", o.AuthFailureRate, "Failed TokenReviews per second one source address may cause once its burst is spent (more: 429 authentication_rate_limited, no TokenReview).")
+	fs.IntVar(&o.AuthFailureBurst, "auth-failure-burst", o.AuthFailureBurst, "Failed TokenReviews one source address may cause at once.")
+	fs.DurationVar(&o.AuthNegativeCacheTTL, "auth-negative-cache-ttl", o.AuthNegativeCacheTTL, "How long a token the apiserver refused is refused again without a TokenReview.")
 	fs.IntVar(&o.MaxArgumentBytes, "max-argument-bytes", o.MaxArgumentBytes, "Maximum size of one call's arguments (more: argument_too_large).")
 	fs.IntVar(&o.MaxResultBytes, "max-result-bytes", o.MaxResultBytes, "Maximum size of one call's result (more: result_too_large).")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint (\"0\" disables it).")
@@ -118,11 +137,20 @@ func (o *Options) Validate() error {
 	if o.Audience == "" {
 		errs = append(errs, errors.New("--audience must not be empty"))
 	}
-	if o.AuthzCacheTTL < 0 || o.TokenCacheTTL < 0 || o.CallTimeout < 0 || o.DrainTimeout < 0 {
+	if o.AuthzCacheTTL < 0 || o.TokenCacheTTL < 0 || o.CallTimeout < 0 || o.DrainTimeout < 0 || o.AuthNegativeCacheTTL < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))
 	}
 	if o.MaxInflight < 1 || o.MaxInflightPerCaller < 1 {
 		errs = append(errs, errors.New("--max-inflight and --max-inflight-per-caller must be at least 1"))
+	}
+	if o.BodyReadTimeout <= 0 {
+		errs = append(errs, errors.New("--body-read-timeout must be positive"))
+	}
+	if o.MaxSearchReviews < 1 {
+		errs = append(errs, errors.New("--max-search-reviews must be at least 1"))
+	}
+	if o.AuthFailureRate <= 0 || o.AuthFailureBurst < 1 {
+		errs = append(errs, errors.New("--auth-failure-rate must be positive and --auth-failure-burst at least 1"))
 	}
 	if err := o.Verify.Validate(); err != nil {
 		errs = append(errs, err)
@@ -208,13 +236,19 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 		return nil, err
 	}
 	w.Registry = reg
+	negTTL := o.AuthNegativeCacheTTL
+	if negTTL == 0 {
+		negTTL = -1 // zero turns the negative cache off (the field's zero is its default)
+	}
 	w.Authenticator = &gateway.TokenAuthenticator{Client: mgr.GetClient(), Audience: o.Audience, CacheTTL: o.TokenCacheTTL,
+		NegativeCacheTTL: negTTL, FailureRate: o.AuthFailureRate, FailureBurst: o.AuthFailureBurst,
 		OnLookup: w.Metrics.TokenLookupHook()}
 	w.Gateway, err = gateway.New(gateway.Config{
 		Registry: reg, Authenticator: w.Authenticator, Authorizer: w.Authorizer,
 		Reverifier: &gateway.Reverifier{Client: mgr.GetClient()}, Events: mgr.GetEventRecorder("connector-mcp-gateway"),
 		MaxInflight: o.MaxInflight, MaxInflightPerCaller: o.MaxInflightPerCaller, CallTimeout: o.CallTimeout,
-		MaxRequestBytes: o.MaxRequestBytes, AllowedHosts: o.AllowedHosts, Metrics: w.Metrics, Log: log.WithName("gateway"),
+		MaxRequestBytes: o.MaxRequestBytes, BodyReadTimeout: o.BodyReadTimeout, MaxSearchReviews: o.MaxSearchReviews,
+		AllowedHosts: o.AllowedHosts, Metrics: w.Metrics, Log: log.WithName("gateway"),
 	})
 	if err != nil {
 		return nil, err
@@ -223,10 +257,12 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 }
 
 // Serve serves the gateway on ln until ctx is done, then drains running calls (at most
-// DrainTimeout) and stops. TLS is used unless PlainHTTPUnsafe; HTTP/2 is off.
+// DrainTimeout) and stops. TLS is used unless PlainHTTPUnsafe; HTTP/2 is off. The server's
+// timeouts are those of ServerTimeouts.
 func (w *Wired) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: w.Gateway.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+	srv := &http.Server{Handler: w.Gateway.Handler(), IdleTimeout: 120 * time.Second,
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){}}
+	srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout = w.opts.ServerTimeouts()
 	if !w.opts.PlainHTTPUnsafe {
 		cert, err := tls.LoadX509KeyPair(w.opts.TLSCertFile, w.opts.TLSKeyFile)
 		if err != nil {
@@ -247,6 +283,23 @@ func (w *Wired) Serve(ctx context.Context, ln net.Listener) error {
 	serr := srv.Shutdown(dctx)
 	w.Registry.Close()
 	return errors.Join(derr, serr)
+}
+
+// readHeaderTimeout bounds the request line and headers; writeMargin is what WriteTimeout leaves
+// above the body read and the call timeout (authentication, writing the answer).
+const (
+	readHeaderTimeout = 10 * time.Second
+	writeMargin       = 30 * time.Second
+)
+
+// ServerTimeouts are the HTTP server's timeouts: the headers within 10s; the whole request
+// (headers and body) within 10s plus --body-read-timeout (the gateway also sets a per-request
+// read deadline of --body-read-timeout on the body, before any slot is taken); the answer
+// written within --body-read-timeout plus --call-timeout plus 30s, so a call that runs to its
+// deadline still gets its answer written while a reader that stalls does not hold the
+// connection forever.
+func (o *Options) ServerTimeouts() (readHeader, read, write time.Duration) {
+	return readHeaderTimeout, readHeaderTimeout + o.BodyReadTimeout, o.BodyReadTimeout + o.CallTimeout + writeMargin
 }
 
 // Ready is the readiness check: failing while draining.
