@@ -576,11 +576,16 @@ func producerHTTPClient(ip egress.IPPolicy, deny k8sbinding.DenySource, tlsCfg *
 // ServiceCIDR objects, the apiserver's Service IPs and EndpointSlice addresses and those of
 // --gateway-service, read with mgr's uncached API reader.
 func ClusterDeny(mgr ctrl.Manager, o Options) (*k8sbinding.APIServerDeny, error) {
+	return clusterDeny(mgr.GetAPIReader(), o)
+}
+
+// clusterDeny is [ClusterDeny] reading the cluster with r.
+func clusterDeny(r client.Reader, o Options) (*k8sbinding.APIServerDeny, error) {
 	serviceCIDRs, err := egress.ParseCIDRs(o.ServiceCIDRs)
 	if err != nil {
 		return nil, err
 	}
-	d := &k8sbinding.APIServerDeny{Reader: mgr.GetAPIReader(), Static: serviceCIDRs}
+	d := &k8sbinding.APIServerDeny{Reader: r, Static: serviceCIDRs}
 	gw, err := k8sbinding.ParseServiceName(o.GatewayService)
 	if err != nil {
 		return nil, err
@@ -598,18 +603,9 @@ func setupDriftWebhook(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8s
 		return nil
 	}
 	log := ctrl.Log.WithName("drift-webhook")
-	tlsCfg, err := o.TLSClientConfig()
+	sink, err := driftWebhookSink(o, ip, deny, func(msg string, kv ...any) { log.Info(msg, kv...) })
 	if err != nil {
 		return err
-	}
-	sink, err := review.NewWebhookSink(review.WebhookOptions{
-		URL: o.DriftWebhookURL, BearerFile: o.DriftWebhookBearerFile,
-		Egress: egress.Policy{IP: ip, TLSClientConfig: tlsCfg, Timeout: o.ExchangeTimeout, MaxResponseBytes: 64 << 10},
-		Deny:   deny,
-		Log:    func(msg string, kv ...any) { log.Info(msg, kv...) },
-	})
-	if err != nil {
-		return fmt.Errorf("--drift-webhook-url: %w", err)
 	}
 	if registerMetrics {
 		if err := sink.Metrics().Register(metrics.Registry); err != nil {
@@ -622,6 +618,24 @@ func setupDriftWebhook(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8s
 	w.DriftWebhook = sink
 	w.Deployments.DriftNotifier = sink
 	return nil
+}
+
+// driftWebhookSink builds the drift webhook sink of o, its client through k8sbinding.NewClient.
+func driftWebhookSink(o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, log func(string, ...any)) (*review.WebhookSink, error) {
+	tlsCfg, err := o.TLSClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	sink, err := review.NewWebhookSink(review.WebhookOptions{
+		URL: o.DriftWebhookURL, BearerFile: o.DriftWebhookBearerFile,
+		Egress: egress.Policy{IP: ip, TLSClientConfig: tlsCfg, Timeout: o.ExchangeTimeout, MaxResponseBytes: 64 << 10},
+		Deny:   deny,
+		Log:    log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--drift-webhook-url: %w", err)
+	}
+	return sink, nil
 }
 
 // NewResolver builds the profile resolver the manager uses: the pack verifier over the
