@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,9 @@ type Dialer struct {
 	Policy IPPolicy
 	// Resolver resolves host names; nil means [net.DefaultResolver].
 	Resolver Resolver
+	// Deny, when set, is read for every dial; its prefixes are refused like
+	// Policy.DenyPrefixes and a read error refuses the dial ("policy_unavailable").
+	Deny DenySource
 	// Timeout bounds each connect; 0 means no bound beyond the context.
 	Timeout time.Duration
 	// FallbackDelay is the Happy Eyeballs connection attempt delay: a host's next address is
@@ -101,6 +105,16 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 		ips = ips[:maxDialAddrs]
 	}
 	pol := d.Policy
+	if d.Deny != nil {
+		deny, err := d.Deny.Deny(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &DestinationError{Addr: address, Reason: "policy_unavailable"}
+		}
+		pol.DenyPrefixes = append(slices.Clone(pol.DenyPrefixes), deny...)
+	}
 	if v, _ := ctx.Value(plainHTTPKey{}).(bool); v {
 		pol.plainHTTP = true
 	}

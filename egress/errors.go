@@ -65,7 +65,9 @@ var (
 // DestinationError is the refusal destination_refused: the host, port or the address the
 // connection was about to be made to is not allowed. Reason is one of the stable words
 // "unspecified", "loopback", "link_local", "multicast", "reserved", "metadata", "apiserver",
-// "private", "port", "binding", "invalid" or "resolve".
+// "private", "port", "binding", "invalid", "resolve" or "policy_unavailable" (the dynamic deny
+// list of [Policy.Deny] could not be read). "apiserver" covers every always-denied cluster
+// prefix: the apiserver's addresses, the Service CIDRs and the gateway's own Service.
 type DestinationError struct {
 	// Addr is the judged address ("ip:port" at dial time, "host:port" for a binding mismatch).
 	// It never contains userinfo, paths or query strings.

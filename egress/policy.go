@@ -1,9 +1,11 @@
 package egress
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -52,7 +54,25 @@ type Policy struct {
 	Credential *CredentialRef
 	// Secrets resolves Credential.
 	Secrets SecretStore
+	// Deny, when set, is the dynamic deny list (the cluster's apiserver, Service CIDRs, the
+	// gateway's own Service, see egress/k8sbinding): it is read for every dial and its prefixes
+	// are refused like IP.DenyPrefixes (reason "apiserver"). A read error refuses the dial
+	// (reason "policy_unavailable"): nothing is dialed without the deny list.
+	Deny DenySource
 }
+
+// DenySource returns prefixes that are always refused, read at dial time (see [Policy.Deny]).
+type DenySource interface {
+	// Deny returns the prefixes to refuse; an error means they could not be read (the dial
+	// is refused).
+	Deny(ctx context.Context) ([]netip.Prefix, error)
+}
+
+// DenyFunc adapts a function to [DenySource].
+type DenyFunc func(ctx context.Context) ([]netip.Prefix, error)
+
+// Deny calls f.
+func (f DenyFunc) Deny(ctx context.Context) ([]netip.Prefix, error) { return f(ctx) }
 
 // binding is the exact scheme, host and port an endpoint is bound to.
 type binding struct {

@@ -71,7 +71,7 @@ func NewTransport(p Policy) (*Transport, error) {
 		p.IP.Ports = []uint16{uint16(port)}
 	}
 	t := &Transport{p: p, bind: bind}
-	t.dialer = &Dialer{Policy: p.IP, Resolver: p.Resolver, Timeout: p.Timeout}
+	t.dialer = &Dialer{Policy: p.IP, Deny: p.Deny, Resolver: p.Resolver, Timeout: p.Timeout}
 	if bind != nil && bind.scheme == "http" {
 		// Every request of a port bound to a plain-http endpoint is plain http (checkURL refuses
 		// any other scheme, redirects included): judge every dial as one, once for all.

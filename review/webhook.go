@@ -20,6 +20,7 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/refusal"
 )
 
@@ -33,15 +34,19 @@ const (
 
 // Defaults of a [WebhookSink].
 const (
-	DefaultWebhookQueue       = 256
-	DefaultWebhookMaxAttempts = 6
-	DefaultWebhookMinBackoff  = time.Second
-	DefaultWebhookMaxBackoff  = time.Minute
+	DefaultWebhookQueue = 256
+	// DefaultWebhookNamespaceQueue bounds the notices of one namespace waiting for delivery.
+	DefaultWebhookNamespaceQueue = 16
+	DefaultWebhookMaxAttempts    = 6
+	DefaultWebhookMinBackoff     = time.Second
+	DefaultWebhookMaxBackoff     = time.Minute
 )
 
 // Reasons a notice is dropped (the "reason" label of connector_mcp_drift_webhook_dropped_total).
 const (
-	// DropQueueFull: the bounded queue was full when the notice was offered.
+	// DropQueueFull: the namespace's sub-queue was full when the notice was offered, or the
+	// whole queue was full and the notice was the newest of the namespace with the most queued
+	// (one flapping tenant loses its own notices, never another namespace's).
 	DropQueueFull = "queue_full"
 	// DropRejected: the receiver answered a 4xx status other than 408 and 429 (not retried).
 	DropRejected = "rejected"
@@ -138,22 +143,27 @@ type WebhookMetrics struct {
 	Sent prometheus.Counter
 	// Dropped counts notices given up, by reason (the Drop constants).
 	Dropped *prometheus.CounterVec
+	// QueueFull counts queue_full drops by the namespace whose notice was dropped.
+	QueueFull *prometheus.CounterVec
 }
 
-// NewWebhookMetrics returns unregistered counters: connector_mcp_drift_webhook_sent_total and
-// connector_mcp_drift_webhook_dropped_total{reason}.
+// NewWebhookMetrics returns unregistered counters: connector_mcp_drift_webhook_sent_total,
+// connector_mcp_drift_webhook_dropped_total{reason} and
+// connector_mcp_drift_webhook_queue_full_total{namespace}.
 func NewWebhookMetrics() *WebhookMetrics {
 	return &WebhookMetrics{
 		Sent: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "connector_mcp", Name: "drift_webhook_sent_total",
 			Help: "Drift notices the webhook receiver accepted."}),
 		Dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "connector_mcp", Name: "drift_webhook_dropped_total",
 			Help: "Drift notices given up, by reason (queue_full, rejected, refused, retries_exhausted, shutdown)."}, []string{"reason"}),
+		QueueFull: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "connector_mcp", Name: "drift_webhook_queue_full_total",
+			Help: "Drift notices dropped because their namespace's share of the queue was full, by namespace."}, []string{"namespace"}),
 	}
 }
 
 // Register registers the counters with reg.
 func (m *WebhookMetrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.Sent, m.Dropped} {
+	for _, c := range []prometheus.Collector{m.Sent, m.Dropped, m.QueueFull} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -167,12 +177,19 @@ type WebhookOptions struct {
 	// is accepted only when Egress allows loopback (development).
 	URL string
 	// Egress is the exchange policy (dial-time IP policy, TLS roots, bounds, deadline): pass
-	// the one live freezes use. Its Endpoint, Credential and Secrets are replaced.
+	// the one live freezes use. Its Endpoint, Credential, Secrets and Deny are replaced.
 	Egress egress.Policy
+	// Deny is the cluster deny list (k8sbinding.APIServerDeny), judged at every dial: the
+	// receiver is a platform's choice, yet it must not reach the apiserver, a Service CIDR or
+	// the gateway's own Service. Required; the client is built by k8sbinding.NewClient.
+	Deny egress.DenySource
 	// BearerFile, when set, is read for every delivery and sent as "Authorization: Bearer".
 	BearerFile string
 	// Queue bounds the notices waiting for delivery (default DefaultWebhookQueue).
 	Queue int
+	// NamespaceQueue bounds the notices of one namespace waiting for delivery (default
+	// DefaultWebhookNamespaceQueue, at most Queue). Namespaces are served round-robin.
+	NamespaceQueue int
 	// MaxAttempts bounds the deliveries of one notice (default DefaultWebhookMaxAttempts).
 	MaxAttempts int
 	// MinBackoff and MaxBackoff bound the exponential delay between attempts.
@@ -184,14 +201,24 @@ type WebhookOptions struct {
 }
 
 // WebhookSink delivers drift notices as CloudEvents over HTTPS through egress. Notify never
-// blocks: notices wait in a bounded queue and a full queue drops (counted). One worker, run by
-// Start, delivers them in order with retries and exponential backoff.
+// blocks: notices wait in per-namespace sub-queues (each bounded by NamespaceQueue, all together
+// by Queue) and a full one drops (counted per namespace). One worker, run by Start, serves the
+// namespaces round-robin, each in order, with retries and exponential backoff, so a tenant
+// whose deployments flap cannot crowd out another namespace's notice.
 type WebhookSink struct {
 	o      WebhookOptions
-	port   *egress.Transport
-	queue  chan DriftNotice
+	hc     *http.Client
 	mu     sync.Mutex
 	closed bool
+	// byNS holds the queued notices of each namespace with any; ring orders those namespaces
+	// for round-robin service; total counts every queued notice.
+	byNS  map[string][]DriftNotice
+	ring  []string
+	total int
+	wake  chan struct{}
+	// singleFIFO keys every notice to one sub-queue: the former single FIFO, kept only for
+	// the must-fail twin of the fairness test.
+	singleFIFO bool
 }
 
 // NewWebhookSink checks o and builds the exchange port, bound to the receiver's scheme, host
@@ -217,8 +244,11 @@ func NewWebhookSink(o WebhookOptions) (*WebhookSink, error) {
 	if o.MaxBackoff == 0 {
 		o.MaxBackoff = DefaultWebhookMaxBackoff
 	}
-	if o.Queue < 1 || o.MaxAttempts < 1 || o.MinBackoff < 0 || o.MaxBackoff < o.MinBackoff {
-		return nil, fmt.Errorf("%w: queue and attempts must be positive, backoffs ordered", ErrInvalidWebhook)
+	if o.NamespaceQueue == 0 {
+		o.NamespaceQueue = min(DefaultWebhookNamespaceQueue, o.Queue)
+	}
+	if o.Queue < 1 || o.NamespaceQueue < 1 || o.NamespaceQueue > o.Queue || o.MaxAttempts < 1 || o.MinBackoff < 0 || o.MaxBackoff < o.MinBackoff {
+		return nil, fmt.Errorf("%w: queues and attempts must be positive (a namespace's queue at most the whole), backoffs ordered", ErrInvalidWebhook)
 	}
 	if o.Metrics == nil {
 		o.Metrics = NewWebhookMetrics()
@@ -232,18 +262,25 @@ func NewWebhookSink(o WebhookOptions) (*WebhookSink, error) {
 			return readBearerFile(o.BearerFile)
 		})
 	}
-	port, err := egress.NewTransport(p)
+	if p.MaxResponseBytes == 0 {
+		p.MaxResponseBytes = maxReceiverResponseBytes
+	}
+	hc, err := k8sbinding.NewClient(p, o.Deny)
 	if err != nil {
 		return nil, err
 	}
-	return &WebhookSink{o: o, port: port, queue: make(chan DriftNotice, o.Queue)}, nil
+	return &WebhookSink{o: o, hc: hc, byNS: map[string][]DriftNotice{}, wake: make(chan struct{}, 1)}, nil
 }
+
+// maxReceiverResponseBytes bounds what is read of a receiver's answer (then discarded).
+const maxReceiverResponseBytes = 64 << 10
 
 // Metrics returns the sink's counters.
 func (s *WebhookSink) Metrics() *WebhookMetrics { return s.o.Metrics }
 
-// Notify offers n for delivery without blocking; a full queue or a stopped sink drops it
-// (counted as queue_full or shutdown).
+// Notify offers n for delivery without blocking; a full sub-queue or a stopped sink drops it
+// (counted as queue_full or shutdown). When the whole queue is full, the newest notice of the
+// namespace with the most queued is dropped instead, unless that is n's own namespace.
 func (s *WebhookSink) Notify(n DriftNotice) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -251,32 +288,94 @@ func (s *WebhookSink) Notify(n DriftNotice) {
 		s.drop(n, DropShutdown)
 		return
 	}
-	select {
-	case s.queue <- n:
-	default:
+	key := s.key(n)
+	q := s.byNS[key]
+	if len(q) >= s.o.NamespaceQueue {
 		s.drop(n, DropQueueFull)
+		return
 	}
+	if s.total >= s.o.Queue {
+		longest := key
+		for k, kq := range s.byNS {
+			if len(kq) > len(s.byNS[longest]) {
+				longest = k
+			}
+		}
+		if longest == key {
+			s.drop(n, DropQueueFull)
+			return
+		}
+		lq := s.byNS[longest]
+		s.drop(lq[len(lq)-1], DropQueueFull)
+		s.byNS[longest] = lq[:len(lq)-1]
+		s.total--
+	}
+	if len(q) == 0 {
+		s.ring = append(s.ring, key)
+	}
+	s.byNS[key] = append(q, n)
+	s.total++
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// key is the sub-queue of n: its namespace.
+func (s *WebhookSink) key(n DriftNotice) string {
+	if s.singleFIFO {
+		return ""
+	}
+	return n.Namespace
+}
+
+// next pops the next notice round-robin: the oldest of the namespace at the head of the ring,
+// which then moves to the back while it has more.
+func (s *WebhookSink) next() (DriftNotice, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.ring) == 0 {
+		return DriftNotice{}, false
+	}
+	key := s.ring[0]
+	s.ring = s.ring[1:]
+	q := s.byNS[key]
+	n := q[0]
+	if len(q) == 1 {
+		delete(s.byNS, key)
+	} else {
+		s.byNS[key] = q[1:]
+		s.ring = append(s.ring, key)
+	}
+	s.total--
+	return n, true
 }
 
 // Start delivers queued notices until ctx ends; then the notices still queued are dropped
 // (shutdown). It implements controller-runtime's manager.Runnable.
 func (s *WebhookSink) Start(ctx context.Context) error {
 	for {
+		if n, ok := s.next(); ok {
+			if ctx.Err() == nil {
+				s.deliver(ctx, n)
+				continue
+			}
+			s.drop(n, DropShutdown)
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			s.mu.Lock()
 			s.closed = true
 			s.mu.Unlock()
 			for {
-				select {
-				case n := <-s.queue:
-					s.drop(n, DropShutdown)
-				default:
+				n, ok := s.next()
+				if !ok {
 					return nil
 				}
+				s.drop(n, DropShutdown)
 			}
-		case n := <-s.queue:
-			s.deliver(ctx, n)
+		case <-s.wake:
 		}
 	}
 }
@@ -290,13 +389,13 @@ func (s *WebhookSink) deliver(ctx context.Context, n DriftNotice) {
 	}
 	backoff := s.o.MinBackoff
 	for attempt := 1; ; attempt++ {
-		retry, reason := s.send(ctx, body)
+		retry, reason, named := s.send(ctx, body)
 		if reason == "" {
 			s.o.Metrics.Sent.Inc()
 			return
 		}
 		if !retry {
-			s.drop(n, reason)
+			s.drop(n, reason, "refusal", named)
 			return
 		}
 		if attempt >= s.o.MaxAttempts {
@@ -315,35 +414,42 @@ func (s *WebhookSink) deliver(ctx context.Context, n DriftNotice) {
 	}
 }
 
-// send makes one exchange. It returns "" on success, else the drop reason and whether the
-// failure is retryable.
-func (s *WebhookSink) send(ctx context.Context, body []byte) (retry bool, reason string) {
+// send makes one exchange. It returns "" on success, else the drop reason, whether the
+// failure is retryable and, for an egress refusal, its name (e.g. destination_refused).
+func (s *WebhookSink) send(ctx context.Context, body []byte) (retry bool, reason, named string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.o.URL, bytes.NewReader(body))
 	if err != nil {
-		return false, DropRefused
+		return false, DropRefused, ""
 	}
 	req.Header.Set("Content-Type", CloudEventsContentType)
-	resp, err := s.port.Exchange(ctx, req)
+	resp, err := s.hc.Do(req)
 	if err != nil {
-		if refusal.Name(err) != "" && !errors.Is(err, egress.ErrDeadlineExceeded) {
-			return false, DropRefused
+		if name := refusal.Name(err); name != "" && !errors.Is(err, egress.ErrDeadlineExceeded) {
+			return false, DropRefused, name
 		}
-		return true, DropRetriesExhausted
+		return true, DropRetriesExhausted, ""
 	}
+	// The answer is read (bounded by the client) and discarded, so the connection is reused.
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return false, ""
+		return false, "", ""
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
-		return true, DropRetriesExhausted
+		return true, DropRetriesExhausted, ""
 	default:
-		return false, DropRejected
+		return false, DropRejected, ""
 	}
 }
 
-func (s *WebhookSink) drop(n DriftNotice, reason string) {
+// drop counts and logs a dropped notice; kv adds log keys (the refusal name of a refused one).
+func (s *WebhookSink) drop(n DriftNotice, reason string, kv ...any) {
 	s.o.Metrics.Dropped.WithLabelValues(reason).Inc()
+	if reason == DropQueueFull {
+		s.o.Metrics.QueueFull.WithLabelValues(n.Namespace).Inc()
+	}
 	if s.o.Log != nil {
-		s.o.Log("Drift notice dropped", "deployment", n.Namespace+"/"+n.Deployment, "candidateSnapshot", n.CandidateSnapshotDigest, "reason", reason)
+		s.o.Log("Drift notice dropped", append([]any{"namespace", n.Namespace, "deployment", n.Namespace + "/" + n.Deployment, "candidateSnapshot", n.CandidateSnapshotDigest, "reason", reason}, kv...)...)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/egress/k8sbinding"
 )
 
 // receiver is a real loopback HTTPS server answering the statuses in order (the last one
@@ -65,6 +67,10 @@ func (r *receiver) requests() int {
 func egressFor(r *receiver) egress.Policy {
 	return egress.Policy{IP: egress.IPPolicy{Loopback: egress.LoopbackAllowedUnsafe}, TLSClientConfig: r.srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()}
 }
+
+// testDeny is an empty cluster deny list (the tests' receivers are on loopback; the deny list
+// itself is tested in cmd/manager/app TestOutboundClientsRefuseClusterAddresses).
+var testDeny = &k8sbinding.APIServerDeny{}
 
 func startSink(t *testing.T, s *WebhookSink) {
 	t.Helper()
@@ -123,7 +129,7 @@ func bearerFile(t *testing.T) string {
 // appears in the payload.
 func TestWebhookDeliversCloudEventWithoutProse(t *testing.T) {
 	r := newReceiver(t, http.StatusAccepted)
-	s, err := NewWebhookSink(WebhookOptions{URL: r.srv.URL + "/hooks/drift", Egress: egressFor(r), BearerFile: bearerFile(t)})
+	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL + "/hooks/drift", Egress: egressFor(r), BearerFile: bearerFile(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +190,7 @@ func TestWebhookHygieneCheckCanFail(t *testing.T) {
 
 func TestWebhookRetriesWithBackoffThenDelivers(t *testing.T) {
 	r := newReceiver(t, http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusOK)
-	s, err := NewWebhookSink(WebhookOptions{URL: r.srv.URL, Egress: egressFor(r), MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond})
+	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: egressFor(r), MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +233,7 @@ func TestWebhookDrops(t *testing.T) {
 			if tc.policy != nil {
 				p = tc.policy(p)
 			}
-			s, err := NewWebhookSink(WebhookOptions{URL: r.srv.URL, Egress: p, MaxAttempts: 3, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+			s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: p, MaxAttempts: 3, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -245,7 +251,7 @@ func TestWebhookDrops(t *testing.T) {
 // delivered once the worker runs, and a stop drops what is left (shutdown).
 func TestWebhookBoundedQueue(t *testing.T) {
 	r := newReceiver(t, http.StatusOK)
-	s, err := NewWebhookSink(WebhookOptions{URL: r.srv.URL, Egress: egressFor(r), Queue: 2})
+	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: egressFor(r), Queue: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +269,7 @@ func TestWebhookBoundedQueue(t *testing.T) {
 	r.mu.Lock()
 	r.release = make(chan struct{})
 	r.mu.Unlock()
-	s2, err := NewWebhookSink(WebhookOptions{URL: r.srv.URL, Egress: egressFor(r), Queue: 2})
+	s2, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: egressFor(r), Queue: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +302,7 @@ func TestNewWebhookSinkRefusals(t *testing.T) {
 		{"hooks.example.com/x", ErrInvalidWebhook},
 		{"http://hooks.example.com/x", egress.ErrSchemeRefused},
 	} {
-		_, err := NewWebhookSink(WebhookOptions{URL: tc.url})
+		_, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: tc.url})
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: err = %v, want %v", tc.url, err, tc.want)
 		}
@@ -304,8 +310,12 @@ func TestNewWebhookSinkRefusals(t *testing.T) {
 			t.Errorf("%s: error carries a secret: %v", tc.url, err)
 		}
 	}
+	// No deny list, no sink: the receiver's dials must be judged against the cluster's.
+	if _, err := NewWebhookSink(WebhookOptions{URL: "https://hooks.example.com/x"}); !errors.Is(err, egress.ErrInvalidPolicy) {
+		t.Errorf("no deny list: err = %v, want %v", err, egress.ErrInvalidPolicy)
+	}
 	// Must-pass twin: an https URL builds.
-	if _, err := NewWebhookSink(WebhookOptions{URL: "https://hooks.example.com/x"}); err != nil {
+	if _, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: "https://hooks.example.com/x"}); err != nil {
 		t.Fatalf("https URL: %v", err)
 	}
 }
@@ -318,7 +328,7 @@ func TestWebhookBadBearerFileIsNotSent(t *testing.T) {
 	if err := os.WriteFile(p, []byte("a\nb\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewWebhookSink(WebhookOptions{URL: r.srv.URL, Egress: egressFor(r), BearerFile: p, MaxAttempts: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: egressFor(r), BearerFile: p, MaxAttempts: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,5 +338,124 @@ func TestWebhookBadBearerFileIsNotSent(t *testing.T) {
 	waitFor(t, "drop", func() bool { return testutil.ToFloat64(s.Metrics().Dropped.WithLabelValues(DropRetriesExhausted)) == 1 })
 	if r.requests() != 0 {
 		t.Fatalf("requests = %d, want none without a valid bearer", r.requests())
+	}
+}
+
+// floodThenOne blocks the receiver on a first notice of team-flap, floods team-flap with n
+// more, offers one notice of team-quiet, then releases the receiver and waits until the queue
+// is empty. It returns the subjects the receiver got.
+func floodThenOne(t *testing.T, s *WebhookSink, r *receiver, n int) []string {
+	t.Helper()
+	r.mu.Lock()
+	r.release = make(chan struct{})
+	r.mu.Unlock()
+	startSink(t, s)
+	rv := hostileReview()
+	notice := func(ns, name string) DriftNotice {
+		d := NoticeOf(ns, &rv.Spec, apiv1.ReasonCandidateComplete)
+		d.Deployment = name
+		return d
+	}
+	s.Notify(notice("team-flap", "flap-0"))
+	waitFor(t, "the first notice in flight", func() bool { return r.requests() == 1 })
+	for i := range n {
+		s.Notify(notice("team-flap", "flap-"+string(rune('a'+i%26))))
+	}
+	s.Notify(notice("team-quiet", "steady"))
+	close(r.release)
+	waitFor(t, "the queue drained", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.total == 0 && testutil.ToFloat64(s.Metrics().Sent)+testutil.ToFloat64(s.Metrics().Dropped.WithLabelValues(DropQueueFull)) == float64(n+2)
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var subjects []string
+	for _, b := range r.bodies {
+		var ev struct {
+			Subject string `json:"subject"`
+		}
+		if err := json.Unmarshal(b, &ev); err != nil {
+			t.Fatal(err)
+		}
+		subjects = append(subjects, ev.Subject)
+	}
+	return subjects
+}
+
+// 9c: one namespace whose deployments flap (100 notices while the receiver is slow) cannot drop
+// another namespace's single notice: team-flap loses its own notices beyond its share
+// (counted per namespace), team-quiet's notice is delivered.
+func TestWebhookQueueIsFairPerNamespace(t *testing.T) {
+	r := newReceiver(t, http.StatusOK)
+	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: egressFor(r), Queue: 8, NamespaceQueue: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects := floodThenOne(t, s, r, 100)
+	if !slices.Contains(subjects, "team-quiet/steady") {
+		t.Fatalf("team-quiet's notice was not delivered; receiver got %v", subjects)
+	}
+	if got := testutil.ToFloat64(s.Metrics().QueueFull.WithLabelValues("team-flap")); got != 96 {
+		t.Errorf("team-flap queue_full drops = %v, want 96 (100 offered, 4 queued)", got)
+	}
+	if got := testutil.ToFloat64(s.Metrics().QueueFull.WithLabelValues("team-quiet")); got != 0 {
+		t.Errorf("team-quiet queue_full drops = %v, want 0", got)
+	}
+}
+
+// Must-fail twin: the former single FIFO, bounded as a whole, drops team-quiet's notice as
+// queue_full once team-flap has filled it.
+func TestWebhookSingleFIFODropsOtherNamespace(t *testing.T) {
+	r := newReceiver(t, http.StatusOK)
+	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: egressFor(r), Queue: 8, NamespaceQueue: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.singleFIFO = true
+	subjects := floodThenOne(t, s, r, 100)
+	if slices.Contains(subjects, "team-quiet/steady") {
+		t.Fatalf("the single FIFO delivered team-quiet's notice: %v", subjects)
+	}
+	if got := testutil.ToFloat64(s.Metrics().QueueFull.WithLabelValues("team-quiet")); got != 1 {
+		t.Errorf("team-quiet queue_full drops = %v, want 1", got)
+	}
+}
+
+// When the whole queue is full (many namespaces), a namespace's notice still gets in: the
+// newest notice of the namespace with the most queued makes room.
+func TestWebhookFullQueueEvictsTheLongestNamespace(t *testing.T) {
+	r := newReceiver(t, http.StatusOK)
+	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: egressFor(r), Queue: 4, NamespaceQueue: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := hostileReview()
+	for _, ns := range []string{"a", "a", "a", "b"} { // full: a=3, b=1 (no worker yet)
+		s.Notify(NoticeOf(ns, &rv.Spec, apiv1.ReasonCandidateComplete))
+	}
+	s.Notify(NoticeOf("c", &rv.Spec, apiv1.ReasonCandidateComplete))
+	if got := testutil.ToFloat64(s.Metrics().QueueFull.WithLabelValues("a")); got != 1 {
+		t.Fatalf("a's queue_full drops = %v, want 1 (evicted for c)", got)
+	}
+	s.Notify(NoticeOf("a", &rv.Spec, apiv1.ReasonCandidateComplete)) // a is the longest: its own is dropped
+	if got := testutil.ToFloat64(s.Metrics().QueueFull.WithLabelValues("a")); got != 2 {
+		t.Fatalf("a's queue_full drops = %v, want 2", got)
+	}
+	startSink(t, s)
+	waitFor(t, "four deliveries", func() bool { return testutil.ToFloat64(s.Metrics().Sent) == 4 })
+	// Round-robin: a, b, c, a.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var order []string
+	for _, b := range r.bodies {
+		var ev struct {
+			Data DriftNotice `json:"data"`
+		}
+		_ = json.Unmarshal(b, &ev)
+		order = append(order, ev.Data.Namespace)
+	}
+	if strings.Join(order, ",") != "a,b,c,a" {
+		t.Fatalf("delivery order = %v, want a,b,c,a", order)
 	}
 }

@@ -47,8 +47,9 @@ type Binder struct {
 	// Ceilings gives each namespace's ceiling. Nil means an empty ceiling: only the ranges of
 	// Base.IP.AllowCIDRs may be requested.
 	Ceilings CeilingSource
-	// Deny gives the cluster addresses that are always denied (added to
-	// Base.IP.DenyPrefixes). Optional.
+	// Deny gives the cluster addresses that are always denied: read when the port is built
+	// (added to Base.IP.DenyPrefixes, so an IP-literal URL is refused before any dial) and
+	// again at every dial (Base.Deny). Optional for tests; the binaries always set it.
 	Deny DenySource
 	// ConfigMaps reads CA bundle ConfigMaps (see [LoadCABundle]); required when a binding names
 	// a CA bundle. The manager passes its cache, which holds only labelled ConfigMaps.
@@ -97,6 +98,10 @@ func (b *Binder) prepare(ctx context.Context, req Request) (egress.Policy, egres
 			return base, binding, fmt.Errorf("%w: %w", ErrClusterPolicyUnavailable, err)
 		}
 		base.IP.DenyPrefixes = append(slices.Clone(base.IP.DenyPrefixes), deny...)
+		// And again at every dial of the port, which may outlive the read (a pooled session).
+		if base, err = withDeny(base, b.Deny); err != nil {
+			return base, binding, err
+		}
 	}
 	widened := base.IP
 	if len(req.AllowCIDRs) > 0 {

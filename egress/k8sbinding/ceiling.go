@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/egress"
 )
 
 // CeilingSource returns the private ranges a namespace's deployments may open.
@@ -127,30 +129,29 @@ func contained(p netip.Prefix, set []netip.Prefix) bool {
 	return false
 }
 
-// DenySource returns the cluster addresses that are always denied.
-type DenySource interface {
-	// Deny returns the prefixes to deny; an error means they could not be read (callers fail
-	// closed).
-	Deny(ctx context.Context) ([]netip.Prefix, error)
-}
+// DenySource returns the cluster addresses that are always denied: [egress.DenySource], read
+// by the guarded dialer at dial time (egress.Policy.Deny) and by [Binder.Check] before it.
+type DenySource = egress.DenySource
 
 // DenyFunc adapts a function to [DenySource].
-type DenyFunc func(ctx context.Context) ([]netip.Prefix, error)
-
-// Deny calls f.
-func (f DenyFunc) Deny(ctx context.Context) ([]netip.Prefix, error) { return f(ctx) }
+type DenyFunc = egress.DenyFunc
 
 // APIServerDeny is the production [DenySource]: Static (the --service-cidr flags and the
 // apiserver address the manager was configured with) plus, read from the cluster and
 // remembered for TTL: the cluster IPs of Service default/kubernetes (both families), the
-// addresses of its EndpointSlices, and every ServiceCIDR (networking.k8s.io/v1) when the API
-// exists.
+// addresses of its EndpointSlices, the same for every Service of Services (the gateway's own,
+// so that no deployment sends outbound MCP back into the hosted route), and every ServiceCIDR
+// (networking.k8s.io/v1) when the API exists.
 type APIServerDeny struct {
-	// Reader reads Services and EndpointSlices of namespace default and ServiceCIDRs; the
-	// manager gives it its uncached API reader.
+	// Reader reads Services, EndpointSlices and ServiceCIDRs; the manager gives it its uncached
+	// API reader.
 	Reader client.Reader
 	// Static prefixes are always denied.
 	Static []netip.Prefix
+	// Services are further Services whose cluster IPs and EndpointSlice addresses are denied
+	// like the apiserver's (the gateway's own Service, --gateway-service). A Service that does
+	// not exist contributes nothing.
+	Services []types.NamespacedName
 	// TTL is how long a read is reused (zero: 30 s).
 	TTL time.Duration
 
@@ -191,25 +192,28 @@ func (d *APIServerDeny) read(ctx context.Context) ([]netip.Prefix, error) {
 			out = append(out, netip.PrefixFrom(a, a.BitLen()))
 		}
 	}
-	var svc corev1.Service
-	switch err := d.Reader.Get(ctx, types.NamespacedName{Namespace: metav1.NamespaceDefault, Name: "kubernetes"}, &svc); {
-	case err == nil:
-		addAddr(svc.Spec.ClusterIP)
-		for _, ip := range svc.Spec.ClusterIPs {
-			addAddr(ip)
+	services := append([]types.NamespacedName{{Namespace: metav1.NamespaceDefault, Name: "kubernetes"}}, d.Services...)
+	for _, name := range services {
+		var svc corev1.Service
+		switch err := d.Reader.Get(ctx, name, &svc); {
+		case err == nil:
+			addAddr(svc.Spec.ClusterIP)
+			for _, ip := range svc.Spec.ClusterIPs {
+				addAddr(ip)
+			}
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("k8sbinding: read Service %s: %s", name, apierrors.ReasonForError(err))
 		}
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("k8sbinding: read Service default/kubernetes: %s", apierrors.ReasonForError(err))
-	}
-	var slices discoveryv1.EndpointSliceList
-	if err := d.Reader.List(ctx, &slices, client.InNamespace(metav1.NamespaceDefault),
-		client.MatchingLabels{discoveryv1.LabelServiceName: "kubernetes"}); err != nil {
-		return nil, fmt.Errorf("k8sbinding: list the apiserver's EndpointSlices: %s", apierrors.ReasonForError(err))
-	}
-	for _, s := range slices.Items {
-		for _, ep := range s.Endpoints {
-			for _, a := range ep.Addresses {
-				addAddr(a)
+		var slices discoveryv1.EndpointSliceList
+		if err := d.Reader.List(ctx, &slices, client.InNamespace(name.Namespace),
+			client.MatchingLabels{discoveryv1.LabelServiceName: name.Name}); err != nil {
+			return nil, fmt.Errorf("k8sbinding: list the EndpointSlices of Service %s: %s", name, apierrors.ReasonForError(err))
+		}
+		for _, s := range slices.Items {
+			for _, ep := range s.Endpoints {
+				for _, a := range ep.Addresses {
+					addAddr(a)
+				}
 			}
 		}
 	}
@@ -234,6 +238,19 @@ func (d *APIServerDeny) read(ctx context.Context) ([]netip.Prefix, error) {
 // cache.Options.ByObject for &corev1.Secret{}.
 func CredentialCacheSelector() cache.ByObject {
 	return cache.ByObject{Label: labels.SelectorFromSet(labels.Set{apiv1.CredentialLabel: "true"})}
+}
+
+// ParseServiceName parses a "<namespace>/<name>" Service reference (the --gateway-service
+// flag); empty gives the zero name and ok.
+func ParseServiceName(s string) (types.NamespacedName, error) {
+	if s == "" {
+		return types.NamespacedName{}, nil
+	}
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return types.NamespacedName{}, fmt.Errorf("%w: %q is not <namespace>/<name>", egress.ErrInvalidPolicy, s)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }
 
 // CeilingFunc adapts a function to [CeilingSource].

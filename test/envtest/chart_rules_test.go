@@ -27,7 +27,7 @@ func exportedMetrics(t *testing.T) map[string][]string {
 	cs = append(cs, m.Activations, m.Refusals, m.DriftDetections, m.DriftClasses, m.FreezeDuration, m.VerificationCacheHits, m.VerificationCacheMisses)
 	cs = append(cs, controllers.NewRefusedCollector(k8sClient))
 	w := review.NewWebhookMetrics()
-	cs = append(cs, w.Sent, w.Dropped)
+	cs = append(cs, w.Sent, w.Dropped, w.QueueFull)
 	descRe := regexp.MustCompile(`fqName: "([a-z_]+)".*variableLabels: \{([a-z_,]*)\}`)
 	out := map[string][]string{}
 	for _, c := range cs {

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	managerapp "github.com/b10x/connector-mcp/cmd/manager/app"
-	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/gateway"
 	"github.com/b10x/connector-mcp/invocation"
@@ -188,7 +187,7 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 	if err != nil {
 		return nil, err
 	}
-	serviceCIDRs, err := egress.ParseCIDRs(o.Verify.ServiceCIDRs)
+	deny, err := managerapp.ClusterDeny(mgr, o.Verify)
 	if err != nil {
 		return nil, err
 	}
@@ -212,9 +211,9 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 			Client:  mcpclient.NewClient(&mcpclient.Options{Name: "connector-mcp-gateway"}),
 			Secrets: mgr.GetAPIReader(),
 			// The manager's egress rules exactly: each namespace's ceiling (McpTrustPolicy) and the
-			// always-denied apiserver addresses and Service ranges.
+			// always-denied apiserver addresses, Service ranges and the gateway's own Service.
 			Ceilings:         &k8sbinding.TrustPolicyCeilings{Reader: mgr.GetClient()},
-			Deny:             &k8sbinding.APIServerDeny{Reader: mgr.GetAPIReader(), Static: serviceCIDRs},
+			Deny:             deny,
 			ConfigMaps:       mgr.GetAPIReader(),
 			TLSClientConfig:  tlsCfg,
 			IP:               ip,

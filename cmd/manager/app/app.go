@@ -15,7 +15,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -73,6 +72,10 @@ type Options struct {
 	// ServiceCIDRs are the cluster's Service ranges (both families), always denied in addition
 	// to those the ServiceCIDR API lists.
 	ServiceCIDRs []string
+	// GatewayService (--gateway-service, "<namespace>/<name>") is the gateway's own Service: its
+	// cluster IPs and EndpointSlice addresses are always denied like the apiserver's, so no
+	// deployment sends outbound MCP back into the hosted route.
+	GatewayService string
 	// CredentialHashKeyFile holds the operator's HMAC key for status.credentialHash (at least
 	// 32 bytes). Empty: a random key per process, so every deployment with a credential is
 	// re-frozen once after each restart.
@@ -210,6 +213,7 @@ func (o *Options) BindVerifyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DefaultSourceRepository, "default-source-repository", o.DefaultSourceRepository, "Source repository (primary source) the platform's provenance rule requires.")
 	fs.StringVar(&o.DefaultSourceRef, "default-source-ref", o.DefaultSourceRef, "Source ref (e.g. refs/heads/main) the platform's provenance rule requires.")
 	fs.StringSliceVar(&o.EgressAllowCIDRs, "egress-allow-cidr", o.EgressAllowCIDRs, "Private CIDR every MCP endpoint and registry may resolve to (repeatable).")
+	fs.StringVar(&o.GatewayService, "gateway-service", o.GatewayService, "The gateway's own Service (<namespace>/<name>): its cluster IPs and endpoint addresses are always denied as a destination of every outbound client.")
 	fs.StringSliceVar(&o.ServiceCIDRs, "service-cidr", o.ServiceCIDRs, "Service CIDR of the cluster, always denied as an MCP destination (repeatable; one per family). Those listed by the ServiceCIDR API are denied too.")
 	fs.BoolVar(&o.AllowLoopbackUnsafe, "allow-loopback-unsafe", o.AllowLoopbackUnsafe, "Development only: allow MCP servers and registries on loopback, over plain HTTP.")
 	fs.DurationVar(&o.ExchangeTimeout, "exchange-timeout", o.ExchangeTimeout, "Deadline of one outbound HTTP exchange.")
@@ -269,6 +273,9 @@ func (o *Options) Validate() error {
 	if _, err := egress.ParseCIDRs(o.ServiceCIDRs); err != nil {
 		errs = append(errs, fmt.Errorf("--service-cidr: %w", err))
 	}
+	if _, err := k8sbinding.ParseServiceName(o.GatewayService); err != nil {
+		errs = append(errs, fmt.Errorf("--gateway-service: %w", err))
+	}
 	// review: drift webhook sink.
 	if o.DriftWebhookBearerFile != "" && o.DriftWebhookURL == "" {
 		errs = append(errs, errors.New("--drift-webhook-bearer-file needs --drift-webhook-url"))
@@ -278,7 +285,8 @@ func (o *Options) Validate() error {
 		if o.AllowLoopbackUnsafe {
 			ip.Loopback = egress.LoopbackAllowedUnsafe
 		}
-		if _, err := review.NewWebhookSink(review.WebhookOptions{URL: o.DriftWebhookURL, Egress: egress.Policy{IP: ip}}); err != nil {
+		// A static (empty) deny list: the sink is only checked here, never run.
+		if _, err := review.NewWebhookSink(review.WebhookOptions{URL: o.DriftWebhookURL, Egress: egress.Policy{IP: ip}, Deny: &k8sbinding.APIServerDeny{}}); err != nil {
 			errs = append(errs, fmt.Errorf("--drift-webhook-url: %w", err))
 		}
 	}
@@ -485,15 +493,15 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	if store != nil {
 		blobs = store
 	}
-	resolver, err := newResolver(mgr, o, ip, m, blobs)
+	deny, err := ClusterDeny(mgr, o)
+	if err != nil {
+		return nil, err
+	}
+	resolver, err := newResolver(mgr, o, ip, deny, m, blobs)
 	if err != nil {
 		return nil, err
 	}
 	key, ephemeral, err := LoadCredentialHashKey(o.CredentialHashKeyFile)
-	if err != nil {
-		return nil, err
-	}
-	serviceCIDRs, err := egress.ParseCIDRs(o.ServiceCIDRs)
 	if err != nil {
 		return nil, err
 	}
@@ -506,7 +514,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		ConfigMaps: mgr.GetClient(),
 		Secrets:    mgr.GetClient(),
 		Ceilings:   &k8sbinding.TrustPolicyCeilings{Reader: mgr.GetClient()},
-		Deny:       &k8sbinding.APIServerDeny{Reader: mgr.GetAPIReader(), Static: serviceCIDRs},
+		Deny:       deny,
 	}
 	freezer := &adapters.Freezer{
 		Client: mcpclient.NewClient(&mcpclient.Options{Name: "connector-mcp-manager"}),
@@ -532,7 +540,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		FreezeTimeout: o.FreezeTimeout, RetryInterval: o.RetryInterval, Metrics: m, MaxConcurrentReconciles: o.Concurrency,
 		Shard: shard,
 	}
-	if err := setupDriftWebhook(mgr, o, ip, w, registerMetrics); err != nil {
+	if err := setupDriftWebhook(mgr, o, ip, deny, w, registerMetrics); err != nil {
 		return nil, err
 	}
 	if err := w.Deployments.SetupWithManager(mgr); err != nil {
@@ -542,7 +550,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	if err := w.TrustPolicies.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	oauthClient, err := producerHTTPClient(ip, serviceCIDRs, tlsCfg, o.ExchangeTimeout)
+	oauthClient, err := producerHTTPClient(ip, deny, tlsCfg, o.ExchangeTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -557,31 +565,47 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 }
 
 // producerHTTPClient is the OAuth producer's client: discovery and token requests obey the same
-// dial-time IP policy as freezes, and since an McpCredential's URLs are a tenant's choice, the
-// Service CIDRs (--service-cidr, where the apiserver's ClusterIP lives) are denied too.
-func producerHTTPClient(ip egress.IPPolicy, serviceCIDRs []netip.Prefix, tlsCfg *tls.Config, timeout time.Duration) (*http.Client, error) {
-	ip.DenyPrefixes = append(slices.Clone(ip.DenyPrefixes), serviceCIDRs...)
-	return egress.NewHTTPClient(egress.Policy{IP: ip, TLSClientConfig: tlsCfg, Timeout: timeout, MaxResponseBytes: oauth.MaxResponseBytes})
+// dial-time IP policy and cluster deny list as freezes (an McpCredential's URLs are a tenant's
+// choice).
+func producerHTTPClient(ip egress.IPPolicy, deny k8sbinding.DenySource, tlsCfg *tls.Config, timeout time.Duration) (*http.Client, error) {
+	return k8sbinding.NewClient(egress.Policy{IP: ip, TLSClientConfig: tlsCfg, Timeout: timeout, MaxResponseBytes: oauth.MaxResponseBytes}, deny)
+}
+
+// ClusterDeny is the cluster deny list of o that every outbound client of the manager and the
+// gateway is built with (k8sbinding.NewClient, k8sbinding.Binder): --service-cidr, the
+// ServiceCIDR objects, the apiserver's Service IPs and EndpointSlice addresses and those of
+// --gateway-service, read with mgr's uncached API reader.
+func ClusterDeny(mgr ctrl.Manager, o Options) (*k8sbinding.APIServerDeny, error) {
+	return clusterDeny(mgr.GetAPIReader(), o)
+}
+
+// clusterDeny is [ClusterDeny] reading the cluster with r.
+func clusterDeny(r client.Reader, o Options) (*k8sbinding.APIServerDeny, error) {
+	serviceCIDRs, err := egress.ParseCIDRs(o.ServiceCIDRs)
+	if err != nil {
+		return nil, err
+	}
+	d := &k8sbinding.APIServerDeny{Reader: r, Static: serviceCIDRs}
+	gw, err := k8sbinding.ParseServiceName(o.GatewayService)
+	if err != nil {
+		return nil, err
+	}
+	if gw.Name != "" {
+		d.Services = append(d.Services, gw)
+	}
+	return d, nil
 }
 
 // setupDriftWebhook builds the drift webhook sink of o (none when no URL is set), runs it with
 // mgr and hands it to the deployment reconciler.
-func setupDriftWebhook(mgr ctrl.Manager, o Options, ip egress.IPPolicy, w *Wired, registerMetrics bool) error {
+func setupDriftWebhook(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, w *Wired, registerMetrics bool) error {
 	if o.DriftWebhookURL == "" {
 		return nil
 	}
 	log := ctrl.Log.WithName("drift-webhook")
-	tlsCfg, err := o.TLSClientConfig()
+	sink, err := driftWebhookSink(o, ip, deny, func(msg string, kv ...any) { log.Info(msg, kv...) })
 	if err != nil {
 		return err
-	}
-	sink, err := review.NewWebhookSink(review.WebhookOptions{
-		URL: o.DriftWebhookURL, BearerFile: o.DriftWebhookBearerFile,
-		Egress: egress.Policy{IP: ip, TLSClientConfig: tlsCfg, Timeout: o.ExchangeTimeout, MaxResponseBytes: 64 << 10},
-		Log:    func(msg string, kv ...any) { log.Info(msg, kv...) },
-	})
-	if err != nil {
-		return fmt.Errorf("--drift-webhook-url: %w", err)
 	}
 	if registerMetrics {
 		if err := sink.Metrics().Register(metrics.Registry); err != nil {
@@ -594,6 +618,24 @@ func setupDriftWebhook(mgr ctrl.Manager, o Options, ip egress.IPPolicy, w *Wired
 	w.DriftWebhook = sink
 	w.Deployments.DriftNotifier = sink
 	return nil
+}
+
+// driftWebhookSink builds the drift webhook sink of o, its client through k8sbinding.NewClient.
+func driftWebhookSink(o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, log func(string, ...any)) (*review.WebhookSink, error) {
+	tlsCfg, err := o.TLSClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	sink, err := review.NewWebhookSink(review.WebhookOptions{
+		URL: o.DriftWebhookURL, BearerFile: o.DriftWebhookBearerFile,
+		Egress: egress.Policy{IP: ip, TLSClientConfig: tlsCfg, Timeout: o.ExchangeTimeout, MaxResponseBytes: 64 << 10},
+		Deny:   deny,
+		Log:    log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--drift-webhook-url: %w", err)
+	}
+	return sink, nil
 }
 
 // NewResolver builds the profile resolver the manager uses: the pack verifier over the
@@ -619,17 +661,27 @@ func NewResolver(mgr ctrl.Manager, o Options, m *controllers.Metrics) (*controll
 		}
 		store = ro
 	}
-	return newResolver(mgr, o, ip, m, store)
+	deny, err := ClusterDeny(mgr, o)
+	if err != nil {
+		return nil, err
+	}
+	return newResolver(mgr, o, ip, deny, m, store)
 }
 
 // newResolver builds the resolver; store, when not nil, is the verified-pack store of the
 // anonymous registry client (the manager's; the gateway has none).
-func newResolver(mgr ctrl.Manager, o Options, ip egress.IPPolicy, m *controllers.Metrics, store ocipack.BlobStore) (*controllers.Resolver, error) {
-	verifier, err := packVerifier(mgr, o, ip, store)
+func newResolver(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, m *controllers.Metrics, store ocipack.BlobStore) (*controllers.Resolver, error) {
+	verifier, err := packVerifier(mgr, o, ip, deny, store)
 	if err != nil {
 		return nil, err
 	}
 	return &controllers.Resolver{Verifier: verifier, RequireProvenance: !o.SkipProvenanceUnsafe, Metrics: m}, nil
+}
+
+// registryHTTPClient is the OCI registry client's (pack pulls, TUF): the cluster deny list at
+// every dial, redirects to blob storage re-checked.
+func registryHTTPClient(ip egress.IPPolicy, deny k8sbinding.DenySource, tlsCfg *tls.Config, timeout time.Duration) (*http.Client, error) {
+	return k8sbinding.NewClient(egress.Policy{IP: ip, TLSClientConfig: tlsCfg, Timeout: timeout, MaxRedirects: 3}, deny)
 }
 
 // IPPolicy returns the dial-time address policy of o for the cluster of cfg, the one the
@@ -657,12 +709,12 @@ func ipPolicy(cfg *rest.Config, o Options) (egress.IPPolicy, error) {
 }
 
 // packVerifier builds the OCI pack verifier over an egress-guarded registry client.
-func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy, store ocipack.BlobStore) (*adapters.PackVerifier, error) {
+func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, store ocipack.BlobStore) (*adapters.PackVerifier, error) {
 	tlsCfg, err := o.TLSClientConfig()
 	if err != nil {
 		return nil, err
 	}
-	hc, err := egress.NewHTTPClient(egress.Policy{IP: ip, TLSClientConfig: tlsCfg, Timeout: o.ExchangeTimeout, MaxRedirects: 3})
+	hc, err := registryHTTPClient(ip, deny, tlsCfg, o.ExchangeTimeout)
 	if err != nil {
 		return nil, err
 	}
