@@ -73,6 +73,9 @@ func TestValidate(t *testing.T) {
 		{"unanchored default subject regexp", func(o *Options) {
 			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/"
 		}, "unanchored_subject_regexp"},
+		{"default subject regexp anchored in text only", func(o *Options) {
+			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/|x$"
+		}, "unanchored_subject_regexp"},
 		{"anchored default subject regexp", func(o *Options) {
 			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/.*$"
 		}, ""},
