@@ -95,14 +95,15 @@ type TrustEgressCeiling struct {
 // TrustOAuthCeiling bounds the OAuth issuers McpCredentials may name.
 type TrustOAuthCeiling struct {
 	// AllowedIssuers are the issuer identifiers (RFC 8414: exact https URLs, no query or
-	// fragment) an McpCredential's spec.issuer may equal. The manager's --allowed-oauth-issuers
-	// apply to every namespace; the union of the two is the namespace's ceiling, and an issuer
-	// outside it is refused (IssuerNotAllowed) before any request.
+	// fragment; plain http only to 127.0.0.1 or ::1, which the egress policy reaches only in
+	// development) an McpCredential's spec.issuer may equal. The manager's
+	// --allowed-oauth-issuers apply to every namespace; the union of the two is the namespace's
+	// ceiling, and an issuer outside it is refused (IssuerNotAllowed) before any request.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="self.all(i, isURL(i) && url(i).getScheme() == 'https' && url(i).getHostname() != '' && !i.contains('@') && !i.contains('?') && !i.contains('#'))",message="allowedIssuers must be https URLs with no user information, query or fragment"
+	// +kubebuilder:validation:XValidation:rule="self.all(i, isURL(i) && !i.contains('@') && !i.contains('?') && !i.contains('#') && url(i).getHostname() != '' && (url(i).getScheme() == 'https' || (url(i).getScheme() == 'http' && url(i).getHostname() in ['127.0.0.1', '::1'])))",message="allowedIssuers must be https URLs (plain http only to 127.0.0.1 or ::1) with no user information, query or fragment"
 	AllowedIssuers []string `json:"allowedIssuers,omitempty"`
 }
 

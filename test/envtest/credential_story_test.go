@@ -144,6 +144,7 @@ func TestCredentialProducerStory(t *testing.T) {
 	o.CredentialRefreshSkew = 10*time.Minute - 3*time.Second
 	reg := prometheus.NewRegistry()
 	logs := startLoggedOperator(t, ns, o, reg)
+	allowIssuers(t, ns, as.Issuer)
 
 	// 1. Login to a Secret from the workstation.
 	loginCred := workstationLogin(t, rs, ns, "gh", "connector-mcp", clientSecret, []string{oauthtest.BaseScope})
@@ -245,12 +246,13 @@ func TestCredentialProducerStory(t *testing.T) {
 	other := oauthtest.NewAuthServer(t, oauthtest.Config{Preregistered: map[string]string{"connector-mcp": clientSecret}})
 	evil := oauthtest.NewAuthServer(t, oauthtest.Config{TokenEndpoint: other.Issuer + "/token"})
 	evilRS := oauthtest.NewResourceServer(t, evil)
-	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evil-oauth", Labels: map[string]string{apiv1.CredentialLabel: "true"}},
-		Data: map[string][]byte{apiv1.RefreshTokenKey: []byte("rt-evil-refresh-token-not-to-leak")}})
-	mustCreate(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evil"}, Spec: apiv1.McpCredentialSpec{
+	allowIssuers(t, ns, evil.Issuer) // inside the ceiling: the binding check itself refuses it
+	evilCred := &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evil"}, Spec: apiv1.McpCredentialSpec{
 		Resource: evilRS.URL, Issuer: evil.Issuer, Grant: apiv1.GrantAuthorizationCode,
 		Client:                apiv1.OAuthClientRegistration{Registration: apiv1.RegistrationPreregistered, ClientID: "connector-mcp"},
-		RefreshTokenSecretRef: &apiv1.SecretKeyReference{Name: "evil-oauth", Key: apiv1.RefreshTokenKey}, TargetSecretName: "evil"}})
+		RefreshTokenSecretRef: &apiv1.SecretKeyReference{Name: "evil-oauth", Key: apiv1.RefreshTokenKey}, TargetSecretName: "evil"}}
+	mustCreate(t, evilCred)
+	mustCreate(t, ownedBy(evilCred, "evil-oauth", map[string][]byte{apiv1.RefreshTokenKey: []byte("rt-evil-refresh-token-not-to-leak")}))
 	evilMC := waitObj(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evil"}}, storyTimeout, "IssuerMismatch",
 		func(c *apiv1.McpCredential) bool {
 			return hasCondition(c, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonIssuerMismatch)
@@ -271,17 +273,20 @@ func TestCredentialProducerStory(t *testing.T) {
 		_, _ = w.Write([]byte(`{"resource":"https://elsewhere.example/mcp","authorization_servers":["` + as.Issuer + `"]}`))
 	}))
 	t.Cleanup(foreign.Close)
-	mustCreate(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "foreign"}, Spec: apiv1.McpCredentialSpec{
+	foreignCred := &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "foreign"}, Spec: apiv1.McpCredentialSpec{
 		Resource: foreign.URL + "/mcp", Issuer: as.Issuer, Grant: apiv1.GrantAuthorizationCode,
 		Client:                apiv1.OAuthClientRegistration{Registration: apiv1.RegistrationPreregistered, ClientID: "connector-mcp"},
-		RefreshTokenSecretRef: &apiv1.SecretKeyReference{Name: "evil-oauth", Key: apiv1.RefreshTokenKey}, TargetSecretName: "foreign"}})
+		RefreshTokenSecretRef: &apiv1.SecretKeyReference{Name: "foreign-oauth", Key: apiv1.RefreshTokenKey}, TargetSecretName: "foreign"}}
+	mustCreate(t, foreignCred)
+	mustCreate(t, ownedBy(foreignCred, "foreign-oauth", map[string][]byte{apiv1.RefreshTokenKey: []byte("rt-evil-refresh-token-not-to-leak")}))
 	waitObj(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "foreign"}}, storyTimeout, "ResourceMismatch",
 		func(c *apiv1.McpCredential) bool {
 			return hasCondition(c, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonResourceMismatch)
 		})
 
 	// Machine-to-machine: the client-credentials grant, same binding rules.
-	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m2m-client", Labels: map[string]string{apiv1.CredentialLabel: "true"}},
+	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m2m-client",
+		Labels: map[string]string{apiv1.CredentialLabel: "true", apiv1.CredentialBindingLabel: "m2m"}},
 		Data: map[string][]byte{apiv1.ClientSecretKey: []byte(clientSecret + "-m2m")}})
 	mustCreate(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m2m"}, Spec: apiv1.McpCredentialSpec{
 		Resource: rs.URL, Issuer: as.Issuer, Grant: apiv1.GrantClientCredentials, Scopes: []string{oauthtest.BaseScope},
