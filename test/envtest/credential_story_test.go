@@ -323,10 +323,14 @@ func TestCredentialProducerStory(t *testing.T) {
 	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hidden"},
 		Data: map[string][]byte{"password": []byte("database-password")}})
 	for _, target := range []string{"taken", "hidden"} {
+		// Each with its own bound client secret (m2m-client is bound to m2m only).
+		mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "over-" + target + "-client",
+			Labels: map[string]string{apiv1.CredentialLabel: "true", apiv1.CredentialBindingLabel: "over-" + target}},
+			Data: map[string][]byte{apiv1.ClientSecretKey: []byte(clientSecret + "-m2m")}})
 		mustCreate(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "over-" + target}, Spec: apiv1.McpCredentialSpec{
 			Resource: rs.URL, Issuer: as.Issuer, Grant: apiv1.GrantClientCredentials,
 			Client: apiv1.OAuthClientRegistration{Registration: apiv1.RegistrationPreregistered, ClientID: "m2m",
-				ClientSecretRef: &apiv1.SecretKeyReference{Name: "m2m-client", Key: apiv1.ClientSecretKey}},
+				ClientSecretRef: &apiv1.SecretKeyReference{Name: "over-" + target + "-client", Key: apiv1.ClientSecretKey}},
 			TargetSecretName: target}})
 		waitObj(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "over-" + target}}, storyTimeout, "TargetSecretConflict",
 			func(c *apiv1.McpCredential) bool {

@@ -81,10 +81,21 @@ func TestStoryHostileTenantCannotAimTheProducer(t *testing.T) {
 	// The team's legitimate credential: logged in, bound, owned, produced.
 	workstationLogin(t, rs, ns, "gh", "connector-mcp", clientSecret, []string{oauthtest.BaseScope})
 	waitObj(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gh"}}, storyTimeout, "Ready", isReady[*apiv1.McpCredential])
-	teamRefresh := secretValue(t, ns, "gh-oauth", apiv1.RefreshTokenKey)
 	bearer := newSecret(ns, "github-pat", apiv1.RefreshTokenKey, "static-bearer-not-to-leak")
 	mustCreate(t, bearer)
-	refreshes := as.Counts().Refreshes
+	// The team's producer has settled (a pass that read a status not yet in the cache may refresh
+	// once more): its refresh token and the issuer's refresh count hold still for a second.
+	var teamRefresh string
+	var refreshes int
+	eventually(t, storyTimeout, "the team's credential settled", func() error {
+		rt, n := secretValue(t, ns, "gh-oauth", apiv1.RefreshTokenKey), as.Counts().Refreshes
+		time.Sleep(time.Second)
+		if rt != secretValue(t, ns, "gh-oauth", apiv1.RefreshTokenKey) || n != as.Counts().Refreshes {
+			return errString("still refreshing")
+		}
+		teamRefresh, refreshes = rt, n
+		return nil
+	})
 
 	for _, c := range []struct {
 		name, issuer, resource, secret string
