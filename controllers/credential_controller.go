@@ -38,7 +38,10 @@ const DefaultCredentialRefreshSkew = 5 * time.Minute
 // CredentialReconciler is the hosted OAuth producer: it keeps the access token of every
 // McpCredential fresh in its target Secret (the Secret a ServiceDeployment's credentialRef
 // names), obtaining it only from the bound issuer for the bound resource, through the egress
-// port, and persisting rotated refresh tokens. The spender (egress/k8sbinding) is unchanged; it
+// port, and persisting rotated refresh tokens. It cannot be aimed by whoever writes the
+// McpCredential: the issuer must be inside the namespace's ceiling (Issuers), it spends only
+// Secrets bound to that McpCredential (checkBound), and it writes only Secrets that McpCredential
+// owns (the target it created, the refresh-token Secret it controls). The spender (egress/k8sbinding) is unchanged; it
 // refuses a Secret this reconciler marked unusable.
 type CredentialReconciler struct {
 	// Client reads McpCredentials and, through the manager's label-filtered cache, Secrets; it
