@@ -142,9 +142,11 @@ func TestCredentialProducerStory(t *testing.T) {
 	o := devOptions()
 	// Refresh 3 s after each token is issued: the story sees several refreshes and rotations.
 	o.CredentialRefreshSkew = 10*time.Minute - 3*time.Second
+	// The platform's issuer, by the manager flag (the evil issuers below are allowed for this
+	// namespace by an McpTrustPolicy).
+	o.AllowedOAuthIssuers = []string{as.Issuer}
 	reg := prometheus.NewRegistry()
 	logs := startLoggedOperator(t, ns, o, reg)
-	allowIssuers(t, ns, as.Issuer)
 
 	// 1. Login to a Secret from the workstation.
 	loginCred := workstationLogin(t, rs, ns, "gh", "connector-mcp", clientSecret, []string{oauthtest.BaseScope})
