@@ -181,3 +181,63 @@ func TestHostileTenantCannotAimTheProducer(t *testing.T) {
 		})
 	}
 }
+
+// An issuer an administrator removes from the ceiling stops being spent: the next pass marks the
+// token already produced into the target Secret unusable (credential-state IssuerNotAllowed, which
+// the spender refuses), sends nothing, and retries (Reconciling) in case a policy allows it again.
+// Twin: with the issuer allowed, the same fresh token is kept (TokenFresh, no request).
+func TestCredentialIssuerRemovedFromTheCeilingMarksTheTargetUnusable(t *testing.T) {
+	srv, received := countingServer(t)
+	s := newMetricsScheme(t)
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		allowed StaticIssuers
+		reason  string
+		state   string
+	}{
+		{"issuer allowed (twin)", StaticIssuers{srv.URL}, v1.ReasonTokenFresh, v1.CredentialStateReady},
+		{"issuer removed", nil, v1.ReasonIssuerNotAllowed, v1.ReasonIssuerNotAllowed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cred := mcpCredential("gh", "uid-gh", srv.URL, srv.URL+"/mcp", "gh-oauth", nil)
+			cred.Status.ObservedGeneration = 1
+			target := teamASecret("gh", map[string]string{v1.CredentialProducerLabel: "gh"}, map[string][]byte{v1.CredentialTokenKey: []byte("at")})
+			target.Annotations = map[string]string{v1.CredentialAllowedHostsAnnotation: "127.0.0.1",
+				v1.CredentialStateAnnotation: v1.CredentialStateReady, v1.CredentialExpiryAnnotation: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
+			if err := controllerutil.SetControllerReference(cred, target, s); err != nil {
+				t.Fatal(err)
+			}
+			api := fake.NewClientBuilder().WithScheme(s).WithObjects(cred, target).WithStatusSubresource(&v1.McpCredential{}).Build()
+			r := &CredentialReconciler{Client: api, Issuers: c.allowed, HTTPClient: srv.Client(), RetryInterval: time.Minute}
+			ctx := context.Background()
+			res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "gh"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got v1.McpCredential
+			if err := api.Get(ctx, types.NamespacedName{Namespace: "team-a", Name: "gh"}, &got); err != nil {
+				t.Fatal(err)
+			}
+			if ready := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionReady); ready == nil || ready.Reason != c.reason {
+				t.Fatalf("Ready = %+v, want %s", ready, c.reason)
+			}
+			var sec corev1.Secret
+			if err := api.Get(ctx, client.ObjectKeyFromObject(target), &sec); err != nil {
+				t.Fatal(err)
+			}
+			if st := sec.Annotations[v1.CredentialStateAnnotation]; st != c.state {
+				t.Fatalf("target credential-state %q, want %q", st, c.state)
+			}
+			if c.reason == v1.ReasonIssuerNotAllowed && (res.RequeueAfter != time.Minute ||
+				meta.FindStatusCondition(got.Status.Conditions, v1.ConditionReconciling) == nil) {
+				t.Fatalf("not retried as Reconciling: %+v %+v", res, got.Status.Conditions)
+			}
+			if n := received.Load(); n != 0 {
+				t.Fatalf("%d requests sent", n)
+			}
+		})
+	}
+}
