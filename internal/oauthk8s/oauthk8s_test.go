@@ -86,7 +86,7 @@ func TestApplyWritesABoundOwnedRefreshTokenSecret(t *testing.T) {
 		"a bearer": {ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "x-oauth",
 			Labels: map[string]string{apiv1.CredentialBindingLabel: "x"}, Annotations: map[string]string{apiv1.CredentialAllowedHostsAnnotation: "api.example.com"}}},
 		"bound to another name": {ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "x-oauth", Labels: map[string]string{apiv1.CredentialBindingLabel: "y"}}},
-		"unlabelled": {ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "x-oauth"}},
+		"unlabelled":            {ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "x-oauth"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := newClient(t, existing)
