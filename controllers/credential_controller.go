@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
 )
@@ -39,7 +38,10 @@ const DefaultCredentialRefreshSkew = 5 * time.Minute
 // CredentialReconciler is the hosted OAuth producer: it keeps the access token of every
 // McpCredential fresh in its target Secret (the Secret a ServiceDeployment's credentialRef
 // names), obtaining it only from the bound issuer for the bound resource, through the egress
-// port, and persisting rotated refresh tokens. The spender (egress/k8sbinding) is unchanged; it
+// port, and persisting rotated refresh tokens. It cannot be aimed by whoever writes the
+// McpCredential: the issuer must be inside the namespace's ceiling (Issuers), it spends only
+// Secrets bound to that McpCredential (checkBound), and it writes only Secrets that McpCredential
+// owns (the target it created, the refresh-token Secret it controls). The spender (egress/k8sbinding) is unchanged; it
 // refuses a Secret this reconciler marked unusable.
 type CredentialReconciler struct {
 	// Client reads McpCredentials and, through the manager's label-filtered cache, Secrets; it
@@ -67,6 +69,11 @@ type CredentialReconciler struct {
 	// means all. Exactly one shard must own a credential: two producers refreshing one rotating
 	// refresh token would each spend it, and the second would read invalid_grant.
 	Shard labels.Selector
+	// Issuers is the OAuth issuer ceiling (TrustPolicyIssuers in the manager: the
+	// --allowed-oauth-issuers and the McpTrustPolicies' spec.oauth.allowedIssuers). An
+	// McpCredential whose spec.issuer is outside it is refused, IssuerNotAllowed, before any
+	// request. nil allows no issuer.
+	Issuers IssuerCeiling
 }
 
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpcredentials,verbs=get;list;watch
@@ -79,7 +86,25 @@ func (r *CredentialReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1.McpCredential{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}, shardPredicate(r.Shard))).
 		Named("mcpcredential").
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bySecret)).
+		Watches(&v1.McpTrustPolicy{}, handler.EnqueueRequestsFromMapFunc(r.everyCredential),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
+}
+
+// everyCredential enqueues every McpCredential of the shard: an McpTrustPolicy changed, so an
+// issuer may have entered or left a namespace's ceiling.
+func (r *CredentialReconciler) everyCredential(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list v1.McpCredentialList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if inShard(r.Shard, &list.Items[i]) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
+		}
+	}
+	return out
 }
 
 // bySecret enqueues the McpCredentials of the Secret's namespace that name it.
@@ -180,6 +205,22 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 		return credOutcome{reason: v1.ReasonTargetSecretConflict,
 			message: fmt.Sprintf("Secret %q exists and is not produced by this McpCredential; it is never taken over", clip(c.Spec.TargetSecretName))}, nil
 	}
+	// The aim first: an issuer outside the namespace's ceiling, or a resource that is not https,
+	// is refused before anything is read or sent, and a token already produced is marked
+	// unusable, so a revoked issuer stops being spent.
+	var allowed []string
+	if r.Issuers != nil {
+		if allowed, err = r.Issuers.AllowedIssuers(ctx, c.Namespace); err != nil {
+			return credOutcome{}, fmt.Errorf("read the OAuth issuer ceiling: %w", err)
+		}
+	}
+	if o := checkAim(c, allowed); o != nil {
+		out := r.unusable(ctx, c, target, *o, "")
+		if out.reason == v1.ReasonIssuerNotAllowed {
+			out.requeue = r.retry() // a trust policy may allow it
+		}
+		return out, nil
+	}
 	// Fresh: the target holds a Ready token not yet due, for this generation.
 	if due, exp, fresh := refreshDue(c, target, r.skew(c), now); fresh {
 		return credOutcome{reason: v1.ReasonTokenFresh, message: freshMessage(c), state: v1.CredentialStateReady,
@@ -188,7 +229,7 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 	client := oauth.ProducerClient{ID: c.Spec.Client.ClientID}
 	var clientSec, refreshSec *corev1.Secret
 	if ref := c.Spec.Client.ClientSecretRef; ref != nil {
-		sec, o := r.secret(ctx, r.getCached, c.Namespace, ref, "client secret")
+		sec, o := r.secret(ctx, r.getCached, c, ref, roleRead, "client secret")
 		if o != nil {
 			return *o, nil
 		}
@@ -200,7 +241,9 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 		if ref == nil {
 			return credOutcome{reason: v1.ReasonSecretRefused, message: "spec.refreshTokenSecretRef is required with grant AuthorizationCode"}, nil
 		}
-		sec, o := r.secret(ctx, r.getOptedInUncached, c.Namespace, ref, "refresh token")
+		// Read-write: the refresh token is redeemed only when a rotated one can be written
+		// back into this Secret, which this McpCredential must own.
+		sec, o := r.secret(ctx, r.getOptedInUncached, c, ref, roleReadWrite, "refresh token")
 		if o != nil {
 			return *o, nil
 		}
@@ -227,9 +270,14 @@ func (r *CredentialReconciler) produce(ctx context.Context, c *v1.McpCredential)
 	if err != nil {
 		return r.unusable(ctx, c, target, tokenFailure(err), inputs), nil
 	}
-	// A rotated refresh token is persisted before anything else: the old one is spent.
+	// A rotated refresh token is persisted before anything else: the old one is spent. It is
+	// written only into the Secret this McpCredential controls (checked before redeeming, and
+	// again here, on the object written).
 	if refreshSec != nil && got.RefreshToken != "" && got.RefreshToken != refreshToken {
 		upd := refreshSec.DeepCopy()
+		if !metav1.IsControlledBy(upd, c) {
+			return *r.secretRefusal("refresh token", c.Spec.RefreshTokenSecretRef, RefusalOAuthRefreshSecretNotOwned), nil
+		}
 		upd.Data[c.Spec.RefreshTokenSecretRef.Key] = []byte(got.RefreshToken)
 		if err := r.Client.Update(ctx, upd); err != nil {
 			return credOutcome{}, fmt.Errorf("persist the rotated refresh token in Secret %s: %s", c.Spec.RefreshTokenSecretRef.Name, apierrors.ReasonForError(err))
@@ -378,23 +426,18 @@ func (r *CredentialReconciler) getOptedInUncached(ctx context.Context, key types
 	return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
 }
 
-// secret reads with get an opted-in Secret holding ref's key, or returns the SecretRefused
-// outcome.
-func (r *CredentialReconciler) secret(ctx context.Context, get secretGetter, ns string, ref *v1.SecretKeyReference, what string) (*corev1.Secret, *credOutcome) {
+// secret reads with get an opted-in Secret holding ref's key that c may use in role
+// (checkBound), or returns the SecretRefused outcome naming the refusal.
+func (r *CredentialReconciler) secret(ctx context.Context, get secretGetter, c *v1.McpCredential, ref *v1.SecretKeyReference, role secretRole, what string) (*corev1.Secret, *credOutcome) {
 	sec := &corev1.Secret{}
-	eref := egress.CredentialRef{Name: ref.Name, Key: ref.Key}
-	refused := func(name string) *credOutcome {
-		return &credOutcome{reason: v1.ReasonSecretRefused, requeue: r.retry(),
-			message: fmt.Sprintf("%s Secret %q: %s (it must exist, carry %s=true and hold key %q)", what, clip(ref.Name), name, v1.CredentialLabel, clip(ref.Key))}
+	if err := get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: ref.Name}, sec); err != nil {
+		return nil, r.secretRefusal(what, ref, k8sbinding.RefusalCredentialNotOptedIn)
 	}
-	if err := get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, sec); err != nil {
-		return nil, refused(k8sbinding.RefusalCredentialNotOptedIn)
-	}
-	if err := k8sbinding.CheckOptIn(sec, eref); err != nil {
-		return nil, refused(refusalTextOr(err, k8sbinding.RefusalCredentialNotOptedIn))
+	if name := checkBound(sec, c, role); name != "" {
+		return nil, r.secretRefusal(what, ref, name)
 	}
 	if len(sec.Data[ref.Key]) == 0 {
-		return nil, refused("key_not_found")
+		return nil, r.secretRefusal(what, ref, "key_not_found")
 	}
 	return sec, nil
 }
@@ -463,7 +506,7 @@ func credentialConditions(reason, message string, transient bool) []metav1.Condi
 		return []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: reason, Message: message}}
 	}
 	other := v1.ConditionStalled
-	if transient || reason == v1.ReasonSecretRefused {
+	if transient || reason == v1.ReasonSecretRefused || reason == v1.ReasonIssuerNotAllowed {
 		other = v1.ConditionReconciling
 	}
 	return []metav1.Condition{

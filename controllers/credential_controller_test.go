@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
@@ -107,5 +109,89 @@ func TestTokenFailureNamesRegisteredCode(t *testing.T) {
 	}
 	if o := tokenFailure(&oauth.RefreshError{}); !strings.HasSuffix(o.message, ": token_request_failed") {
 		t.Fatalf("message %q, want the fallback name", o.message)
+	}
+}
+
+// The issuer ceiling of a namespace is the platform's issuers plus those of the McpTrustPolicies
+// that select it, resolved as the egress ceiling is; a policy selecting another namespace adds
+// nothing.
+func TestTrustPolicyIssuers(t *testing.T) {
+	s := newMetricsScheme(t)
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	policy := func(name, ns string, issuers ...string) *v1.McpTrustPolicy {
+		return &v1.McpTrustPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.McpTrustPolicySpec{
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+			OAuth:             v1.TrustOAuthCeiling{AllowedIssuers: issuers}}}
+	}
+	nsObj := func(name string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/metadata.name": name}}}
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(nsObj("team-a"), nsObj("team-b"),
+		policy("a", "team-a", "https://auth.team-a.example"), policy("b", "team-b", "https://auth.team-b.example")).Build()
+	ti := &TrustPolicyIssuers{Reader: c, Platform: []string{"https://auth.platform.example"}}
+	got, err := ti.AllowedIssuers(context.Background(), "team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != "https://auth.platform.example,https://auth.team-a.example" {
+		t.Fatalf("team-a ceiling %v", got)
+	}
+	if _, err := ti.AllowedIssuers(context.Background(), "absent"); err == nil {
+		t.Fatal("an unreadable namespace gave a ceiling; want an error (fail closed)")
+	}
+}
+
+// checkAim: an issuer is allowed only when it equals a ceiling entry exactly; the resource must
+// be https (plain http to loopback only).
+func TestCheckAim(t *testing.T) {
+	allowed := []string{"https://auth.example.com", "http://127.0.0.1:8080"}
+	for _, c := range []struct {
+		issuer, resource, reason string
+	}{
+		{"https://auth.example.com", "https://mcp.example.com/mcp", ""},
+		{"http://127.0.0.1:8080", "http://127.0.0.1:9090/mcp", ""},
+		{"https://auth.example.com/", "https://mcp.example.com/mcp", v1.ReasonIssuerNotAllowed},
+		{"https://AUTH.example.com", "https://mcp.example.com/mcp", v1.ReasonIssuerNotAllowed},
+		{"https://evil.example.com", "https://mcp.example.com/mcp", v1.ReasonIssuerNotAllowed},
+		{"https://auth.example.com", "http://mcp.example.com/mcp", v1.ReasonResourceNotAllowed},
+		{"https://auth.example.com", "ftp://mcp.example.com/mcp", v1.ReasonResourceNotAllowed},
+	} {
+		cred := &v1.McpCredential{Spec: v1.McpCredentialSpec{Issuer: c.issuer, Resource: c.resource}}
+		o := checkAim(cred, allowed)
+		switch {
+		case c.reason == "" && o != nil:
+			t.Errorf("%s %s: refused %s", c.issuer, c.resource, o.reason)
+		case c.reason != "" && (o == nil || o.reason != c.reason):
+			t.Errorf("%s %s: got %+v, want %s", c.issuer, c.resource, o, c.reason)
+		}
+	}
+	if o := checkAim(&v1.McpCredential{Spec: v1.McpCredentialSpec{Issuer: "https://auth.example.com", Resource: "https://x"}}, nil); o == nil || !strings.Contains(o.message, RefusalOAuthIssuerNotAllowed) {
+		t.Fatalf("an empty ceiling allowed an issuer: %+v", o)
+	}
+}
+
+// ValidateIssuerURL: the manager's --allowed-oauth-issuers entries.
+func TestValidateIssuerURL(t *testing.T) {
+	for s, ok := range map[string]bool{
+		"https://auth.example.com": true, "https://auth.example.com/tenant": true, "http://127.0.0.1:8080": true, "http://[::1]:8080": true,
+		"http://auth.example.com": false, "https://u@auth.example.com": false, "https://auth.example.com?x=1": false,
+		"https://auth.example.com#f": false, "auth.example.com": false, "": false, "http://localhost:8080": false,
+	} {
+		if err := ValidateIssuerURL(s); (err == nil) != ok {
+			t.Errorf("%q: %v, want ok=%v", s, err, ok)
+		}
+	}
+}
+
+// The issuer ceiling is fixed by another object (a trust policy): Reconciling. A resource that
+// is not https needs its author: Stalled.
+func TestCredentialConditionsOfTheCeiling(t *testing.T) {
+	if cs := credentialConditions(v1.ReasonIssuerNotAllowed, "m", false); cs[1].Type != v1.ConditionReconciling {
+		t.Errorf("IssuerNotAllowed: %+v", cs)
+	}
+	if cs := credentialConditions(v1.ReasonResourceNotAllowed, "m", false); cs[1].Type != v1.ConditionStalled {
+		t.Errorf("ResourceNotAllowed: %+v", cs)
 	}
 }

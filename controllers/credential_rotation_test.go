@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
@@ -79,12 +80,8 @@ func TestCredentialRedeemsTheStoredRefreshTokenNotTheCachedOne(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			oauthSecret := func(rt string) *corev1.Secret {
-				return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gh-oauth", Labels: map[string]string{v1.CredentialLabel: "true"}},
-					Data: map[string][]byte{v1.RefreshTokenKey: []byte(rt), "client-secret": []byte(secret)}}
-			}
 			cred := &v1.McpCredential{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gh", Generation: 1},
+				ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gh", Generation: 1, UID: "uid-gh"},
 				Spec: v1.McpCredentialSpec{
 					Resource: rs.URL, Issuer: as.Issuer, Grant: v1.GrantAuthorizationCode, Scopes: []string{oauthtest.BaseScope},
 					Client: v1.OAuthClientRegistration{Registration: v1.RegistrationPreregistered, ClientID: "connector-mcp",
@@ -97,6 +94,16 @@ func TestCredentialRedeemsTheStoredRefreshTokenNotTheCachedOne(t *testing.T) {
 			if err := corev1.AddToScheme(s); err != nil {
 				t.Fatal(err)
 			}
+			// As mcpctl login --to-secret writes it: bound to gh and controlled by it.
+			oauthSecret := func(rt string) *corev1.Secret {
+				sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gh-oauth",
+					Labels: map[string]string{v1.CredentialLabel: "true", v1.CredentialBindingLabel: "gh"}},
+					Data: map[string][]byte{v1.RefreshTokenKey: []byte(rt), "client-secret": []byte(secret)}}
+				if err := controllerutil.SetControllerReference(cred, sec, s); err != nil {
+					t.Fatal(err)
+				}
+				return sec
+			}
 			stored := oauthSecret(rotated.RefreshToken)
 			if c.serviceAccountToken {
 				stored.Labels, stored.Type = nil, corev1.SecretTypeServiceAccountToken
@@ -105,7 +112,7 @@ func TestCredentialRedeemsTheStoredRefreshTokenNotTheCachedOne(t *testing.T) {
 				WithIndex(&corev1.Secret{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).
 				WithStatusSubresource(&v1.McpCredential{}).Build()
 			cache := staleCache{Client: api, key: types.NamespacedName{Namespace: "team-a", Name: "gh-oauth"}, before: oauthSecret(login.RefreshToken)}
-			r := &CredentialReconciler{Client: cache, HTTPClient: hc}
+			r := &CredentialReconciler{Client: cache, HTTPClient: hc, Issuers: StaticIssuers{as.Issuer}}
 			if c.uncached {
 				r.APIReader = api
 			}
@@ -118,6 +125,16 @@ func TestCredentialRedeemsTheStoredRefreshTokenNotTheCachedOne(t *testing.T) {
 			}
 			if r := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionReady); r == nil || r.Reason != c.reason || !strings.Contains(r.Message, c.message) {
 				t.Fatalf("Ready = %+v, want reason %s and %q", r, c.reason, c.message)
+			}
+			if c.reason == v1.ReasonTokenFresh {
+				// The issuer rotated the refresh token: it was written back into the owned Secret.
+				var sec corev1.Secret
+				if err := api.Get(ctx, types.NamespacedName{Namespace: "team-a", Name: "gh-oauth"}, &sec); err != nil {
+					t.Fatal(err)
+				}
+				if rt := string(sec.Data[v1.RefreshTokenKey]); rt == rotated.RefreshToken || rt == "" {
+					t.Fatal("the rotated refresh token was not persisted")
+				}
 			}
 		})
 	}

@@ -231,6 +231,22 @@ func TestCheckSubjectRegExp(t *testing.T) {
 		`^https://github\.com/acme/profiles\$`:  "unanchored_subject_regexp",
 		`^https://github\.com/acme/profiles\\$`: "",
 		`^(`:                                    "invalid_policy",
+		// Anchoring is read from the syntax tree, not the text (issue 21, finding 7).
+		`^a|b$`:          "unanchored_subject_regexp", // "^a" or "b$": "a-anything" and "anything-b" match
+		`^(a|b)$`:        "",
+		`^(?:a|b)$`:      "",
+		`^a$|^b$`:        "", // every branch is anchored at both ends
+		`^a$|b$`:         "unanchored_subject_regexp",
+		`\Aa\z`:          "",
+		`\Aa$`:           "",
+		`(?m)^a$`:        "unanchored_subject_regexp", // multi-line anchors match at a newline
+		`^a(?m)$`:        "unanchored_subject_regexp",
+		`^(a)+$`:         "",
+		`(^a)*$`:         "unanchored_subject_regexp",
+		`^(?:^a|^b)c$`:   "",
+		`^a$|`:           "unanchored_subject_regexp", // the empty branch matches anywhere
+		`^a$|(?:x|^y$)`:  "unanchored_subject_regexp",
+		`^https://x\$|$`: "unanchored_subject_regexp",
 	} {
 		if got := refusalName(CheckSubjectRegExp(expr)); got != want {
 			t.Errorf("%s: got %q, want %q", expr, got, want)

@@ -3,6 +3,7 @@ package ocipack
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -104,6 +105,28 @@ func FuzzParseManifest(f *testing.F) {
 		}
 		if _, err := ParseManifest(data, Limits{MaxManifestBytes: 8192, MaxLayers: 64, MaxLayerBytes: maxLayer * 2, MaxTotalBytes: 8 * maxLayer}); err != nil {
 			t.Fatalf("a looser limit refused what a tighter one accepted: %v", err)
+		}
+	})
+}
+
+// FuzzCheckSubjectRegExpAnchored: an expression CheckSubjectRegExp accepts matches a subject
+// only as a whole: it matches exactly the subjects that \A(?:expr)\z matches, so no branch of an
+// accepted expression matches a mere prefix or suffix (issue 21, finding 7: "^a|b$").
+func FuzzCheckSubjectRegExpAnchored(f *testing.F) {
+	f.Add(`^a|b$`, "xb")
+	f.Add(`^a|b$`, "ax")
+	f.Add(`^(a|b)$`, "ab")
+	f.Add(`^a$|^b$`, "a")
+	f.Add(`\Ahttps://github\.com/acme/.*\z`, "https://github.com/acme/x")
+	f.Add(`^https://github\.com/acme/`, "https://github.com/acme/evil")
+	f.Add(`(?m)^a$`, "x\na")
+	f.Fuzz(func(t *testing.T, expr, subject string) {
+		if CheckSubjectRegExp(expr) != nil {
+			return
+		}
+		whole := regexp.MustCompile(`\A(?:` + expr + `)\z`)
+		if got, want := regexp.MustCompile(expr).MatchString(subject), whole.MatchString(subject); got != want {
+			t.Fatalf("accepted %q matches %q: %v, as a whole: %v", expr, subject, got, want)
 		}
 	})
 }

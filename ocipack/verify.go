@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"sync"
 
@@ -106,18 +107,62 @@ func (p Policy) Validate() error {
 }
 
 // CheckSubjectRegExp refuses a keyless subject regular expression that does not compile
-// (refusal "invalid_policy") or is not anchored: it must start with "^" and end with "$"
-// (refusal "unanchored_subject_regexp"). Go's regexp matches anywhere in the subject otherwise,
-// so "^https://github\.com/acme/" would also match a workflow of any repository whose URL
-// starts that way, on any branch.
+// (refusal "invalid_policy") or is not anchored at both ends (refusal
+// "unanchored_subject_regexp"). Go's regexp matches anywhere in the subject otherwise, so
+// "^https://github\.com/acme/" would also match a workflow of any repository whose URL starts
+// that way, on any branch.
+//
+// Anchoring is decided on the parsed expression (regexp/syntax), not on its text: every way
+// through the expression must begin at the start of the text (^ or \A) and end at its end ($ or
+// \z). So "^a|b$" (whose branch "^a" matches any subject starting with "a", and "b$" any ending
+// with "b") is refused, while "^(a|b)$" and "^a$|^b$" are accepted. Multi-line anchors ((?m)^,
+// (?m)$) match at a newline and do not count. The check is conservative: an expression anchored
+// only through an empty-width construct this function does not model is refused.
 func CheckSubjectRegExp(expr string) error {
 	if _, err := regexp.Compile(expr); err != nil {
 		return refuse(RefusalInvalidPolicy, "keyless.subjectRegExp", ErrInvalidPolicy)
 	}
-	if !strings.HasPrefix(expr, "^") || !strings.HasSuffix(expr, "$") || strings.HasSuffix(expr, `\$`) && !strings.HasSuffix(expr, `\\$`) {
+	re, err := syntax.Parse(expr, syntax.Perl) // the flags regexp.Compile parses with
+	if err != nil {
+		return refuse(RefusalInvalidPolicy, "keyless.subjectRegExp", ErrInvalidPolicy)
+	}
+	if !anchoredAt(re, true) || !anchoredAt(re, false) {
 		return refuse(RefusalUnanchoredSubjectRegExp, "keyless.subjectRegExp", ErrUnanchoredSubjectRegExp)
 	}
 	return nil
+}
+
+// anchoredAt reports whether every match of re begins at the start of the text (start) or ends
+// at its end (!start).
+func anchoredAt(re *syntax.Regexp, start bool) bool {
+	switch re.Op {
+	case syntax.OpBeginText:
+		return start
+	case syntax.OpEndText:
+		return !start
+	case syntax.OpCapture:
+		return anchoredAt(re.Sub[0], start)
+	case syntax.OpPlus:
+		return anchoredAt(re.Sub[0], start) // the first (last) repetition is anchored
+	case syntax.OpRepeat:
+		return re.Min >= 1 && anchoredAt(re.Sub[0], start)
+	case syntax.OpConcat:
+		if len(re.Sub) == 0 {
+			return false
+		}
+		if start {
+			return anchoredAt(re.Sub[0], start)
+		}
+		return anchoredAt(re.Sub[len(re.Sub)-1], start)
+	case syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			if !anchoredAt(sub, start) {
+				return false
+			}
+		}
+		return len(re.Sub) > 0
+	}
+	return false
 }
 
 // fingerprint identifies the policy in the verification cache.

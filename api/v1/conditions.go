@@ -135,6 +135,13 @@ const (
 	// ReasonRefreshFailed: the token request failed for another reason (transport, egress
 	// refusal, server error); retried.
 	ReasonRefreshFailed = "RefreshFailed"
+	// ReasonIssuerNotAllowed: spec.issuer is outside the namespace's OAuth issuer ceiling (the
+	// manager's --allowed-oauth-issuers and the spec.oauth.allowedIssuers of the McpTrustPolicies
+	// that select the namespace). Nothing was sent; retried, since a trust policy may allow it.
+	ReasonIssuerNotAllowed = "IssuerNotAllowed"
+	// ReasonResourceNotAllowed: spec.resource is not an https URL (plain http only to a loopback
+	// address). Stalled; nothing was sent.
+	ReasonResourceNotAllowed = "ResourceNotAllowed"
 )
 
 // Reasons of the McpTrustPolicy Ready condition.

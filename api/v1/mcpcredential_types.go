@@ -16,8 +16,9 @@ const (
 	CredentialExpiryAnnotation = "connectors.b10x.io/credential-expiry"
 	// CredentialStateReady marks a fresh access token.
 	CredentialStateReady = "Ready"
-	// CredentialProducerLabel names the McpCredential that produces a Secret's value.
-	CredentialProducerLabel = "connectors.b10x.io/mcpcredential"
+	// CredentialProducerLabel names the McpCredential that produces a Secret's value: the
+	// binding label (CredentialBindingLabel) on the target Secret.
+	CredentialProducerLabel = CredentialBindingLabel
 )
 
 // Keys of the McpCredential's Secrets.
@@ -57,7 +58,9 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.grant != 'ClientCredentials' || (has(self.client.clientSecretRef) && !has(self.refreshTokenSecretRef))",message="grant ClientCredentials needs client.clientSecretRef and no refreshTokenSecretRef"
 type McpCredentialSpec struct {
 	// Resource is the protected resource: the MCP server URL. Tokens are requested for it
-	// (RFC 8707) and its protected-resource metadata must name Issuer.
+	// (RFC 8707) and its protected-resource metadata must name Issuer. The producer accepts
+	// only https (plain http to a loopback address only; ResourceNotAllowed otherwise), and the
+	// target Secret's allowed-hosts names its host only.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['https', 'http'] && url(self).getHostname() != ''",message="resource must be an absolute http(s) URL"
@@ -65,7 +68,9 @@ type McpCredentialSpec struct {
 	Resource string `json:"resource"`
 
 	// Issuer is the authorization server's issuer identifier (RFC 8414). Tokens are obtained
-	// only from its token endpoint, which must share its origin.
+	// only from its token endpoint, which must share its origin. It must be inside the
+	// namespace's ceiling (the manager's --allowed-oauth-issuers and the McpTrustPolicies'
+	// spec.oauth.allowedIssuers), or nothing is sent (IssuerNotAllowed).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['https', 'http'] && url(self).getHostname() != ''",message="issuer must be an absolute http(s) URL"
@@ -91,8 +96,11 @@ type McpCredentialSpec struct {
 	Scopes []string `json:"scopes,omitempty"`
 
 	// RefreshTokenSecretRef names the Secret key holding the refresh token (grant
-	// AuthorizationCode). The Secret must carry connectors.b10x.io/credential=true; the
-	// manager writes rotated refresh tokens back to it.
+	// AuthorizationCode). The Secret must carry connectors.b10x.io/credential=true and
+	// connectors.b10x.io/mcpcredential=<this McpCredential's name>, no allowed-hosts annotation,
+	// and a controller owner reference to this McpCredential ("mcpctl login --to-secret" writes
+	// it so); the manager writes rotated refresh tokens back to it, and refuses before redeeming
+	// when it does not own it.
 	// +optional
 	RefreshTokenSecretRef *SecretKeyReference `json:"refreshTokenSecretRef,omitempty"`
 
@@ -125,7 +133,9 @@ type OAuthClientRegistration struct {
 	ClientID string `json:"clientID"`
 
 	// ClientSecretRef names the Secret key of a confidential client's secret. The Secret must
-	// carry connectors.b10x.io/credential=true.
+	// carry connectors.b10x.io/credential=true and connectors.b10x.io/mcpcredential=<this
+	// McpCredential's name>, no allowed-hosts annotation, and no other McpCredential's owner
+	// reference.
 	// +optional
 	ClientSecretRef *SecretKeyReference `json:"clientSecretRef,omitempty"`
 }
@@ -138,7 +148,8 @@ type McpCredentialStatus struct {
 
 	// Conditions are kstatus-compatible: Ready (True, reason TokenFresh; False with reason
 	// ReauthorizationRequired, IssuerMismatch, ResourceMismatch, InsufficientScope,
-	// SecretRefused, TargetSecretConflict or RefreshFailed), Reconciling and Stalled.
+	// SecretRefused, TargetSecretConflict, IssuerNotAllowed, ResourceNotAllowed or
+	// RefreshFailed), Reconciling and Stalled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

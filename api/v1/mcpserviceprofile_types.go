@@ -91,7 +91,8 @@ type KeylessIdentity struct {
 	Subject string `json:"subject,omitempty"`
 
 	// SubjectRegExp is a Go regular expression the whole certificate subject must match. It
-	// must be anchored: start with "^" and end with "$".
+	// must be anchored: start with "^" and end with "$" (admission checks the text); the manager
+	// also checks every branch on the syntax tree, so "^a|b$" is refused.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	SubjectRegExp string `json:"subjectRegExp,omitempty"`

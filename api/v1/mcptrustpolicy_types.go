@@ -14,6 +14,14 @@ const (
 	// CredentialAllowedHostsAnnotation is a comma-separated list of endpoint hosts (host or
 	// host:port, lower case) that the Secret's value may be sent to.
 	CredentialAllowedHostsAnnotation = "connectors.b10x.io/allowed-hosts"
+	// CredentialBindingLabel binds a Secret to one McpCredential of its namespace: its value is
+	// the McpCredential's name. The OAuth producer reads a refresh-token or client-secret Secret
+	// only when it carries CredentialLabel="true" and this label naming the McpCredential (and no
+	// allowed-hosts annotation: a bearer is never spent at a token endpoint), and writes a rotated
+	// refresh token back only into a Secret that McpCredential also controls (owner reference).
+	// "mcpctl login --to-secret" writes both. The target Secret the producer creates carries the
+	// same key (CredentialProducerLabel).
+	CredentialBindingLabel = "connectors.b10x.io/mcpcredential"
 )
 
 // McpTrustPolicySpec grants trust to the namespaces it selects. It is cluster-scoped: only
@@ -47,6 +55,11 @@ type McpTrustPolicySpec struct {
 	// may open with spec.mcpConnection.egress.allowCIDRs.
 	// +optional
 	Egress TrustEgressCeiling `json:"egress,omitempty"`
+
+	// OAuth is the ceiling of the authorization servers an McpCredential in the selected
+	// namespaces may obtain tokens from.
+	// +optional
+	OAuth TrustOAuthCeiling `json:"oauth,omitempty"`
 }
 
 // TrustedSigner is one signer identity: keyless (OIDC issuer + anchored subject) or a public key.
@@ -77,6 +90,21 @@ type TrustEgressCeiling struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=43
 	AllowedCIDRs []string `json:"allowedCIDRs,omitempty"`
+}
+
+// TrustOAuthCeiling bounds the OAuth issuers McpCredentials may name.
+type TrustOAuthCeiling struct {
+	// AllowedIssuers are the issuer identifiers (RFC 8414: exact https URLs, no query or
+	// fragment; plain http only to 127.0.0.1 or ::1, which the egress policy reaches only in
+	// development) an McpCredential's spec.issuer may equal. The manager's
+	// --allowed-oauth-issuers apply to every namespace; the union of the two is the namespace's
+	// ceiling, and an issuer outside it is refused (IssuerNotAllowed) before any request.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.all(i, isURL(i) && !i.contains('@') && !i.contains('?') && !i.contains('#') && url(i).getHostname() != '' && (url(i).getScheme() == 'https' || (url(i).getScheme() == 'http' && url(i).getHostname() in ['127.0.0.1', '::1'])))",message="allowedIssuers must be https URLs (plain http only to 127.0.0.1 or ::1) with no user information, query or fragment"
+	AllowedIssuers []string `json:"allowedIssuers,omitempty"`
 }
 
 // McpTrustPolicy is a cluster-scoped grant of signer trust and an egress ceiling to a set of

@@ -77,6 +77,11 @@ func TestLoginToSecretAndClusterAuthStatus(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gh"}, &mc); err != nil {
 		t.Fatal(err)
 	}
+	// Bound to the McpCredential and controlled by it: the only refresh-token Secret the
+	// producer redeems and writes a rotated token into.
+	if sec.Labels[apiv1.CredentialBindingLabel] != "gh" || !metav1.IsControlledBy(&sec, &mc) {
+		t.Fatalf("refresh-token Secret not bound to and owned by McpCredential gh: labels %v owners %+v", sec.Labels, sec.OwnerReferences)
+	}
 	if mc.Spec.Resource != rs.URL || mc.Spec.Issuer != as.Issuer || mc.Spec.Client.Registration != apiv1.RegistrationPreregistered ||
 		mc.Spec.Client.ClientSecretRef == nil || mc.Spec.TargetSecretName != "gh" || !slices.Equal(mc.Spec.Scopes, []string{oauthtest.BaseScope}) {
 		t.Fatalf("McpCredential spec: %+v", mc.Spec)

@@ -76,6 +76,8 @@ func TestApplicableSources(t *testing.T) {
 		trustPolicy("b-team-b", map[string]string{"team": "b"}, keySigner, prov(teamRepo, mainRef)),
 		trustPolicy("a-everyone", nil, keySigner, prov(platformRepo, mainRef)),
 		trustPolicy("bad-regexp", nil, []v1.TrustedSigner{{Name: "ci", Keyless: &v1.KeylessIdentity{Issuer: "https://i", SubjectRegExp: "^https://github.com/team-a/"}}}, prov(teamRepo, mainRef)),
+		// Textually ^...$, but the branch "^https://github.com/team-a/" is not anchored at its end.
+		trustPolicy("bad-regexp-branch", nil, []v1.TrustedSigner{{Name: "ci", Keyless: &v1.KeylessIdentity{Issuer: "https://i", SubjectRegExp: `^https://github\.com/team-a/|x$`}}}, prov(teamRepo, mainRef)),
 		trustPolicy("bad-key", nil, []v1.TrustedSigner{{Name: "k", PublicKeyPEM: "not a key"}}, prov(teamRepo, mainRef)),
 		{ObjectMeta: metav1.ObjectMeta{Name: "bad-selector"}, Spec: v1.McpTrustPolicySpec{NamespaceSelector: metav1.LabelSelector{
 			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Nope"}}}}},
@@ -103,7 +105,7 @@ func TestApplicableSources(t *testing.T) {
 			if names(got) != tc.want {
 				t.Fatalf("sources %s, want %s", names(got), tc.want)
 			}
-			if strings.Join(invalid, ",") != "bad-key,bad-regexp,bad-selector" {
+			if strings.Join(invalid, ",") != "bad-key,bad-regexp,bad-regexp-branch,bad-selector" {
 				t.Fatalf("invalid %v", invalid)
 			}
 		})
@@ -338,6 +340,11 @@ func TestVerifyPackTrustFloor(t *testing.T) {
 	})
 	t.Run("an unanchored subject in the profile's policy is refused by name", func(t *testing.T) {
 		own := &v1.VerifyPolicy{Keyless: &v1.KeylessIdentity{Issuer: "https://i", SubjectRegExp: "^https://github.com/team-a/"}}
+		_, err := w.verifier(t, true).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: platformPack, Policy: own})
+		wantStage(t, err, v1.ReasonVerificationFailed, "unanchored_subject_regexp")
+	})
+	t.Run("a subject anchored in text only (^a|b$) in the profile's policy is refused by name", func(t *testing.T) {
+		own := &v1.VerifyPolicy{Keyless: &v1.KeylessIdentity{Issuer: "https://i", SubjectRegExp: `^https://github\.com/team-a/|x$`}}
 		_, err := w.verifier(t, true).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: platformPack, Policy: own})
 		wantStage(t, err, v1.ReasonVerificationFailed, "unanchored_subject_regexp")
 	})

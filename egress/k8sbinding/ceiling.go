@@ -45,26 +45,42 @@ type TrustPolicyCeilings struct {
 // Ceiling implements [CeilingSource].
 func (c *TrustPolicyCeilings) Ceiling(ctx context.Context, namespace string) ([]netip.Prefix, error) {
 	out := slices.Clone(c.Cluster)
+	policies, err := SelectingTrustPolicies(ctx, c.Reader, namespace)
+	if err != nil {
+		return nil, err
+	}
+	for _, tp := range policies {
+		for _, s := range tp.Spec.Egress.AllowedCIDRs {
+			if pfx, err := netip.ParsePrefix(s); err == nil {
+				out = append(out, pfx.Masked())
+			}
+		}
+	}
+	return out, nil
+}
+
+// SelectingTrustPolicies returns the McpTrustPolicies whose namespaceSelector selects namespace
+// (read with reader: the Namespace's labels and every policy). A policy with an invalid selector
+// selects nothing. Every ceiling a namespace's policies grant (egress ranges, OAuth issuers) is
+// resolved through it; an error means the ceiling could not be read (callers fail closed).
+func SelectingTrustPolicies(ctx context.Context, reader client.Reader, namespace string) ([]*apiv1.McpTrustPolicy, error) {
 	var ns corev1.Namespace
-	if err := c.Reader.Get(ctx, types.NamespacedName{Name: namespace}, &ns); err != nil {
+	if err := reader.Get(ctx, types.NamespacedName{Name: namespace}, &ns); err != nil {
 		return nil, fmt.Errorf("k8sbinding: read namespace: %s", apierrors.ReasonForError(err))
 	}
 	var list apiv1.McpTrustPolicyList
-	if err := c.Reader.List(ctx, &list); err != nil {
+	if err := reader.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("k8sbinding: list McpTrustPolicies: %s", apierrors.ReasonForError(err))
 	}
 	set := labels.Set(ns.Labels)
+	var out []*apiv1.McpTrustPolicy
 	for i := range list.Items {
 		tp := &list.Items[i]
 		sel, err := metav1.LabelSelectorAsSelector(&tp.Spec.NamespaceSelector)
 		if err != nil || !sel.Matches(set) {
 			continue
 		}
-		for _, s := range tp.Spec.Egress.AllowedCIDRs {
-			if pfx, err := netip.ParsePrefix(s); err == nil {
-				out = append(out, pfx.Masked())
-			}
-		}
+		out = append(out, tp)
 	}
 	return out, nil
 }

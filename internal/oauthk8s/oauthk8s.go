@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
@@ -41,9 +43,12 @@ const managedBy = "mcpctl"
 // Apply writes cred, obtained interactively, into namespace ns as McpCredential name whose
 // access token the manager writes into Secret name (key "token"): the refresh token (and the
 // client secret of a confidential client) go into Secret name+OAuthSecretSuffix, labelled
-// connectors.b10x.io/credential=true and with no allowed-hosts annotation (never spent as a
-// bearer). The access token itself is not written: the manager produces the first one at once.
-// registration is an apiv1.Registration* constant.
+// connectors.b10x.io/credential=true and connectors.b10x.io/mcpcredential=name (the binding the
+// producer requires), controlled by the McpCredential (an owner reference with its UID: the
+// producer writes a rotated refresh token only into a Secret the McpCredential owns), and with no
+// allowed-hosts annotation (never spent as a bearer). The access token itself is not written:
+// the manager produces the first one at once. registration is an apiv1.Registration* constant.
+// c's scheme must know corev1 and apiv1.
 func Apply(ctx context.Context, c client.Client, ns, name string, cred *oauth.Credential, registration string, scopes []string) error {
 	if cred.RefreshToken == "" {
 		return ErrNoRefreshToken
@@ -54,19 +59,62 @@ func Apply(ctx context.Context, c client.Client, ns, name string, cred *oauth.Cr
 	})
 }
 
+// apply writes the McpCredential first when it does not exist yet (the Secret's owner reference
+// needs its UID), then the Secret, then the spec of an existing McpCredential (so a new login's
+// spec is never produced from the previous refresh token).
 func apply(ctx context.Context, c client.Client, ns, name string, cred *oauth.Credential, registration string, scopes []string) error {
 	secName := name + OAuthSecretSuffix
+	mc := &apiv1.McpCredential{}
+	err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, mc)
+	switch {
+	case apierrors.IsNotFound(err):
+		mc = &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	case err != nil:
+		return fmt.Errorf("read McpCredential %s/%s: %s", ns, name, apierrors.ReasonForError(err))
+	case mc.Labels["app.kubernetes.io/managed-by"] != managedBy:
+		return ErrForeignObject
+	}
 	sec := &corev1.Secret{}
-	err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: secName}, sec)
+	err = c.Get(ctx, types.NamespacedName{Namespace: ns, Name: secName}, sec)
 	switch {
 	case apierrors.IsNotFound(err):
 		sec = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secName}, Type: corev1.SecretTypeOpaque}
 	case err != nil:
 		return fmt.Errorf("read Secret %s/%s: %s", ns, secName, apierrors.ReasonForError(err))
-	case sec.Labels[apiv1.CredentialProducerLabel] != name || sec.Annotations[apiv1.CredentialAllowedHostsAnnotation] != "":
+	case sec.Labels[apiv1.CredentialBindingLabel] != name || sec.Annotations[apiv1.CredentialAllowedHostsAnnotation] != "" ||
+		sec.Type == corev1.SecretTypeServiceAccountToken:
 		return ErrForeignObject
+	case metav1.GetControllerOf(sec) != nil && mc.UID != "" && !metav1.IsControlledBy(sec, mc):
+		return ErrForeignObject // controlled by another object (e.g. an earlier McpCredential of that name)
 	}
-	sec.Labels = map[string]string{apiv1.CredentialLabel: "true", apiv1.CredentialProducerLabel: name, "app.kubernetes.io/managed-by": managedBy}
+
+	mc.Labels = map[string]string{"app.kubernetes.io/managed-by": managedBy}
+	mc.Spec = apiv1.McpCredentialSpec{
+		Resource: cred.Resource, Issuer: cred.Issuer, Grant: apiv1.GrantAuthorizationCode,
+		Client: apiv1.OAuthClientRegistration{Registration: registration, ClientID: cred.ClientID},
+		Scopes: scopes, TargetSecretName: name, RefreshSkew: mc.Spec.RefreshSkew,
+		RefreshTokenSecretRef: &apiv1.SecretKeyReference{Name: secName, Key: apiv1.RefreshTokenKey},
+	}
+	if cred.ClientSecret != "" {
+		mc.Spec.Client.ClientSecretRef = &apiv1.SecretKeyReference{Name: secName, Key: apiv1.ClientSecretKey}
+	}
+	existed := mc.ResourceVersion != ""
+	if !existed {
+		if err := c.Create(ctx, mc); err != nil {
+			return fmt.Errorf("write McpCredential %s/%s: %s", ns, name, apierrors.ReasonForError(err))
+		}
+	}
+
+	if mc.UID == "" {
+		return fmt.Errorf("McpCredential %s/%s has no UID to own Secret %s", ns, name, secName)
+	}
+	// An earlier login's Secret without an owner reference is adopted: the binding label and
+	// the missing allowed-hosts say mcpctl wrote it.
+	sec.OwnerReferences = slices.DeleteFunc(sec.OwnerReferences, func(r metav1.OwnerReference) bool { return r.Controller != nil && *r.Controller })
+	if err := controllerutil.SetControllerReference(mc, sec, c.Scheme()); err != nil {
+		return fmt.Errorf("own Secret %s/%s: %w", ns, secName, err)
+	}
+	sec.Labels = map[string]string{apiv1.CredentialLabel: "true", apiv1.CredentialBindingLabel: name, "app.kubernetes.io/managed-by": managedBy}
 	sec.Data = map[string][]byte{apiv1.RefreshTokenKey: []byte(cred.RefreshToken)}
 	if cred.ClientSecret != "" {
 		sec.Data[apiv1.ClientSecretKey] = []byte(cred.ClientSecret)
@@ -78,31 +126,13 @@ func apply(ctx context.Context, c client.Client, ns, name string, cred *oauth.Cr
 		return fmt.Errorf("write Secret %s/%s: %s", ns, secName, apierrors.ReasonForError(err))
 	}
 
-	mc := &apiv1.McpCredential{}
-	err = c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, mc)
-	switch {
-	case apierrors.IsNotFound(err):
-		mc = &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	case err != nil:
-		return fmt.Errorf("read McpCredential %s/%s: %s", ns, name, apierrors.ReasonForError(err))
-	case mc.Labels["app.kubernetes.io/managed-by"] != managedBy:
-		return ErrForeignObject
-	}
-	mc.Labels = map[string]string{"app.kubernetes.io/managed-by": managedBy}
-	mc.Spec = apiv1.McpCredentialSpec{
-		Resource: cred.Resource, Issuer: cred.Issuer, Grant: apiv1.GrantAuthorizationCode,
-		Client: apiv1.OAuthClientRegistration{Registration: registration, ClientID: cred.ClientID},
-		Scopes: scopes, TargetSecretName: name, RefreshSkew: mc.Spec.RefreshSkew,
-		RefreshTokenSecretRef: &apiv1.SecretKeyReference{Name: secName, Key: apiv1.RefreshTokenKey},
-	}
-	if cred.ClientSecret != "" {
-		mc.Spec.Client.ClientSecretRef = &apiv1.SecretKeyReference{Name: secName, Key: apiv1.ClientSecretKey}
-	}
-	if err := createOrUpdate(ctx, c, mc); err != nil {
-		if apierrors.IsConflict(err) {
-			return err
+	if existed {
+		if err := c.Update(ctx, mc); err != nil {
+			if apierrors.IsConflict(err) {
+				return err
+			}
+			return fmt.Errorf("write McpCredential %s/%s: %s", ns, name, apierrors.ReasonForError(err))
 		}
-		return fmt.Errorf("write McpCredential %s/%s: %s", ns, name, apierrors.ReasonForError(err))
 	}
 	return nil
 }

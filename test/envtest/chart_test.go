@@ -336,6 +336,7 @@ var fullValues = map[string]any{"policy": map[string]any{
 	"serviceCIDRs": []string{"10.96.0.0/12"}, "credentialHashKeySecret": "hash-key",
 	"trustedRootTUF":       map[string]any{"url": "https://tuf.example", "rootConfigMap": "tuf-root"},
 	"skipProvenanceUnsafe": true, "keylessWithoutTlogUnsafe": true, "keylessRequireSignedTimestamp": true,
+	"allowedOAuthIssuers": []string{"https://auth.example.com"},
 },
 	// review: drift webhook sink.
 	"driftWebhook": map[string]any{"url": "https://hooks.example.com/drift", "bearerSecret": map[string]any{"name": "hook-token"}},

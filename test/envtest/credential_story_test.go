@@ -142,6 +142,9 @@ func TestCredentialProducerStory(t *testing.T) {
 	o := devOptions()
 	// Refresh 3 s after each token is issued: the story sees several refreshes and rotations.
 	o.CredentialRefreshSkew = 10*time.Minute - 3*time.Second
+	// The platform's issuer, by the manager flag (the evil issuers below are allowed for this
+	// namespace by an McpTrustPolicy).
+	o.AllowedOAuthIssuers = []string{as.Issuer}
 	reg := prometheus.NewRegistry()
 	logs := startLoggedOperator(t, ns, o, reg)
 
@@ -245,12 +248,13 @@ func TestCredentialProducerStory(t *testing.T) {
 	other := oauthtest.NewAuthServer(t, oauthtest.Config{Preregistered: map[string]string{"connector-mcp": clientSecret}})
 	evil := oauthtest.NewAuthServer(t, oauthtest.Config{TokenEndpoint: other.Issuer + "/token"})
 	evilRS := oauthtest.NewResourceServer(t, evil)
-	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evil-oauth", Labels: map[string]string{apiv1.CredentialLabel: "true"}},
-		Data: map[string][]byte{apiv1.RefreshTokenKey: []byte("rt-evil-refresh-token-not-to-leak")}})
-	mustCreate(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evil"}, Spec: apiv1.McpCredentialSpec{
+	allowIssuers(t, ns, evil.Issuer) // inside the ceiling: the binding check itself refuses it
+	evilCred := &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evil"}, Spec: apiv1.McpCredentialSpec{
 		Resource: evilRS.URL, Issuer: evil.Issuer, Grant: apiv1.GrantAuthorizationCode,
 		Client:                apiv1.OAuthClientRegistration{Registration: apiv1.RegistrationPreregistered, ClientID: "connector-mcp"},
-		RefreshTokenSecretRef: &apiv1.SecretKeyReference{Name: "evil-oauth", Key: apiv1.RefreshTokenKey}, TargetSecretName: "evil"}})
+		RefreshTokenSecretRef: &apiv1.SecretKeyReference{Name: "evil-oauth", Key: apiv1.RefreshTokenKey}, TargetSecretName: "evil"}}
+	mustCreate(t, evilCred)
+	mustCreate(t, ownedBy(evilCred, "evil-oauth", map[string][]byte{apiv1.RefreshTokenKey: []byte("rt-evil-refresh-token-not-to-leak")}))
 	evilMC := waitObj(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evil"}}, storyTimeout, "IssuerMismatch",
 		func(c *apiv1.McpCredential) bool {
 			return hasCondition(c, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonIssuerMismatch)
@@ -271,17 +275,20 @@ func TestCredentialProducerStory(t *testing.T) {
 		_, _ = w.Write([]byte(`{"resource":"https://elsewhere.example/mcp","authorization_servers":["` + as.Issuer + `"]}`))
 	}))
 	t.Cleanup(foreign.Close)
-	mustCreate(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "foreign"}, Spec: apiv1.McpCredentialSpec{
+	foreignCred := &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "foreign"}, Spec: apiv1.McpCredentialSpec{
 		Resource: foreign.URL + "/mcp", Issuer: as.Issuer, Grant: apiv1.GrantAuthorizationCode,
 		Client:                apiv1.OAuthClientRegistration{Registration: apiv1.RegistrationPreregistered, ClientID: "connector-mcp"},
-		RefreshTokenSecretRef: &apiv1.SecretKeyReference{Name: "evil-oauth", Key: apiv1.RefreshTokenKey}, TargetSecretName: "foreign"}})
+		RefreshTokenSecretRef: &apiv1.SecretKeyReference{Name: "foreign-oauth", Key: apiv1.RefreshTokenKey}, TargetSecretName: "foreign"}}
+	mustCreate(t, foreignCred)
+	mustCreate(t, ownedBy(foreignCred, "foreign-oauth", map[string][]byte{apiv1.RefreshTokenKey: []byte("rt-evil-refresh-token-not-to-leak")}))
 	waitObj(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "foreign"}}, storyTimeout, "ResourceMismatch",
 		func(c *apiv1.McpCredential) bool {
 			return hasCondition(c, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonResourceMismatch)
 		})
 
 	// Machine-to-machine: the client-credentials grant, same binding rules.
-	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m2m-client", Labels: map[string]string{apiv1.CredentialLabel: "true"}},
+	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m2m-client",
+		Labels: map[string]string{apiv1.CredentialLabel: "true", apiv1.CredentialBindingLabel: "m2m"}},
 		Data: map[string][]byte{apiv1.ClientSecretKey: []byte(clientSecret + "-m2m")}})
 	mustCreate(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m2m"}, Spec: apiv1.McpCredentialSpec{
 		Resource: rs.URL, Issuer: as.Issuer, Grant: apiv1.GrantClientCredentials, Scopes: []string{oauthtest.BaseScope},
@@ -318,10 +325,14 @@ func TestCredentialProducerStory(t *testing.T) {
 	mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hidden"},
 		Data: map[string][]byte{"password": []byte("database-password")}})
 	for _, target := range []string{"taken", "hidden"} {
+		// Each with its own bound client secret (m2m-client is bound to m2m only).
+		mustCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "over-" + target + "-client",
+			Labels: map[string]string{apiv1.CredentialLabel: "true", apiv1.CredentialBindingLabel: "over-" + target}},
+			Data: map[string][]byte{apiv1.ClientSecretKey: []byte(clientSecret + "-m2m")}})
 		mustCreate(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "over-" + target}, Spec: apiv1.McpCredentialSpec{
 			Resource: rs.URL, Issuer: as.Issuer, Grant: apiv1.GrantClientCredentials,
 			Client: apiv1.OAuthClientRegistration{Registration: apiv1.RegistrationPreregistered, ClientID: "m2m",
-				ClientSecretRef: &apiv1.SecretKeyReference{Name: "m2m-client", Key: apiv1.ClientSecretKey}},
+				ClientSecretRef: &apiv1.SecretKeyReference{Name: "over-" + target + "-client", Key: apiv1.ClientSecretKey}},
 			TargetSecretName: target}})
 		waitObj(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "over-" + target}}, storyTimeout, "TargetSecretConflict",
 			func(c *apiv1.McpCredential) bool {

@@ -177,6 +177,7 @@ func TestManagerRunsUnderChartRBAC(t *testing.T) {
 	as := oauthtest.NewAuthServer(t, oauthtest.Config{AccessTokenTTL: controllers.DefaultCredentialRefreshSkew + 3*time.Second,
 		Preregistered: map[string]string{"connector-mcp": "rbac-client-secret"}})
 	rs := oauthtest.NewResourceServer(t, as)
+	allowIssuers(t, ns, as.Issuer)
 	workstationLogin(t, rs, ns, "oauth", "connector-mcp", "rbac-client-secret", []string{oauthtest.BaseScope})
 	mc := waitObj(t, &apiv1.McpCredential{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "oauth"}}, storyTimeout, "Ready under the chart's RBAC", isReady[*apiv1.McpCredential])
 	first, _ := targetToken(t, ns, "oauth")
@@ -237,6 +238,7 @@ func TestCredentialProducerRBACGapIsCaught(t *testing.T) {
 	forbidden := startChartManager(t, ns, sa)
 	as := oauthtest.NewAuthServer(t, oauthtest.Config{Preregistered: map[string]string{"connector-mcp": "rbac-client-secret"}})
 	rs := oauthtest.NewResourceServer(t, as)
+	allowIssuers(t, ns, as.Issuer)
 	workstationLogin(t, rs, ns, "oauth", "connector-mcp", "rbac-client-secret", []string{oauthtest.BaseScope})
 	want := "PUT /api/v1/namespaces/" + ns + "/secrets/oauth-oauth"
 	if !pollUntil(200*time.Millisecond, storyTimeout, func() bool { return slices.Contains(forbidden.list(), want) }) {

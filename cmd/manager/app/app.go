@@ -114,6 +114,9 @@ type Options struct {
 	// CredentialRefreshSkew (--credential-refresh-skew) is how long before expiry the OAuth
 	// producer refreshes an McpCredential's access token (spec.refreshSkew overrides it).
 	CredentialRefreshSkew time.Duration
+	// AllowedOAuthIssuers (--allowed-oauth-issuers) are the OAuth issuers an McpCredential of
+	// every namespace may name (the platform's own); McpTrustPolicies add per-namespace ones.
+	AllowedOAuthIssuers []string
 
 	// WatchLabelSelector (--watch-label-selector) shards the work: this manager verifies and
 	// activates only the McpServiceProfiles and ServiceDeployments whose labels match it, e.g.
@@ -187,6 +190,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ProfileConcurrency, "profile-concurrency", o.ProfileConcurrency, "Number of McpServiceProfiles verified in parallel (pack pulls and status writes wait on the network).")
 	// OAuth producer (McpCredential).
 	fs.DurationVar(&o.CredentialRefreshSkew, "credential-refresh-skew", o.CredentialRefreshSkew, "How long before expiry the OAuth producer refreshes an McpCredential's access token.")
+	fs.StringSliceVar(&o.AllowedOAuthIssuers, "allowed-oauth-issuers", o.AllowedOAuthIssuers, "OAuth issuer (exact https URL) an McpCredential of every namespace may obtain tokens from (comma-separated or repeatable); McpTrustPolicy spec.oauth.allowedIssuers add per-namespace ones.")
 	// durable: the verified-pack store.
 	fs.StringVar(&o.VerifiedPackNamespace, "verified-pack-namespace", o.VerifiedPackNamespace, "Namespace (the manager's own) of the verified-pack store, which lets packs verify again, offline, after a restart during a registry outage (default $POD_NAMESPACE; empty disables it).")
 	fs.DurationVar(&o.VerifiedPackSweepInterval, "verified-pack-sweep-interval", o.VerifiedPackSweepInterval, "Period of the leader's sweep deleting verified-pack store entries that no McpServiceProfile references.")
@@ -224,6 +228,11 @@ func (o *Options) BindVerifyFlags(fs *pflag.FlagSet) {
 // Validate checks the options.
 func (o *Options) Validate() error {
 	var errs []error
+	for _, iss := range o.AllowedOAuthIssuers {
+		if err := controllers.ValidateIssuerURL(iss); err != nil {
+			errs = append(errs, fmt.Errorf("--allowed-oauth-issuers: %w", err))
+		}
+	}
 	if o.CredentialRefreshSkew < 0 {
 		errs = append(errs, errors.New("--credential-refresh-skew must not be negative"))
 	}
@@ -557,6 +566,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	w.Credentials = &controllers.CredentialReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), HTTPClient: oauthClient, Events: mgr.GetEventRecorder("connector-mcp"),
 		RefreshSkew: o.CredentialRefreshSkew, RetryInterval: o.RetryInterval, Shard: shard,
+		Issuers: &controllers.TrustPolicyIssuers{Reader: mgr.GetClient(), Platform: o.AllowedOAuthIssuers},
 	}
 	if err := w.Credentials.SetupWithManager(mgr); err != nil {
 		return nil, err

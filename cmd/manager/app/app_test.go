@@ -73,6 +73,14 @@ func TestValidate(t *testing.T) {
 		{"unanchored default subject regexp", func(o *Options) {
 			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/"
 		}, "unanchored_subject_regexp"},
+		{"default subject regexp anchored in text only", func(o *Options) {
+			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/|x$"
+		}, "unanchored_subject_regexp"},
+		{"allowed OAuth issuers", func(o *Options) {
+			o.AllowedOAuthIssuers = []string{"https://auth.example.com", "http://127.0.0.1:8080"}
+		}, ""},
+		{"allowed OAuth issuer over plain http", func(o *Options) { o.AllowedOAuthIssuers = []string{"http://auth.example.com"} }, "--allowed-oauth-issuers"},
+		{"allowed OAuth issuer with a query", func(o *Options) { o.AllowedOAuthIssuers = []string{"https://auth.example.com?x=1"} }, "--allowed-oauth-issuers"},
 		{"anchored default subject regexp", func(o *Options) {
 			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/.*$"
 		}, ""},
