@@ -248,6 +248,9 @@ var bindingRules = ruleset{
 			message: func(err error, _ *classifyContext) string {
 				var cred *k8sbinding.CredentialRefusal
 				errors.As(err, &cred)
+				if cred.Name == k8sbinding.RefusalCredentialConsentMissing {
+					return fmt.Sprintf("%s: Secret %q may not be read: this namespace has not consented (a RoleBinding of the credentials ClusterRole to the operator's ServiceAccount, docs/security.md)", cred.Name, clip(cred.Ref.Name))
+				}
 				return fmt.Sprintf("%s: no Secret %q labelled %s=true in this namespace", cred.Name, clip(cred.Ref.Name), v1.CredentialLabel)
 			}},
 		{what: "k8sbinding.CredentialRefusal", reason: v1.ReasonCredentialRefused,
