@@ -45,6 +45,11 @@ const (
 	// the same whether the Secret exists or not (RBAC decides before any lookup). Transient: it
 	// clears when the consent is given.
 	RefusalCredentialConsentMissing = "credential_consent_missing" //nolint:gosec // a refusal name, not a credential
+	// RefusalSecretNotOwned is named in the message of the ValidatingAdmissionPolicy the chart and
+	// config/rbac ship (manager-secret-writes): the apiserver denies the manager's ServiceAccount a
+	// create, update, patch or delete of a Secret that no McpCredential controls (controller
+	// ownerReference), so the manager never overwrites a Secret it did not create.
+	RefusalSecretNotOwned = "secret_not_owned" //nolint:gosec // a refusal name, not a credential
 )
 
 // ReasonReauthorizationRequired is the producer state (apiv1.CredentialStateAnnotation value, and
