@@ -22,12 +22,15 @@ import (
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -375,4 +378,47 @@ func TestStoryConsentRevokedIsRefused(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestCompromisedGatewayReach plays a compromised gateway: with the chart's gateway
+// ServiceAccount it tries everything a thief would. Listing or watching Secrets (cluster-wide or
+// in a consenting namespace), reading one where no consent was given, and patching a
+// ServiceDeployment are all forbidden; the one thing that works is a GET by name in the
+// consenting namespace (the twin, so the check is not blind).
+func TestCompromisedGatewayReach(t *testing.T) {
+	release := newNamespace(t, "gw-thief")
+	_, gatewaySA, consentRole := chartServiceAccounts(t, release)
+	consenting := newNamespace(t, "gw-thief-consenting")
+	silent := newNamespace(t, "gw-thief-silent")
+	mustCreate(t, consent(consenting, consentRole, release, gatewaySA))
+	for _, ns := range []string{consenting, silent} {
+		mustCreate(t, newSecret(ns, "tok", "token", "loot-"+ns))
+	}
+	up := startBearerServer(t)
+	sd := newDeployment(silent, "svc", "svc", silent, up.URL, reviewedProfile(t, up.URL), nil, "all")
+	mustCreate(t, sd)
+	thief, err := client.NewWithWatch(recordedAs(release, gatewaySA, &requestLog{}), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	forbidden := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: %v, want Forbidden", what, err)
+		}
+	}
+	forbidden("list Secrets cluster-wide", thief.List(ctx, &corev1.SecretList{}))
+	forbidden("list Secrets in the consenting namespace", thief.List(ctx, &corev1.SecretList{}, client.InNamespace(consenting)))
+	forbidden("get a Secret without consent", thief.Get(ctx, types.NamespacedName{Namespace: silent, Name: "tok"}, &corev1.Secret{}))
+	forbidden("patch a ServiceDeployment", thief.Patch(ctx, sd.DeepCopy(), client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"connectors.b10x.io/reverify-requested-at":"2026-01-01T00:00:00Z"}}}`))))
+	if w, err := thief.Watch(ctx, &corev1.SecretList{}); err == nil {
+		w.Stop()
+		t.Error("watch Secrets cluster-wide was allowed")
+	}
+	got := &corev1.Secret{}
+	if err := thief.Get(ctx, types.NamespacedName{Namespace: consenting, Name: "tok"}, got); err != nil || string(got.Data["token"]) != "loot-"+consenting {
+		t.Fatalf("the consented GET by name: %v", err)
+	}
 }
