@@ -78,7 +78,7 @@ type CredentialReconciler struct {
 
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpcredentials,verbs=get;list;watch
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpcredentials/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch;create;update;patch
 
 // SetupWithManager watches McpCredentials (spec changes) and the opted-in Secrets they name.
 func (r *CredentialReconciler) SetupWithManager(mgr ctrl.Manager) error {

@@ -141,6 +141,14 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	orig := cached // read-only
 	p := &pass{sd: sd, now: r.now()}
 	p.reverify, p.reverifyWait = reverifyRequested(sd, p.now)
+	if !p.reverify {
+		// An McpReverifyRequest (the gateway's way, which needs no patch on the deployment).
+		due, wait := r.reverifyRequestsDue(ctx, sd, p.now)
+		p.reverify = due
+		if wait > 0 && (p.reverifyWait == 0 || wait < p.reverifyWait) {
+			p.reverifyWait = wait
+		}
+	}
 
 	var failed *StageError
 	for _, s := range deploymentStages {

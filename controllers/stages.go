@@ -248,6 +248,9 @@ var bindingRules = ruleset{
 			message: func(err error, _ *classifyContext) string {
 				var cred *k8sbinding.CredentialRefusal
 				errors.As(err, &cred)
+				if cred.Name == k8sbinding.RefusalCredentialConsentMissing {
+					return fmt.Sprintf("%s: Secret %q may not be read: this namespace has not consented (a RoleBinding of the credentials ClusterRole to the operator's ServiceAccount, docs/security.md)", cred.Name, clip(cred.Ref.Name))
+				}
 				return fmt.Sprintf("%s: no Secret %q labelled %s=true in this namespace", cred.Name, clip(cred.Ref.Name), v1.CredentialLabel)
 			}},
 		{what: "k8sbinding.CredentialRefusal", reason: v1.ReasonCredentialRefused,
@@ -464,8 +467,12 @@ func secretRules() []rule {
 						u.kind, name, refused, v1.CredentialLabel, v1.CredentialAllowedHostsAnnotation)
 				}},
 			rule{what: u.unavailable, match: named(u.unavailable), reason: v1.ReasonRegistryUnavailable, transient: true,
-				message: func(_ error, c *classifyContext) string {
+				message: func(err error, c *classifyContext) string {
 					name, _ := u.ref(c.verify)
+					var r *k8sbinding.CredentialRefusal
+					if errors.As(err, &r) && r.Name == k8sbinding.RefusalCredentialConsentMissing {
+						return fmt.Sprintf("%s Secret %q may not be read (%s): this namespace has not consented (docs/security.md)", u.kind, name, r.Name)
+					}
 					return fmt.Sprintf("%s Secret %q could not be read", u.kind, name)
 				}},
 			rule{what: u.nokey, match: named(u.nokey), reason: v1.ReasonVerificationFailed,

@@ -21,8 +21,8 @@
 // ([TokenAuthenticator], cached by token hash for at most the token's remaining life and a
 // ceiling) and authorized with the SubjectAccessReview "invoke servicedeployments/NAME"
 // ([CachingAuthorizer], cached for at most a TTL). Live drift seen at call time is refused
-// ("live_drift") and the gateway asks the manager to re-verify at once by setting
-// api/v1.ReverifyRequestedAtAnnotation on the deployment ([Reverifier]).
+// ("live_drift") and the gateway asks the manager to re-verify at once by creating an
+// api/v1.McpReverifyRequest naming the deployment ([Reverifier]).
 //
 // Refusals are JSON-RPC errors whose message is "refused: <name>" and whose data is
 // {"refusal": "<name>"} (plus "pointer" and "keyword" for invalid_arguments); transport-level

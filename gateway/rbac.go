@@ -7,11 +7,13 @@ package gateway
 //   - servicedeployments, mcpserviceprofiles get/list/watch: the registry's informers;
 //   - mcptrustpolicies, namespaces get/list/watch: the shared trust policy (a team's signers
 //     and egress ceiling apply to the namespaces a cluster admin selected);
-//   - servicedeployments patch: the re-verify annotation on live drift;
-//   - secrets get, list, watch: the upstream bearer credential, read per exchange by name, and
-//     the pack pull and public-key Secrets the shared resolver reads through the label-filtered
-//     informer (only Secrets labelled connectors.b10x.io/credential=true are ever listed or
-//     cached; app.CacheByObject);
+//   - mcpreverifyrequests create: ask the manager to re-verify on live drift (no write on any
+//     ServiceDeployment);
+//   - no Secret at all: the upstream bearer and the pack pull and public-key Secrets are read by
+//     name, uncached, in the deployment's namespace, only where that namespace's admin consented
+//     by binding the ClusterRole <release>-gateway-credentials (secrets get) to the gateway's
+//     ServiceAccount in a RoleBinding (docs/security.md); elsewhere the read is forbidden and the
+//     call refused credential_consent_missing;
 //   - events create: the LiveDrift warning on the deployment;
 //   - services get (default/kubernetes), endpointslices list, servicecidrs list: the apiserver's
 //     addresses and the Service ranges, always denied as upstream destinations (the manager's
@@ -20,9 +22,8 @@ package gateway
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments;mcpserviceprofiles;mcptrustpolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments,verbs=patch
+// +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpreverifyrequests,verbs=create
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

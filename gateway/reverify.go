@@ -2,10 +2,10 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,11 +17,13 @@ import (
 // re-verification of one deployment.
 const DefaultReverifyMinInterval = 5 * time.Second
 
-// Reverifier asks the manager to re-freeze a deployment at once by setting
-// apiv1.ReverifyRequestedAtAnnotation to the request time (rounded up to the second) with a merge
-// patch. Requests for one deployment are sent at most once per MinInterval.
+// Reverifier asks the manager to re-freeze a deployment at once by creating an
+// apiv1.McpReverifyRequest naming it in its namespace (RBAC: create mcpreverifyrequests; the
+// gateway needs no write on ServiceDeployments). The manager freezes, at most once per
+// apiv1.ReverifyRequestMinInterval, and deletes the request. Requests for one deployment are sent
+// at most once per MinInterval.
 type Reverifier struct {
-	// Client patches ServiceDeployments (RBAC: patch servicedeployments).
+	// Client creates McpReverifyRequests.
 	Client client.Client
 	// MinInterval spaces requests per deployment (zero: DefaultReverifyMinInterval).
 	MinInterval time.Duration
@@ -32,7 +34,7 @@ type Reverifier struct {
 	last map[types.NamespacedName]time.Time
 }
 
-// Request asks for the re-verification of deployment key. It reports whether a patch was sent.
+// Request asks for the re-verification of deployment key. It reports whether a request was sent.
 func (r *Reverifier) Request(ctx context.Context, key types.NamespacedName) (bool, error) {
 	now := time.Now()
 	if r.Clock != nil {
@@ -52,19 +54,25 @@ func (r *Reverifier) Request(ctx context.Context, key types.NamespacedName) (boo
 	}
 	r.last[key] = now
 	r.mu.Unlock()
-	at := now.Truncate(time.Second)
-	if at.Before(now) {
-		at = at.Add(time.Second)
+	rq := &apiv1.McpReverifyRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, GenerateName: reverifyRequestPrefix(key.Name)},
+		Spec:       apiv1.McpReverifyRequestSpec{DeploymentName: key.Name, Reason: apiv1.ReverifyReasonLiveDrift},
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		apiv1.ReverifyRequestedAtAnnotation: at.UTC().Format(time.RFC3339)}}})
-	sd := &apiv1.ServiceDeployment{}
-	sd.Namespace, sd.Name = key.Namespace, key.Name
-	if err := r.Client.Patch(ctx, sd, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	if err := r.Client.Create(ctx, rq); err != nil {
 		r.mu.Lock()
 		delete(r.last, key)
 		r.mu.Unlock()
 		return false, sanitizeAuthz(err)
 	}
 	return true, nil
+}
+
+// reverifyRequestPrefix is the generateName of a request for deployment name: the name, cut so
+// that the apiserver's five random characters still fit in 253.
+func reverifyRequestPrefix(name string) string {
+	const maxPrefix = 253 - 5 - 1
+	if len(name) > maxPrefix {
+		name = name[:maxPrefix]
+	}
+	return name + "-"
 }

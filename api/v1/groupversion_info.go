@@ -31,6 +31,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&McpTrustPolicy{}, &McpTrustPolicyList{},
 		&McpSnapshotReview{}, &McpSnapshotReviewList{},
 		&McpCredential{}, &McpCredentialList{},
+		&McpReverifyRequest{}, &McpReverifyRequestList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -89,7 +89,8 @@ func run() int {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,
-		// The resolver reads pull and public-key Secrets through the cache: only opted-in ones.
+		// Secrets are never cached: the resolver and the connector read them by name, uncached,
+		// where a namespace consented (docs/security.md).
 		Cache:                   cache.Options{ByObject: managerapp.CacheByObject()},
 		GracefulShutdownTimeout: func() *time.Duration { d := opts.DrainTimeout + 5*time.Second; return &d }(),
 	})

@@ -7,8 +7,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/b10x/connector-mcp/controllers"
@@ -153,17 +151,17 @@ type secretKind struct {
 // Secret's data or annotations.
 func (v *PackVerifier) secretKey(ctx context.Context, ns string, kind secretKind, name, key, endpoint string) ([]byte, error) {
 	ref := egress.CredentialRef{Name: name, Key: key}
-	sec := &corev1.Secret{}
-	if err := v.Secrets.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, sec); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, step(kind.refused, &k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialNotOptedIn})
+	sec, err := k8sbinding.ReadSecret(ctx, v.Secrets, ns, ref)
+	if err != nil {
+		var refused *k8sbinding.CredentialRefusal
+		if errors.As(err, &refused) && refused.Name == k8sbinding.RefusalCredentialNotOptedIn {
+			return nil, step(kind.refused, refused)
 		}
+		// No consent in this namespace (credential_consent_missing) or an apiserver error:
+		// transient, retried.
 		return nil, step(kind.unavailable, err)
 	}
-	var (
-		val []byte
-		err error
-	)
+	var val []byte
 	if endpoint == "" {
 		if err = k8sbinding.CheckOptIn(sec, ref); err == nil {
 			val = sec.Data[key]

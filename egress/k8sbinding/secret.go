@@ -39,6 +39,17 @@ const (
 	// marked the token unusable for another reason (issuer or resource mismatch, insufficient
 	// scope, refused Secrets); the McpCredential's Ready condition says which.
 	RefusalCredentialUnusable = "credential_unusable" //nolint:gosec // a refusal name, not a credential
+	// RefusalCredentialConsentMissing: the reader may not read Secrets in the namespace (the
+	// apiserver answered 403): the namespace's admin has not consented by binding the component's
+	// credentials ClusterRole (or a narrower Role) to its ServiceAccount in a RoleBinding. Said
+	// the same whether the Secret exists or not (RBAC decides before any lookup). Transient: it
+	// clears when the consent is given.
+	RefusalCredentialConsentMissing = "credential_consent_missing" //nolint:gosec // a refusal name, not a credential
+	// RefusalSecretNotOwned is named in the message of the ValidatingAdmissionPolicy the chart and
+	// config/rbac ship (manager-secret-writes): the apiserver denies the manager's ServiceAccount a
+	// create, update, patch or delete of a Secret that no McpCredential controls (controller
+	// ownerReference), so the manager never overwrites a Secret it did not create.
+	RefusalSecretNotOwned = "secret_not_owned" //nolint:gosec // a refusal name, not a credential
 )
 
 // ReasonReauthorizationRequired is the producer state (apiv1.CredentialStateAnnotation value, and
@@ -71,7 +82,27 @@ func (e *CredentialRefusal) Unwrap() error { return ErrCredentialRefused }
 // Transient reports whether the refusal may clear by itself without a spec change: a Secret
 // that is not (yet) opted in may be created or labelled later. The other refusals need the
 // Secret or the deployment to change.
-func (e *CredentialRefusal) Transient() bool { return e.Name == RefusalCredentialNotOptedIn }
+func (e *CredentialRefusal) Transient() bool {
+	return e.Name == RefusalCredentialNotOptedIn || e.Name == RefusalCredentialConsentMissing
+}
+
+// ReadSecret reads Secret name of namespace through r for ref: an absent Secret is
+// RefusalCredentialNotOptedIn and a forbidden read (no consent in that namespace)
+// RefusalCredentialConsentMissing, both [*CredentialRefusal]; any other error is returned as is.
+// The Secret's content is not checked here (see [CheckSecret], [CheckOptIn]).
+func ReadSecret(ctx context.Context, r client.Reader, namespace string, ref egress.CredentialRef) (*corev1.Secret, error) {
+	sec := &corev1.Secret{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, sec); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, &CredentialRefusal{Ref: ref, Name: RefusalCredentialNotOptedIn}
+		case apierrors.IsForbidden(err):
+			return nil, &CredentialRefusal{Ref: ref, Name: RefusalCredentialConsentMissing}
+		}
+		return nil, err
+	}
+	return sec, nil
+}
 
 // CheckSecret decides whether sec may be spent as ref's bearer for endpoint (an absolute URL)
 // and returns a copy of the value. It is the single rule every spender applies:
@@ -171,6 +202,8 @@ func endpointHostPort(endpoint string) (string, string, error) {
 //
 // The manager gives it its cached client, whose Secret informer is filtered by
 // apiv1.CredentialLabel (see [CredentialCacheSelector]), so unlabelled Secrets are never read.
+// The gateway gives it an uncached reader: it may read only in namespaces that consented (a
+// RoleBinding to its ServiceAccount), elsewhere the read is RefusalCredentialConsentMissing.
 type SecretStore struct {
 	// Reader reads Secrets.
 	Reader client.Reader
@@ -195,14 +228,15 @@ func (s *SecretStore) Get(ctx context.Context, ref egress.CredentialRef) ([]byte
 	if s.Namespace == "" {
 		return nil, &egress.CredentialError{Ref: ref, Reason: "no namespace"}
 	}
-	var sec corev1.Secret
-	if err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: ref.Name}, &sec); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, &CredentialRefusal{Ref: ref, Name: RefusalCredentialNotOptedIn}
+	sec, err := ReadSecret(ctx, s.Reader, s.Namespace, ref)
+	if err != nil {
+		var refused *CredentialRefusal
+		if errors.As(err, &refused) {
+			return nil, refused
 		}
 		return nil, &egress.CredentialError{Ref: ref, Reason: "secret not readable", Err: fmt.Errorf("get secret: %s", apierrors.ReasonForError(err))}
 	}
-	return CheckSecret(&sec, ref, s.Endpoint)
+	return CheckSecret(sec, ref, s.Endpoint)
 }
 
 // Every refusal of this package has the shared shape of the refusal package.

@@ -43,10 +43,32 @@ func gatewayRole(t *testing.T) *rbacv1.ClusterRole {
 				t.Fatalf("wildcard in the gateway role: %+v", r)
 			}
 		}
-		// Secrets are read only: get per exchange, list/watch for the label-filtered informer.
-		if slices.Contains(r.Resources, "secrets") && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
-			t.Fatalf("secrets may only be read: %+v", r)
+		// No Secret right at all: a namespace consents with a RoleBinding (docs/security.md).
+		if slices.Contains(r.Resources, "secrets") {
+			t.Fatalf("the gateway's ClusterRole grants Secrets: %+v", r)
 		}
+		// No write on ServiceDeployments: live drift creates an McpReverifyRequest.
+		if slices.Contains(r.Resources, "servicedeployments") && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
+			t.Fatalf("servicedeployments may only be read: %+v", r)
+		}
+	}
+	return role
+}
+
+// gatewayCredentialsRole reads config/gateway/rbac/credentials_role.yaml, the ClusterRole a
+// namespace binds to consent to the gateway reading its Secrets: get, nothing else.
+func gatewayCredentialsRole(t *testing.T) *rbacv1.ClusterRole {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "config", "gateway", "rbac", "credentials_role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(raw, role); err != nil {
+		t.Fatal(err)
+	}
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"secrets"}) || !slices.Equal(role.Rules[0].Verbs, []string{"get"}) {
+		t.Fatalf("the credentials role is not secrets get only: %+v", role.Rules)
 	}
 	return role
 }
@@ -64,6 +86,13 @@ func asGatewayWithRole(t *testing.T, ns string, role *rbacv1.ClusterRole) *rest.
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "gateway"}}}
 	mustCreate(t, crb)
 	t.Cleanup(func() { _ = k8sClient.Delete(t.Context(), crb) })
+	// The namespace's consent to the gateway reading its Secrets (config/gateway/rbac/credentials_role.yaml).
+	consentRole := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ns + "-gateway-credentials"}, Rules: gatewayCredentialsRole(t).Rules}
+	mustCreate(t, consentRole)
+	t.Cleanup(func() { _ = k8sClient.Delete(t.Context(), consentRole) })
+	mustCreate(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "connector-mcp-gateway-credentials"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: consentRole.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "gateway"}}})
 	as := rest.CopyConfig(cfg)
 	as.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":gateway",
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
@@ -89,9 +118,9 @@ func gatewayWorld(t *testing.T, ns string) (string, *mcp.Server) {
 	return mintToken(t, ns, "agent", "connector-mcp"), srv
 }
 
-// The gateway runs with exactly the generated ClusterRole: it authenticates, authorizes, reads
-// the credential Secret, calls, and on drift patches the re-verify annotation and records an
-// event.
+// The gateway runs with exactly the generated ClusterRole (and the namespace's consent to read
+// its Secrets): it authenticates, authorizes, reads the credential Secret, calls, and on drift
+// creates an McpReverifyRequest (which the manager satisfies and deletes) and records an event.
 func TestStoryGatewayRBACIsSufficient(t *testing.T) {
 	ns := newNamespace(t, "story-gwrbac")
 	as := asGatewayWithRole(t, ns, gatewayRole(t))
@@ -111,10 +140,21 @@ func TestStoryGatewayRBACIsSufficient(t *testing.T) {
 	if _, err := callTool(cs, "echo", nil); refusedName(err) != invocation.RefusalLiveDrift {
 		t.Fatalf("after drift: %v", err)
 	}
-	waitObj(t, &apiv1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "svc"}}, storyTimeout, "re-verify annotation",
+	// No periodic re-verification is configured: only the request can make the manager see it.
+	waitObj(t, &apiv1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "svc"}}, storyTimeout, "drift refused after the re-verify request",
 		func(sd *apiv1.ServiceDeployment) bool {
-			return sd.Annotations[apiv1.ReverifyRequestedAtAnnotation] != ""
+			return hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSnapshotDrift) && sd.Annotations[apiv1.ReverifyRequestedAtAnnotation] == ""
 		})
+	eventually(t, storyTimeout, "the satisfied McpReverifyRequest deleted", func() error {
+		var l apiv1.McpReverifyRequestList
+		if err := k8sClient.List(t.Context(), &l, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(l.Items) != 0 {
+			return errString("requests remain")
+		}
+		return nil
+	})
 	waitEvent(t, ns, "svc", "Warning/LiveDrift")
 	if strings.Contains(logs.text(), "Forbidden") {
 		t.Fatalf("the gateway met a Forbidden answer:\n%s", logs.text())

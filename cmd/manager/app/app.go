@@ -555,6 +555,10 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	if err := w.Deployments.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	// The gateway's re-verify requests: satisfied ones and those naming no deployment are deleted.
+	if err := (&controllers.ReverifyRequestReconciler{Client: mgr.GetClient(), Shard: shard}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
 	w.TrustPolicies = &controllers.TrustPolicyReconciler{Client: mgr.GetClient(), Validate: adapters.ValidateTrustPolicy}
 	if err := w.TrustPolicies.SetupWithManager(mgr); err != nil {
 		return nil, err
@@ -675,13 +679,21 @@ func NewResolver(mgr ctrl.Manager, o Options, m *controllers.Metrics) (*controll
 	if err != nil {
 		return nil, err
 	}
-	return newResolver(mgr, o, ip, deny, m, store)
+	// The gateway reads pull and public-key Secrets uncached, by name, in the profile's namespace:
+	// it holds no Secret informer and needs no cluster-wide Secret right, only each namespace's
+	// consent (a RoleBinding; elsewhere credential_consent_missing).
+	return newResolverReading(mgr, o, ip, deny, m, store, mgr.GetAPIReader())
 }
 
 // newResolver builds the resolver; store, when not nil, is the verified-pack store of the
 // anonymous registry client (the manager's; the gateway has none).
 func newResolver(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, m *controllers.Metrics, store ocipack.BlobStore) (*controllers.Resolver, error) {
-	verifier, err := packVerifier(mgr, o, ip, deny, store)
+	return newResolverReading(mgr, o, ip, deny, m, store, mgr.GetClient())
+}
+
+// newResolverReading is newResolver whose verifier reads Secrets through secrets.
+func newResolverReading(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, m *controllers.Metrics, store ocipack.BlobStore, secrets client.Reader) (*controllers.Resolver, error) {
+	verifier, err := packVerifier(mgr, o, ip, deny, store, secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -719,7 +731,7 @@ func ipPolicy(cfg *rest.Config, o Options) (egress.IPPolicy, error) {
 }
 
 // packVerifier builds the OCI pack verifier over an egress-guarded registry client.
-func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, store ocipack.BlobStore) (*adapters.PackVerifier, error) {
+func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, store ocipack.BlobStore, secrets client.Reader) (*adapters.PackVerifier, error) {
 	tlsCfg, err := o.TLSClientConfig()
 	if err != nil {
 		return nil, err
@@ -748,7 +760,7 @@ func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbindi
 	waived, _ := o.WaivedChecks()
 	v := &adapters.PackVerifier{
 		Registry:             reg,
-		Secrets:              mgr.GetClient(),
+		Secrets:              secrets,
 		Trust:                mgr.GetClient(),
 		SkipProvenanceUnsafe: o.SkipProvenanceUnsafe,
 		Waived:               waived,
