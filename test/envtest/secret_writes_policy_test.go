@@ -36,7 +36,7 @@ func installSecretWritesPolicy(t *testing.T, ns string) {
 }
 
 // ownedBy is a controller ownerReference to McpCredential name (as the OAuth producer sets).
-func ownedBy(name string) []metav1.OwnerReference {
+func mcpCredentialOwnerRefs(name string) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: apiv1.GroupVersion.String(), Kind: "McpCredential", Name: name,
 		UID: types.UID("00000000-0000-0000-0000-0000000000" + "01"), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
 }
@@ -92,7 +92,7 @@ func TestManagerWritesOnlyOwnedSecrets(t *testing.T) {
 		t.Fatalf("patch of a tenant's Secret: %v", err)
 	}
 	takeover := got.DeepCopy()
-	takeover.OwnerReferences = ownedBy("oauth")
+	takeover.OwnerReferences = mcpCredentialOwnerRefs("oauth")
 	if err := mgr.Update(ctx, takeover); !denied(err) {
 		t.Fatalf("take-over of a tenant's Secret: %v", err)
 	}
@@ -101,7 +101,7 @@ func TestManagerWritesOnlyOwnedSecrets(t *testing.T) {
 	}
 
 	// The twin: a Secret an McpCredential controls is created and updated by the manager.
-	owned := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "oauth-token", OwnerReferences: ownedBy("oauth")},
+	owned := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "oauth-token", OwnerReferences: mcpCredentialOwnerRefs("oauth")},
 		Data: map[string][]byte{"token": []byte("v1")}}
 	if err := mgr.Create(ctx, owned); err != nil {
 		t.Fatalf("create of an owned Secret: %v", err)

@@ -33,8 +33,10 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/cmd/manager/app"
+	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/egress/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/refusal"
 )
 
 // tenantCounter is a loopback MCP endpoint that counts requests and records every
@@ -289,11 +291,16 @@ func TestStoryHostileTenant(t *testing.T) {
 	}
 
 	// Twin of the apiserver attempt: the neighbouring address of the same allowed range passes
-	// the Bound stage and goes on to the freeze (which nothing answers there).
-	neighbour := deploy("neighbour", "https://198.51.100.8:6443/mcp", nil, "198.51.100.0/24")
-	waitObj(t, neighbour, storyTimeout, "the apiserver's neighbour Bound", func(sd *apiv1.ServiceDeployment) bool {
-		return hasCondition(sd, apiv1.ConditionBound, metav1.ConditionTrue, "") && condOf(sd, apiv1.ConditionSnapshotFrozen).Status == metav1.ConditionFalse
-	})
+	// the Bound stage's check, the apiserver's own endpoint does not. The twin is the Binder's
+	// check against this apiserver (no dial: a freeze would send packets to 198.51.100.8, which
+	// is not an address of this machine).
+	bindCheck := &k8sbinding.Binder{Ceilings: &k8sbinding.TrustPolicyCeilings{Reader: k8sClient}, Deny: &k8sbinding.APIServerDeny{Reader: k8sClient}}
+	if err := bindCheck.Check(context.Background(), k8sbinding.Request{Namespace: tenantNS, URL: "https://198.51.100.8:6443/mcp", AllowCIDRs: []string{"198.51.100.0/24"}}); err != nil {
+		t.Fatalf("the apiserver's neighbour address is refused too (%v): the apiserver attempt proves nothing", err)
+	}
+	if err := bindCheck.Check(context.Background(), k8sbinding.Request{Namespace: tenantNS, URL: "https://198.51.100.7:6443/mcp", AllowCIDRs: []string{"198.51.100.0/24"}}); refusal.Name(err) != egress.RefusalDestination {
+		t.Fatalf("the apiserver's endpoint: err = %v, want %s", err, egress.RefusalDestination)
+	}
 
 	// The legitimate path, and its twin inside the ceiling: Ready, the bearer arrives.
 	good := deploy("legit", legit.URL+"/mcp", cred("mcp-token"))
