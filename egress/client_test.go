@@ -98,3 +98,43 @@ func TestParseCIDRsAndAPIServerPrefixes(t *testing.T) {
 		t.Fatalf("other address of the allowed range: %v", err)
 	}
 }
+
+// Policy.Deny is read at dial time: its prefixes are refused (apiserver) even inside the
+// allow-list, and an unreadable deny list refuses the dial (policy_unavailable); the server
+// sees nothing. Twin: an empty deny list lets the same request through.
+func TestDialTimeDenyList(t *testing.T) {
+	var rec recorder
+	srv := serveOn(t, "127.0.0.5", rec.wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	for _, tc := range []struct {
+		name, reason string
+		deny         DenySource
+	}{
+		{"denied prefix", "apiserver", DenyFunc(func(context.Context) ([]netip.Prefix, error) {
+			return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/29")}, nil
+		})},
+		{"unreadable", "policy_unavailable", DenyFunc(func(context.Context) ([]netip.Prefix, error) { return nil, errors.New("boom") })},
+		{"empty (twin)", "", DenyFunc(func(context.Context) ([]netip.Prefix, error) { return nil, nil })},
+	} {
+		p := inCluster(srv.URL)
+		p.Deny = tc.deny
+		c, err := NewHTTPClient(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := rec.count("")
+		_, err = call(c, http.MethodPost, srv.URL+"/x", "{}")
+		if tc.reason == "" {
+			if err != nil || rec.count("") != before+1 {
+				t.Fatalf("%s: err = %v, requests %d", tc.name, err, rec.count("")-before)
+			}
+			continue
+		}
+		var de *DestinationError
+		if !errors.As(err, &de) || de.Reason != tc.reason || de.Refusal() != RefusalDestination {
+			t.Fatalf("%s: err = %v, want destination_refused (%s)", tc.name, err, tc.reason)
+		}
+		if rec.count("") != before {
+			t.Fatalf("%s: the server saw the request", tc.name)
+		}
+	}
+}

@@ -36,5 +36,7 @@
 // header value and no server prose.
 //
 // The guarded dialer ([NewDialer], [IPPolicy.Control]) and the streaming client
-// ([NewHTTPClient]) are exported for the OCI registry client and OAuth discovery.
+// ([NewHTTPClient]) are exported for the OCI registry client and OAuth discovery. A dynamic deny
+// list ([Policy.Deny], a [DenySource]) is read at every dial; the manager and the gateway build
+// every client through egress/k8sbinding (NewClient, Binder), which requires the cluster's.
 package egress
