@@ -315,9 +315,11 @@ type Result struct {
 
 // Invoke runs one invocation. Refusals, in order: invalid_caller, wrong_connection, forbidden,
 // not_exposed, stale_lease, argument_too_large, invalid_schema, invalid_arguments (the arguments
-// are not one JSON object, or violate the frozen input schema: *InvalidArgumentsError), then the
-// remote call of the mapped tool name: live_drift (when the session connects and the live tool
-// list is not the frozen one: *DriftError), result_too_large, tool_error (*ToolError carrying the
+// are not one JSON object, hold member names equal under case folding, or violate the frozen
+// input schema: *InvalidArgumentsError), then the
+// remote call of the mapped tool name: live_drift (when the session connects, or re-lists once
+// its last check is RelistInterval old, and the live tool list is not the frozen one: *DriftError;
+// nothing is sent), result_too_large, tool_error (*ToolError carrying the
 // result JSON). Any other failure of the call is a *CallError.
 func (s *Surface) Invoke(ctx context.Context, req Request) (res *Result, err error) {
 	defer func(start time.Time) {
