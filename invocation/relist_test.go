@@ -417,3 +417,26 @@ func TestCachedToolListReconnects(t *testing.T) {
 		t.Fatalf("%d connections, %d tools/list; want 2 and 2 (a new session, no in-place re-list)", c, n)
 	}
 }
+
+// *mcpclient.Session reports a cacheable listing (ttlMs) through CachedToolLister, and a plain
+// one not: the surface's choice between re-listing in place and reconnecting rests on it.
+func TestToolListMayBeCachedReportsTTL(t *testing.T) {
+	cached := mcptest.StartRawHTTP(&mcptest.Raw{Era: mcptest.Modern, TTLMs: 60000})
+	t.Cleanup(cached.Close)
+	plain := mcptest.StartHTTP(mcptest.NewServer("files", testTools()), mcptest.Modern)
+	t.Cleanup(plain.Close)
+	for url, want := range map[string]bool{cached.URL: true, plain.URL: false} {
+		s, err := mcpclient.NewClient(nil).Connect(context.Background(), mcpclient.ServerConfig{HTTP: &mcpclient.HTTPServer{URL: url}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ListTools(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var cl invocation.CachedToolLister = s
+		if got := cl.ToolListMayBeCached(); got != want {
+			t.Errorf("%s: ToolListMayBeCached %v, want %v", url, got, want)
+		}
+		_ = s.Close()
+	}
+}

@@ -116,8 +116,10 @@ func TestStoryDriftWindowBounded(t *testing.T) {
 	t.Logf("staleness %v: the changed server received its last call %v after the change; the first refusal (live_drift) came at %v",
 		staleness, lastSent["fast"].Round(time.Millisecond), refusedAt.Round(time.Millisecond))
 	t.Logf("twin (checked only at connect, 5m sessions): the changed server still received a call %v after the change", lastSent["slow"].Round(time.Millisecond))
-	if refusedAt == 0 || refusedAt > staleness+epsilon {
-		t.Fatalf("fast: first live_drift at %v, want within %v", refusedAt, staleness+epsilon)
+	// Every call was either sent or refused live_drift (anything else failed above), so these two
+	// say that the refusal came and that no call starting past the bound reached the server.
+	if refusedAt == 0 {
+		t.Fatalf("fast: no live_drift within %v of the change", staleness+epsilon+3*time.Second)
 	}
 	if lastSent["fast"] > staleness+epsilon {
 		t.Fatalf("fast: a call reached the changed server %v after the change, past %v", lastSent["fast"], staleness+epsilon)
