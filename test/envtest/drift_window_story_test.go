@@ -91,6 +91,21 @@ func TestStoryDriftWindowBounded(t *testing.T) {
 		mcptest.SetTool(up.srv, changed)
 	}
 	changedAt := time.Now()
+	// A watcher notes when the manager first reports the drifted deployment not Ready.
+	var notReadyAt atomic.Int64
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	go func() {
+		for watchCtx.Err() == nil {
+			sd := &apiv1.ServiceDeployment{}
+			if err := k8sClient.Get(watchCtx, objKey(&apiv1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fast"}}), sd); err == nil &&
+				hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSnapshotDrift) {
+				notReadyAt.Store(int64(time.Since(changedAt)))
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
 	var lastSent = map[string]time.Duration{}
 	var refusedAt time.Duration
 	for time.Since(changedAt) < staleness+epsilon+3*time.Second {
@@ -135,8 +150,14 @@ func TestStoryDriftWindowBounded(t *testing.T) {
 	waitObj(t, fast, 15*time.Second, "manager refuses the drifted deployment", func(sd *apiv1.ServiceDeployment) bool {
 		return hasCondition(sd, apiv1.ConditionReady, metav1.ConditionFalse, apiv1.ReasonSnapshotDrift)
 	})
-	t.Logf("fast Ready=False (SnapshotDrift) read at most %v after the first refusal (periodic re-verification: off; its default is %v)",
-		(time.Since(changedAt) - refusedAt).Round(time.Millisecond), gwapp.DefaultOptions().Verify.ReverifyInterval)
+	stopWatch()
+	if at := time.Duration(notReadyAt.Load()); at != 0 {
+		t.Logf("fast Ready=False (SnapshotDrift) read %v after the change, %v after the first refusal (periodic re-verification: off; its default is %v)",
+			at.Round(time.Millisecond), (at - refusedAt).Round(time.Millisecond), gwapp.DefaultOptions().Verify.ReverifyInterval)
+		if at-refusedAt > 10*time.Second {
+			t.Fatalf("Ready=False %v after the refusal, want within 10s", at-refusedAt)
+		}
+	}
 	before := ups["fast"].sent.Load()
 	eventually(t, 5*time.Second, "drifted deployment refused not_active", func() error {
 		_, err := callTool(sessions["fast"], "echo", nil)
