@@ -49,7 +49,11 @@ type Session interface {
 	Close() error
 }
 
-var _ Session = (*mcpclient.Session)(nil)
+var (
+	_ Session          = (*mcpclient.Session)(nil)
+	_ ToolListNotifier = (*mcpclient.Session)(nil)
+	_ CachedToolLister = (*mcpclient.Session)(nil)
+)
 
 // Connector opens sessions to a deployment's server. The production Connector is
 // *EgressConnector; tests may hand any session over.

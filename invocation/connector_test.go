@@ -269,7 +269,8 @@ func TestSessionMaxAge(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0))
 	f := newFixture(t, nil, func(o *invocation.Options) {
 		cc.inner, o.Connector = o.Connector, cc
-		o.MaxSessionAge, o.Clock = time.Minute, clk
+		// The re-list interval is out of the way: this is the session age alone.
+		o.MaxSessionAge, o.Clock, o.RelistInterval = time.Minute, clk, time.Hour
 	})
 	ctx := context.Background()
 	d := f.describe(t, alice, "echo")

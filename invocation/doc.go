@@ -30,8 +30,11 @@
 // reference is ever loaded; the schema is the descriptor's exact-case "inputSchema" member, read
 // with snapshot.Unmarshal, never a case variant such as "InputSchema"), then calls the mapped remote tool name through an mcpclient session
 // whose HTTP client is the egress port ([EgressConnector]). On connecting, the session's live
-// tool list must still be the frozen snapshot ("live_drift" otherwise); a session is reused for
-// at most Options.MaxSessionAge, so the check recurs. The result JSON is kept
+// tool list must still be the frozen snapshot ("live_drift" otherwise), and it is listed again
+// before the first call once that check is Options.RelistInterval old (30 s by default), so a
+// changed server is called for at most about that long; a session is reused for at most
+// Options.MaxSessionAge. Arguments with member names equal under case folding are refused
+// ("invalid_arguments", keyword KeywordAmbiguousKeys). The result JSON is kept
 // as received; an "isError" result is a [*ToolError] carrying it; an oversize result is
 // "result_too_large".
 //

@@ -161,8 +161,9 @@ func (e *ToolError) Error() string {
 	return fmt.Sprintf("invocation: %q: tool returned isError", clip(e.Operation))
 }
 
-// DriftError is the refusal "live_drift": when the surface connected, the live server's snapshot
-// digest was Live, not the frozen Frozen. Nothing was called. The operator's re-verification
+// DriftError is the refusal "live_drift": when the surface connected, or re-listed the tools of
+// its session (Options.RelistInterval), the live server's snapshot digest was Live, not the
+// frozen Frozen. Nothing was called. The operator's re-verification
 // records the difference for review; invocation only fails closed.
 type DriftError struct {
 	// Frozen is the active (reviewed) snapshot digest.

@@ -39,16 +39,32 @@ type Options struct {
 	// next call connects again, which lists the live tools and compares them with the frozen
 	// snapshot (live_drift). Zero: DefaultMaxSessionAge; negative: a session is never reused.
 	MaxSessionAge time.Duration
-	// Clock is the time source for MaxSessionAge and audit durations (nil: the real clock).
+	// RelistInterval is the staleness bound of the live tool list: once the last check of a
+	// session's tools (at connect or at the last re-list) is this old, the next call first lists
+	// the tools again (tools/list, the same mcpclient listing and bounds as the freeze; concurrent
+	// callers share one re-list) and a live list that is not the frozen snapshot is refused
+	// live_drift before anything is sent. So a changed server is called for at most this long
+	// (plus one listing) after it changed. A session that reports a tool-list change
+	// (notifications/tools/list_changed, see Session) is stale at once. Zero:
+	// DefaultRelistInterval; negative: every call re-lists.
+	RelistInterval time.Duration
+	// Clock is the time source for MaxSessionAge, RelistInterval and audit durations (nil: the
+	// real clock).
 	Clock clock.PassiveClock
 	// Audit, when set, is called once per Describe, per Invoke and per Call ("invoke"), after the
 	// outcome is known (refusals included), on the caller's goroutine. Keep it fast.
 	Audit func(context.Context, AuditEvent)
 }
 
-// DefaultMaxSessionAge is the default Options.MaxSessionAge: a surface re-checks the live tool
-// list against the frozen snapshot at least this often while it is in use.
+// DefaultMaxSessionAge is the default Options.MaxSessionAge: how long one upstream session is
+// reused before a new one is connected. The live tool list is checked more often than this, every
+// Options.RelistInterval.
 const DefaultMaxSessionAge = 5 * time.Minute
+
+// DefaultRelistInterval is the default Options.RelistInterval: a surface in use re-lists the live
+// tools and compares them with the frozen snapshot before the first call after the last check is
+// this old, so a drifted server keeps receiving calls for at most about this long.
+const DefaultRelistInterval = 30 * time.Second
 
 // operation is one exposed operation of a surface.
 type operation struct {
@@ -110,6 +126,9 @@ func NewSurface(doc *apiv1.ProfileDocument, dep *apiv1.ServiceDeployment, opts O
 	}
 	if opts.MaxSessionAge == 0 {
 		opts.MaxSessionAge = DefaultMaxSessionAge
+	}
+	if opts.RelistInterval == 0 {
+		opts.RelistInterval = DefaultRelistInterval
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -296,9 +315,11 @@ type Result struct {
 
 // Invoke runs one invocation. Refusals, in order: invalid_caller, wrong_connection, forbidden,
 // not_exposed, stale_lease, argument_too_large, invalid_schema, invalid_arguments (the arguments
-// are not one JSON object, or violate the frozen input schema: *InvalidArgumentsError), then the
-// remote call of the mapped tool name: live_drift (when the session connects and the live tool
-// list is not the frozen one: *DriftError), result_too_large, tool_error (*ToolError carrying the
+// are not one JSON object, hold member names equal under case folding, or violate the frozen
+// input schema: *InvalidArgumentsError), then the
+// remote call of the mapped tool name: live_drift (when the session connects, or re-lists once
+// its last check is RelistInterval old, and the live tool list is not the frozen one: *DriftError;
+// nothing is sent), result_too_large, tool_error (*ToolError carrying the
 // result JSON). Any other failure of the call is a *CallError.
 func (s *Surface) Invoke(ctx context.Context, req Request) (res *Result, err error) {
 	defer func(start time.Time) {
@@ -405,6 +426,11 @@ func (s *Surface) checkArguments(op *operation, ref string, raw json.RawMessage)
 	if err != nil {
 		return nil, &InvalidArgumentsError{Operation: ref}
 	}
+	// Member names equal under case folding ("amount", "Amount") are refused at every level: a
+	// server decoding case-insensitively could read the one the schema did not constrain.
+	if ptr, ambiguous := ambiguousKeys(v); ambiguous {
+		return nil, &InvalidArgumentsError{Operation: ref, Pointer: ptr, Keyword: KeywordAmbiguousKeys}
+	}
 	if err := sch.Validate(v); err != nil {
 		ptr, kw := validationFailure(err)
 		return nil, &InvalidArgumentsError{Operation: ref, Pointer: ptr, Keyword: kw}
@@ -463,25 +489,130 @@ type pooledSession struct {
 	connected time.Time
 	calls     int
 	retired   bool
+	// checked is when the last live tool list that matched the frozen snapshot was asked for;
+	// changed, when the session reports tool-list changes, fires on each one (stale then records
+	// it); relist is the re-list under way, shared by concurrent callers.
+	checked time.Time
+	changed <-chan struct{}
+	stale   bool
+	relist  *relistFlight
 }
 
-// acquire returns the current session for one call, connecting (and checking the live tool
-// list against the frozen snapshot) when there is none or it is older than MaxSessionAge.
-// Connecting happens under the surface's lock, so concurrent first calls share one connection.
+// relistFlight is one re-list of a pooled session. err is set before done is closed.
+type relistFlight struct {
+	done chan struct{}
+	err  error
+}
+
+// ToolListNotifier is implemented by a Session that can report the server's
+// notifications/tools/list_changed (*mcpclient.Session does when its ServerConfig sets
+// WatchToolListChanged). The surface then treats the session's live tool list as stale at once:
+// the next call re-lists before it is sent. A notification never changes the surface.
+type ToolListNotifier interface {
+	// ToolListChanged delivers a value (coalesced) per notification.
+	ToolListChanged() <-chan struct{}
+}
+
+// CachedToolLister is implemented by a Session whose tools/list may be answered from a client-side
+// cache (the server marked its list cacheable with ttlMs: *mcpclient.Session reports it). A
+// re-list on such a session could read the cached, older list, so the surface connects a new
+// session instead.
+type CachedToolLister interface {
+	// ToolListMayBeCached reports whether a later ListTools may be served from a cache.
+	ToolListMayBeCached() bool
+}
+
+// listStaleLocked reports whether ps's live tool list must be listed again before a call.
+func (s *Surface) listStaleLocked(ps *pooledSession) bool {
+	if ps.changed != nil {
+		select {
+		case <-ps.changed:
+			ps.stale = true
+		default:
+		}
+	}
+	return ps.stale || s.opts.RelistInterval < 0 || s.opts.Clock.Since(ps.checked) >= s.opts.RelistInterval
+}
+
+// acquire returns the current session for one call. With none, or one older than MaxSessionAge,
+// it connects (and checks the live tool list against the frozen snapshot); connecting happens
+// under the surface's lock, so concurrent first calls share one connection. When the session's
+// last check is older than RelistInterval (or the server said its list changed), it lists the
+// tools again on that session first, outside the lock: concurrent callers wait for that one
+// re-list, calls already running on the session are not held up, and a live list that is not
+// the frozen one retires the session and refuses every waiting call with the same DriftError.
+// A re-list that fails otherwise retires the session too, and the call connects a new one.
 func (s *Surface) acquire(ctx context.Context) (*pooledSession, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ps := s.cur; ps != nil {
-		if s.opts.Clock.Since(ps.connected) < s.opts.MaxSessionAge {
+	for s.cur != nil {
+		ps := s.cur
+		if s.opts.Clock.Since(ps.connected) >= s.opts.MaxSessionAge {
+			closeLater(s.retireLocked(ps))
+			break
+		}
+		if f := ps.relist; f != nil {
+			s.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			var de *DriftError
+			if errors.As(f.err, &de) {
+				return nil, f.err
+			}
+			s.mu.Lock()
+			continue
+		}
+		if !s.listStaleLocked(ps) {
 			ps.calls++
+			s.mu.Unlock()
 			return ps, nil
 		}
-		closeLater(s.retireLocked(ps))
+		if cl, ok := ps.sess.(CachedToolLister); ok && cl.ToolListMayBeCached() {
+			// A re-list might read the client's cache: a new session lists afresh.
+			closeLater(s.retireLocked(ps))
+			break
+		}
+		f := &relistFlight{done: make(chan struct{})}
+		ps.relist = f
+		ps.calls++ // the re-list runs on ps: it is not closed under it
+		started := s.opts.Clock.Now()
+		s.mu.Unlock()
+		live, err := ps.sess.ListTools(ctx)
+		if err == nil && live.Digest != s.digest {
+			err = &DriftError{Frozen: s.digest, Live: live.Digest}
+		}
+		s.mu.Lock()
+		ps.relist, f.err = nil, err
+		close(f.done)
+		if err == nil {
+			ps.checked, ps.stale = started, false
+			s.mu.Unlock()
+			return ps, nil
+		}
+		ps.calls--
+		if ps.retired {
+			// Retired meanwhile (past MaxSessionAge, a broken call): close it if this was its last use.
+			if ps.calls == 0 {
+				closeLater(ps.sess)
+			}
+		} else {
+			closeLater(s.retireLocked(ps))
+		}
+		var de *DriftError
+		if errors.As(err, &de) {
+			s.mu.Unlock()
+			return nil, err
+		}
+		// Any other failure (an expired HTTP session, a broken connection): connect afresh.
 	}
+	defer s.mu.Unlock()
 	sess, err := s.opts.Connector.Connect(ctx, s.endpoint)
 	if err != nil {
 		return nil, err
 	}
+	started := s.opts.Clock.Now()
 	live, err := sess.ListTools(ctx)
 	if err != nil {
 		closeLater(sess)
@@ -491,7 +622,10 @@ func (s *Surface) acquire(ctx context.Context) (*pooledSession, error) {
 		closeLater(sess)
 		return nil, &DriftError{Frozen: s.digest, Live: live.Digest}
 	}
-	ps := &pooledSession{sess: sess, connected: s.opts.Clock.Now(), calls: 1}
+	ps := &pooledSession{sess: sess, connected: s.opts.Clock.Now(), checked: started, calls: 1}
+	if n, ok := sess.(ToolListNotifier); ok {
+		ps.changed = n.ToolListChanged()
+	}
 	if s.opts.MaxSessionAge > 0 {
 		s.cur = ps
 	} else {

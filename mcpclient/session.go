@@ -67,6 +67,15 @@ func (s *Session) ServerInfo() snapshot.ServerInfo { return s.server }
 // A notification never changes an existing snapshot: call ListTools for a new one.
 func (s *Session) ToolListChanged() <-chan struct{} { return s.listChanged }
 
+// ToolListMayBeCached reports whether the server marked the last tool list of this session
+// cacheable (ttlMs, SEP-2549): go-sdk may then answer a later ListTools on this session from its
+// cache until the hint expires, so a caller that must see the live list now opens a new session.
+func (s *Session) ToolListMayBeCached() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sdkCaches
+}
+
 // Stderr returns the captured beginning of a stdio server's stderr (at most Limits.MaxStderrBytes)
 // and the number of bytes dropped. After Close it is final: Close waits until the exited server's
 // stderr has been read to its end. It is server output: never put it in errors or status.

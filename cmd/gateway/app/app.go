@@ -69,6 +69,10 @@ type Options struct {
 	// the live tools and compares them with the frozen snapshot (live_drift). Negative: a fresh
 	// session (and check) per call.
 	UpstreamSessionMaxAge time.Duration
+	// UpstreamRelistInterval is the staleness bound of an upstream's live tool list: the first call
+	// after the last check is this old re-lists the tools first, so a changed server is called for
+	// at most about this long (live_drift afterwards). Negative: every call re-lists.
+	UpstreamRelistInterval time.Duration
 }
 
 // DefaultOptions returns the production defaults.
@@ -94,6 +98,7 @@ func DefaultOptions() Options {
 		HealthProbeBindAddress: ":8081",
 		DrainTimeout:           30 * time.Second,
 		UpstreamSessionMaxAge:  invocation.DefaultMaxSessionAge,
+		UpstreamRelistInterval: invocation.DefaultRelistInterval,
 	}
 }
 
@@ -120,7 +125,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint (\"0\" disables it).")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz.")
 	fs.StringSliceVar(&o.AllowedHosts, "allowed-hosts", o.AllowedHosts, "Host header names the gateway answers, e.g. its Service DNS names (repeatable). Empty: only loopback names on loopback addresses.")
-	fs.DurationVar(&o.UpstreamSessionMaxAge, "upstream-session-max-age", o.UpstreamSessionMaxAge, "How long one upstream MCP session is reused before a new one re-lists the live tools and checks them against the frozen snapshot (negative: every call).")
+	fs.DurationVar(&o.UpstreamSessionMaxAge, "upstream-session-max-age", o.UpstreamSessionMaxAge, "How long one upstream MCP session is reused before a new one is connected (negative: a session per call).")
+	fs.DurationVar(&o.UpstreamRelistInterval, "upstream-relist-interval", o.UpstreamRelistInterval, "Staleness bound of an upstream's live tool list: the first call after the last check is this old re-lists the tools and is refused live_drift if they changed, so a changed server is called for at most about this long (negative: every call re-lists).")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "Time given to running calls to finish on shutdown.")
 	o.Verify.BindVerifyFlags(fs)
 	// durable: the manager's verified-pack store, read only.
@@ -226,6 +232,7 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 		MaxArgumentBytes: o.MaxArgumentBytes,
 		MaxResultBytes:   o.MaxResultBytes,
 		MaxSessionAge:    o.UpstreamSessionMaxAge,
+		RelistInterval:   o.UpstreamRelistInterval,
 		Audit: func(_ context.Context, e invocation.AuditEvent) {
 			audit.Info("Audit", "action", e.Action, "user", e.User, "namespace", e.Target.Namespace, "deployment", e.Target.Name,
 				"operation", e.Operation, "snapshot", e.Snapshot, "outcome", e.Outcome, "durationSeconds", e.Duration.Seconds())
