@@ -6,7 +6,8 @@ import (
 )
 
 // trustPolicyManifest is the cluster admin's McpTrustPolicy granting the team's key and reviewed
-// repository and branch to namespaces labelled connectors.b10x.io/team=demo.
+// repository and branch to the team's namespace, selected by the name label the apiserver sets
+// (kubernetes.io/metadata.name), which no tenant can change (docs/trust-policy.md).
 func trustPolicyManifest(publicKeyPEM []byte) string {
 	return fmt.Sprintf(`apiVersion: connectors.b10x.io/v1
 kind: McpTrustPolicy
@@ -14,7 +15,7 @@ metadata:
   name: team-demo
 spec:
   namespaceSelector:
-    matchLabels: {connectors.b10x.io/team: demo}
+    matchLabels: {kubernetes.io/metadata.name: %s}
   signers:
   - name: team-demo-key
     publicKeyPEM: |
@@ -22,7 +23,7 @@ spec:
   provenance:
   - sourceRepository: %s
     sourceRef: %s
-`, strings.TrimRight(indent(string(publicKeyPEM), "      "), "\n"), provRepo, provRef)
+`, namespace, strings.TrimRight(indent(string(publicKeyPEM), "      "), "\n"), provRepo, provRef)
 }
 
 // demoManifest is the team's McpServiceProfile (pack by digest), the invoke grant (a Role and

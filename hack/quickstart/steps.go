@@ -268,11 +268,8 @@ func (q *quickstart) startManager(context.Context) error {
 // applyDemo applies the trust grant (cluster admin), the profile (pack by digest), a grant (RBAC)
 // and the deployment.
 func (q *quickstart) applyDemo(ctx context.Context) error {
-	q.log("Cluster admin: label the team's namespace and grant its signer with an McpTrustPolicy")
+	q.log("Cluster admin: create the team's namespace and grant its signer with an McpTrustPolicy (selected by name)")
 	if _, err := q.kubectlOutput(ctx, "create", "namespace", namespace); err != nil {
-		return err
-	}
-	if _, err := q.kubectlOutput(ctx, "label", "namespace", namespace, "connectors.b10x.io/team=demo"); err != nil {
 		return err
 	}
 	pub, err := os.ReadFile(filepath.Join(q.work, "cosign.pub"))

@@ -153,6 +153,9 @@ func waitLeaderEvent(t *testing.T, ns string) {
 func TestManagerRunsUnderChartRBAC(t *testing.T) {
 	ns := newNamespace(t, "chart-rbac")
 	sa := installChartRBAC(t, ns, nil)
+	// The chart's admission policy too: the producer's writes below (target Secret, rotated
+	// refresh token) are all to Secrets its McpCredential controls.
+	installSecretWritesPolicy(t, ns)
 	forbidden := startChartManager(t, ns, sa)
 	waitLeaderEvent(t, ns)
 

@@ -35,7 +35,7 @@ func installSecretWritesPolicy(t *testing.T, ns string) {
 	}
 }
 
-// ownedBy is a controller ownerReference to McpCredential name (as the OAuth producer sets).
+// mcpCredentialOwnerRefs is a controller ownerReference to McpCredential name (as the OAuth producer sets).
 func mcpCredentialOwnerRefs(name string) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: apiv1.GroupVersion.String(), Kind: "McpCredential", Name: name,
 		UID: types.UID("00000000-0000-0000-0000-0000000000" + "01"), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
