@@ -44,9 +44,11 @@ func TestStoryGeneratedRBACIsSufficient(t *testing.T) {
 			}
 		}
 		for _, res := range r.Resources {
-			// get, list and watch for the label-filtered informer; create, update and patch for
-			// the OAuth producer's target and refresh-token Secrets; never delete.
-			if res == "secrets" && strings.Join(r.Verbs, ",") != "create,get,list,patch,update,watch" {
+			// list and watch for the label-filtered informer (no get: nothing reads a Secret by
+			// name); create, update and patch for the OAuth producer's target and refresh-token
+			// Secrets (the chart's admission policy admits only McpCredential-controlled ones);
+			// never delete.
+			if res == "secrets" && strings.Join(r.Verbs, ",") != "create,list,patch,update,watch" {
 				t.Fatalf("secrets must be read (the label-filtered informer) and written by the OAuth producer only, never deleted: %+v", r)
 			}
 		}
