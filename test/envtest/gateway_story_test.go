@@ -85,6 +85,13 @@ func startGatewayAs(t testing.TB, restCfg *rest.Config, ns string, o gwapp.Optio
 	if err != nil {
 		t.Fatalf("gateway setup: %v", err)
 	}
+	return serveGateway(t, mgr, w), w, logs
+}
+
+// serveGateway starts mgr and serves w on a loopback port until the test ends (both must stop
+// within 30 s, without an error); it returns the gateway's base URL.
+func serveGateway(t testing.TB, mgr ctrl.Manager, w *gwapp.Wired) string {
+	t.Helper()
 	var lc net.ListenConfig
 	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
@@ -107,7 +114,7 @@ func startGatewayAs(t testing.TB, restCfg *rest.Config, ns string, o gwapp.Optio
 			}
 		}
 	})
-	return "http://" + ln.Addr().String(), w, logs
+	return "http://" + ln.Addr().String()
 }
 
 func gatewayOptions() gwapp.Options {

@@ -10,7 +10,6 @@ package envtest
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -179,26 +178,7 @@ func startClusterGateway(t *testing.T, restCfg *rest.Config) (string, *gatewayLo
 	if err != nil {
 		t.Fatalf("gateway setup: %v", err)
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
-	go func() { done <- mgr.Start(ctx) }()
-	go func() { done <- w.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		for range 2 {
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Errorf("gateway did not stop within 30s")
-			}
-		}
-	})
-	return "http://" + ln.Addr().String(), logs
+	return serveGateway(t, mgr, w), logs
 }
 
 // bearerServer is a modern MCP upstream that records the Authorization headers it receives.
