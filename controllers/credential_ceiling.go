@@ -28,17 +28,17 @@ const (
 	RefusalOAuthResourceNotAllowed = "oauth_resource_not_allowed"
 	// RefusalOAuthSecretNotBound: the Secret does not carry
 	// connectors.b10x.io/mcpcredential=<this McpCredential's name>.
-	RefusalOAuthSecretNotBound = "oauth_secret_not_bound"
+	RefusalOAuthSecretNotBound = "oauth_secret_not_bound" //nolint:gosec // a refusal name, not a credential
 	// RefusalOAuthSecretIsBearer: the Secret carries connectors.b10x.io/allowed-hosts: it is a
 	// bearer for the hosts it names, never spent at a token endpoint.
-	RefusalOAuthSecretIsBearer = "oauth_secret_is_bearer"
+	RefusalOAuthSecretIsBearer = "oauth_secret_is_bearer" //nolint:gosec // a refusal name, not a credential
 	// RefusalOAuthSecretOfAnotherCredential: the Secret is bound to, or controlled by, another
 	// McpCredential (its refresh token or its target).
-	RefusalOAuthSecretOfAnotherCredential = "oauth_secret_of_another_credential"
+	RefusalOAuthSecretOfAnotherCredential = "oauth_secret_of_another_credential" //nolint:gosec // a refusal name, not a credential
 	// RefusalOAuthRefreshSecretNotOwned: the refresh-token Secret is not controlled by this
 	// McpCredential (owner reference), so a rotated refresh token could not be written back; the
 	// refresh token is not redeemed ("mcpctl login --to-secret" writes an owned one).
-	RefusalOAuthRefreshSecretNotOwned = "oauth_refresh_secret_not_owned"
+	RefusalOAuthRefreshSecretNotOwned = "oauth_refresh_secret_not_owned" //nolint:gosec // a refusal name, not a credential
 )
 
 // IssuerCeiling returns the OAuth issuers an McpCredential of a namespace may name.

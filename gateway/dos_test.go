@@ -252,7 +252,8 @@ func stall(t *testing.T, base string, n int) []net.Conn {
 	}
 	conns := make([]net.Conn, 0, n)
 	for i := range n {
-		c, err := net.Dial("tcp", u.Host)
+		var d net.Dialer
+		c, err := d.DialContext(context.Background(), "tcp", u.Host)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,6 +318,7 @@ func TestStalledBodyTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no answer to a stalled body: %v", err)
 	}
+	defer func() { _ = resp.Body.Close() }()
 	b := make([]byte, 4096)
 	n, _ := resp.Body.Read(b)
 	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b[:n]), "refused: "+RefusalRequestBodyTimeout) {

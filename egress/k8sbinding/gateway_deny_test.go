@@ -25,7 +25,8 @@ import (
 // counting is a plain-http loopback server on ip counting accepted connections.
 func counting(t *testing.T, ip string) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}

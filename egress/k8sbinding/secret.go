@@ -49,7 +49,7 @@ const (
 	// config/rbac ship (manager-secret-writes): the apiserver denies the manager's ServiceAccount a
 	// create, update, patch or delete of a Secret that no McpCredential controls (controller
 	// ownerReference), so the manager never overwrites a Secret it did not create.
-	RefusalSecretNotOwned = "secret_not_owned" //nolint:gosec // a refusal name, not a credential
+	RefusalSecretNotOwned = "secret_not_owned"
 )
 
 // ReasonReauthorizationRequired is the producer state (apiv1.CredentialStateAnnotation value, and

@@ -266,9 +266,10 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 // DrainTimeout) and stops. TLS is used unless PlainHTTPUnsafe; HTTP/2 is off. The server's
 // timeouts are those of ServerTimeouts.
 func (w *Wired) Serve(ctx context.Context, ln net.Listener) error {
+	readHeader, read, write := w.opts.ServerTimeouts()
 	srv := &http.Server{Handler: w.Gateway.Handler(), IdleTimeout: 120 * time.Second,
+		ReadHeaderTimeout: readHeader, ReadTimeout: read, WriteTimeout: write,
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){}}
-	srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout = w.opts.ServerTimeouts()
 	if !w.opts.PlainHTTPUnsafe {
 		cert, err := tls.LoadX509KeyPair(w.opts.TLSCertFile, w.opts.TLSKeyFile)
 		if err != nil {

@@ -37,7 +37,8 @@ type countingServer struct {
 
 func newCountingServer(t *testing.T, ip string) *countingServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatalf("listen on %s: %v", ip, err)
 	}
