@@ -174,6 +174,24 @@ func TestManagerRunsUnderChartRBAC(t *testing.T) {
 	waitObj(t, sd, storyTimeout, "Ready under the chart's RBAC", isReady[*apiv1.ServiceDeployment])
 	waitEvent(t, ns, "svc", "Normal/Activated")
 
+	// Re-verify requests under the same RBAC: the manager re-freezes the deployment a request
+	// names and deletes the request once satisfied, and deletes one that names no deployment
+	// (mcpreverifyrequests get, list, watch, delete).
+	for _, name := range []string{"svc", "no-such-deployment"} {
+		mustCreate(t, &apiv1.McpReverifyRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "reverify-"},
+			Spec: apiv1.McpReverifyRequestSpec{DeploymentName: name, Reason: "RBACStory"}})
+	}
+	eventually(t, storyTimeout, "the chart's manager deleted both McpReverifyRequests", func() error {
+		var l apiv1.McpReverifyRequestList
+		if err := k8sClient.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(l.Items) != 0 {
+			return errString(fmt.Sprintf("%d request(s) remain", len(l.Items)))
+		}
+		return nil
+	})
+
 	// The OAuth producer under the same RBAC: it reads the refresh-token Secret, creates the
 	// target Secret, persists the rotated refresh token and updates the target on the next
 	// refresh (the token is due 3 s after issue with the default 5 min skew).
