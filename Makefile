@@ -46,8 +46,8 @@ manifests: ## Generate CRDs (config/crd/bases, copied to the chart), the manager
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=$(CRD_DIR)
 	$(GO) run ./hack/crdref -crd-dir $(CRD_DIR) -out docs/crd-reference.md
 	cp $(CRD_DIR)/*.yaml charts/connector-mcp/crds/
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac
-	$(CONTROLLER_GEN) rbac:roleName=gateway-role paths=./gateway/... output:rbac:artifacts:config=config/gateway/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./internal/controllers/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=gateway-role paths=./internal/gateway/... output:rbac:artifacts:config=config/gateway/rbac
 
 .PHONY: generate
 generate: ## Generate deepcopy methods (zz_generated.deepcopy.go) for api/.

@@ -26,7 +26,7 @@
 // code owns no socket.
 //
 // An optional bearer is addressed by a [CredentialRef] and fetched from a [SecretStore] for each
-// exchange (the Kubernetes store, egress/k8sbinding, reads one key of one opted-in Secret in the
+// exchange (the Kubernetes store, internal/k8sbinding, reads one key of one opted-in Secret in the
 // consumer's own namespace); it is set on the outgoing request only, then dropped. It never appears in logs or
 // errors.
 //
@@ -38,5 +38,5 @@
 // The guarded dialer ([NewDialer], [IPPolicy.Control]) and the streaming client
 // ([NewHTTPClient]) are exported for the OCI registry client and OAuth discovery. A dynamic deny
 // list ([Policy.Deny], a [DenySource]) is read at every dial; the manager and the gateway build
-// every client through egress/k8sbinding (NewClient, Binder), which requires the cluster's.
+// every client through internal/k8sbinding (NewClient, Binder), which requires the cluster's.
 package egress

@@ -55,7 +55,7 @@ type Policy struct {
 	// Secrets resolves Credential.
 	Secrets SecretStore
 	// Deny, when set, is the dynamic deny list (the cluster's apiserver, Service CIDRs, the
-	// gateway's own Service, see egress/k8sbinding): it is read for every dial and its prefixes
+	// gateway's own Service, see internal/k8sbinding): it is read for every dial and its prefixes
 	// are refused like IP.DenyPrefixes (reason "apiserver"). A read error refuses the dial
 	// (reason "policy_unavailable"): nothing is dialed without the deny list.
 	Deny DenySource

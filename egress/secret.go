@@ -29,7 +29,7 @@ func (r CredentialRef) Validate() error {
 
 // SecretStore fetches credential bytes by reference. The Kubernetes implementation, which also
 // decides whether a Secret may be spent for an endpoint at all, is
-// github.com/b10x/connector-mcp/egress/k8sbinding.SecretStore. The transport calls it for every
+// github.com/b10x/connector-mcp/internal/k8sbinding.SecretStore. The transport calls it for every
 // exchange and drops (zeroes) the returned slice once the request is assembled, so an
 // implementation must return a copy it does not keep using.
 type SecretStore interface {

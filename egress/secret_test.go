@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// mapStore is an in-memory SecretStore (the Kubernetes one lives in egress/k8sbinding and is
+// mapStore is an in-memory SecretStore (the Kubernetes one lives in internal/k8sbinding and is
 // tested there and in the operator's envtest suites).
 type mapStore struct {
 	mu sync.Mutex

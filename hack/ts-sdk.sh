@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the TypeScript MCP SDK (@modelcontextprotocol/sdk, pinned) with npm into a cache
 # directory outside the repository, reused when present, and prints its node_modules directory.
-# The gateway's TypeScript interop test (gateway/ts_interop_test.go) runs node against it:
+# The gateway's TypeScript interop test (internal/gateway/ts_interop_test.go) runs node against it:
 #   ${CONNECTOR_MCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/connector-mcp}/ts-sdk/node_modules
 set -euo pipefail
 SDK_VERSION="1.32.2"

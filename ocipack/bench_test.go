@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/b10x/connector-mcp/ocipack/ocitest"
+	"github.com/b10x/connector-mcp/internal/ocitest"
 )
 
 // signedPack pushes a one-profile pack to an in-process registry and signs it keylessly with a

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/ocipack/ocitest"
+	"github.com/b10x/connector-mcp/internal/ocitest"
 )
 
 // TestVerifiesBundlesMadeByRealCosign pins the interoperability check of docs/packs.md: the

@@ -11,8 +11,8 @@ import (
 	"sync"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/ocitest"
 	"github.com/b10x/connector-mcp/ocipack"
-	"github.com/b10x/connector-mcp/ocipack/ocitest"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/b10x/connector-mcp/ocipack/ocitest"
+	"github.com/b10x/connector-mcp/internal/ocitest"
 )
 
 // Content that does not match its descriptor, by size as well as by bytes, is the refusal

@@ -6,7 +6,7 @@ import (
 
 	"oras.land/oras-go/v2/registry/remote/auth"
 
-	"github.com/b10x/connector-mcp/ocipack/ocitest"
+	"github.com/b10x/connector-mcp/internal/ocitest"
 )
 
 // TestProvenancePredicateIsDecodedExactCase: the signed SLSA predicate is decoded with exact

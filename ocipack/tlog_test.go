@@ -15,7 +15,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 	"github.com/sigstore/sigstore-go/pkg/tlog"
 
-	"github.com/b10x/connector-mcp/ocipack/ocitest"
+	"github.com/b10x/connector-mcp/internal/ocitest"
 )
 
 // virtualRekor is a sign.Transparency that logs DSSE bundles in the VirtualSigstore's Rekor (a

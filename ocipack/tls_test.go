@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/b10x/connector-mcp/egress"
-	"github.com/b10x/connector-mcp/ocipack/ocitest"
+	"github.com/b10x/connector-mcp/internal/ocitest"
 )
 
 // TestRegistryPrivateCA: a registry behind a private CA is pushed to and pulled from through the

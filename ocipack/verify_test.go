@@ -17,7 +17,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/ocipack/ocitest"
+	"github.com/b10x/connector-mcp/internal/ocitest"
 )
 
 const (

@@ -114,7 +114,7 @@ const (
 	ReasonTokenFresh = "TokenFresh"
 	// ReasonReauthorizationRequired: the authorization server answered invalid_grant; a human
 	// must run "mcpctl login --to-secret" again. Stalled. The same string is the target
-	// Secret's credential-state that egress/k8sbinding refuses to spend.
+	// Secret's credential-state that internal/k8sbinding refuses to spend.
 	ReasonReauthorizationRequired = "ReauthorizationRequired"
 	// ReasonIssuerMismatch: the resource no longer names the issuer, the issuer's metadata is
 	// not its own, or its token endpoint is on another origin. Stalled; nothing was sent.

@@ -5,7 +5,7 @@ import (
 )
 
 // Annotations the OAuth producer writes on the target Secret of an McpCredential (the Secret a
-// ServiceDeployment's credentialRef names). The spender (egress/k8sbinding) refuses a Secret
+// ServiceDeployment's credentialRef names). The spender (internal/k8sbinding) refuses a Secret
 // whose state is not CredentialStateReady, by name.
 const (
 	// CredentialStateAnnotation is the producer's verdict on the access token in the Secret:

@@ -27,8 +27,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/cmd/gateway/app"
-	managerapp "github.com/b10x/connector-mcp/cmd/manager/app"
+	"github.com/b10x/connector-mcp/internal/gatewayapp"
+	managerapp "github.com/b10x/connector-mcp/internal/managerapp"
 )
 
 func main() {
@@ -37,7 +37,7 @@ func main() {
 
 // serveRunnable runs the MCP listener on every replica (no leader election).
 type serveRunnable struct {
-	w    *app.Wired
+	w    *gatewayapp.Wired
 	addr string
 }
 
@@ -56,7 +56,7 @@ func (serveRunnable) NeedLeaderElection() bool { return false }
 var _ manager.LeaderElectionRunnable = serveRunnable{}
 
 func run() int {
-	opts := app.DefaultOptions()
+	opts := gatewayapp.DefaultOptions()
 	fs := pflag.CommandLine
 	opts.BindFlags(fs)
 	zapOpts := zap.Options{}
@@ -98,7 +98,7 @@ func run() int {
 		log.Error(err, "Unable to create the manager")
 		return 1
 	}
-	w, err := app.Setup(mgr, opts, ctrl.Log, true)
+	w, err := gatewayapp.Setup(mgr, opts, ctrl.Log, true)
 	if err != nil {
 		log.Error(err, "Unable to set up the gateway")
 		return 1

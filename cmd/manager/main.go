@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/cmd/manager/app"
+	"github.com/b10x/connector-mcp/internal/managerapp"
 )
 
 func main() {
@@ -42,7 +42,7 @@ func run() int {
 		// scale: profiling endpoint.
 		pprofAddr string
 	)
-	opts := app.DefaultOptions()
+	opts := managerapp.DefaultOptions()
 	fs := pflag.CommandLine
 	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint (\"0\" disables it).")
 	fs.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS behind Kubernetes authentication and authorization.")
@@ -90,9 +90,9 @@ func run() int {
 		Metrics:                       metricsOpts,
 		WebhookServer:                 webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
 		HealthProbeBindAddress:        probeAddr,
-		Cache:                         app.CacheOptions(),
+		Cache:                         managerapp.CacheOptions(),
 		LeaderElection:                leaderElect,
-		LeaderElectionID:              app.LeaderElectionID(opts.WatchLabelSelector),
+		LeaderElectionID:              managerapp.LeaderElectionID(opts.WatchLabelSelector),
 		LeaderElectionNamespace:       leaderNS,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdownTimeout,
@@ -102,7 +102,7 @@ func run() int {
 		log.Error(err, "Unable to create the manager")
 		return 1
 	}
-	wired, err := app.Setup(mgr, opts, true)
+	wired, err := managerapp.Setup(mgr, opts, true)
 	if err != nil {
 		log.Error(err, "Unable to set up the controllers")
 		return 1

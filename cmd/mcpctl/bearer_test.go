@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/internal/oauthtest"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
-	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
 )
 
 const testBearer = "s3cret.Token_value-42~+/=="

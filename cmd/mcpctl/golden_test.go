@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/b10x/connector-mcp/internal/mcptest"
-	"github.com/b10x/connector-mcp/ocipack/ocitest"
+	"github.com/b10x/connector-mcp/internal/ocitest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden/*.golden from the current output")

@@ -16,7 +16,7 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/oauthk8s"
-	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
+	"github.com/b10x/connector-mcp/internal/oauthtest"
 )
 
 // login --to-secret runs the browser flow and hands the grant to the cluster (refresh-token

@@ -13,8 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/b10x/connector-mcp/internal/oauthtest"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
-	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
 )
 
 // oauthEnv is a CLI environment whose XDG state lives in a fresh temporary directory.

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/internal/oauthtest"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
-	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
 )
 
 const ssrfRedirect = "http://127.0.0.1:8976/callback"

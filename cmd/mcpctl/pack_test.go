@@ -16,8 +16,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/ocitest"
 	"github.com/b10x/connector-mcp/ocipack"
-	"github.com/b10x/connector-mcp/ocipack/ocitest"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 

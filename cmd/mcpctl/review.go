@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/review"
 	"github.com/b10x/connector-mcp/ocipack"
-	"github.com/b10x/connector-mcp/review"
 )
 
 func init() { register(newReviewCmd) }

@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
+	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/devcluster"
+	"github.com/b10x/connector-mcp/internal/review"
 	"github.com/b10x/connector-mcp/ocipack"
-	"github.com/b10x/connector-mcp/review"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 

@@ -34,7 +34,7 @@ var rules = []rule{
 	{
 		Name:   "no_kubernetes_below_controllers",
 		From:   []string{module + "/api/...", module + "/snapshot/...", module + "/mcpclient/...", module + "/egress/..."},
-		Except: []string{module + "/egress/k8sbinding/..."},
+		Except: []string{module + "/internal/k8sbinding/..."},
 		To:     kubernetes,
 	},
 	{
@@ -207,16 +207,16 @@ func TestImportRules(t *testing.T) {
 // allowed shapes.
 func TestCheckFindsViolations(t *testing.T) {
 	graph := map[string][]string{
-		module + "/snapshot":          {module + "/refusal"},
-		module + "/refusal":           nil,
-		module + "/mcpclient":         {module + "/snapshot", module + "/mcpclient/helper"},
-		module + "/mcpclient/helper":  {"example.com/lib"},
-		"example.com/lib":             {"k8s.io/client-go/rest"},
-		"k8s.io/client-go/rest":       {"k8s.io/apimachinery/pkg/runtime"},
-		module + "/egress":            {module + "/refusal"},
-		module + "/egress/k8sbinding": {module + "/egress", "sigs.k8s.io/controller-runtime/pkg/client"},
-		module + "/api/v1":            {"k8s.io/apimachinery/pkg/runtime"},
-		module + "/controllers":       {module + "/egress/k8sbinding", module + "/mcpclient"},
+		module + "/snapshot":             {module + "/refusal"},
+		module + "/refusal":              nil,
+		module + "/mcpclient":            {module + "/snapshot", module + "/mcpclient/helper"},
+		module + "/mcpclient/helper":     {"example.com/lib"},
+		"example.com/lib":                {"k8s.io/client-go/rest"},
+		"k8s.io/client-go/rest":          {"k8s.io/apimachinery/pkg/runtime"},
+		module + "/egress":               {module + "/refusal"},
+		module + "/internal/k8sbinding":  {module + "/egress", "sigs.k8s.io/controller-runtime/pkg/client"},
+		module + "/api/v1":               {"k8s.io/apimachinery/pkg/runtime"},
+		module + "/internal/controllers": {module + "/internal/k8sbinding", module + "/mcpclient"},
 	}
 	got := check(graph, rules)
 	want := []string{

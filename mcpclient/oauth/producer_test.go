@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/b10x/connector-mcp/internal/oauthtest"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
-	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
 )
 
 // loggedIn returns a credential obtained interactively (the test browser) for rs.

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/b10x/connector-mcp/internal/oauthtest"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
-	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
 )
 
 func login(t *testing.T, rs *oauthtest.ResourceServer, opts oauth.Options) (*oauth.Credential, error) {

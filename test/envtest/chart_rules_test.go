@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
-	"github.com/b10x/connector-mcp/review"
+	"github.com/b10x/connector-mcp/internal/controllers"
+	"github.com/b10x/connector-mcp/internal/review"
 )
 
 // exportedMetrics returns the connector_mcp_* metric names the manager registers, with their

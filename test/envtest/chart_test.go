@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/b10x/connector-mcp/cmd/manager/app"
+	"github.com/b10x/connector-mcp/internal/managerapp"
 )
 
 var (
@@ -321,7 +321,7 @@ func asStrings(v any) []string {
 	return out
 }
 
-// chartFlagExclusions are the manager flags (app.Options.BindFlags) the chart deliberately has no
+// chartFlagExclusions are the manager flags (managerapp.Options.BindFlags) the chart deliberately has no
 // value for, with the reason; docs/install.md lists them.
 var chartFlagExclusions = map[string]string{
 	"allow-loopback-unsafe": "development only: lets freezes and pack pulls reach loopback over plain HTTP",
@@ -361,7 +361,7 @@ func managerArgs(t *testing.T, values map[string]any) []string {
 // excluded.
 func missingFlags(args []string, excluded map[string]string) []string {
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
-	o := app.DefaultOptions()
+	o := managerapp.DefaultOptions()
 	o.BindFlags(fs)
 	var missing []string
 	fs.VisitAll(func(f *pflag.Flag) {
@@ -378,7 +378,7 @@ func missingFlags(args []string, excluded map[string]string) []string {
 	return missing
 }
 
-// TestChartSetsEveryManagerFlag: every flag app.Options.BindFlags registers has a chart value (it
+// TestChartSetsEveryManagerFlag: every flag managerapp.Options.BindFlags registers has a chart value (it
 // renders with the full values) or is in chartFlagExclusions, and every rendered flag parses.
 func TestChartSetsEveryManagerFlag(t *testing.T) {
 	args := managerArgs(t, fullValues)
@@ -395,7 +395,7 @@ func TestChartSetsEveryManagerFlag(t *testing.T) {
 		}
 	}
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
-	o := app.DefaultOptions()
+	o := managerapp.DefaultOptions()
 	o.BindFlags(fs)
 	for _, n := range []string{"leader-elect", "leader-election-namespace", "metrics-bind-address", "health-probe-bind-address", "graceful-shutdown-timeout"} {
 		fs.String(n, "", "cmd/manager/main.go flag")
@@ -485,7 +485,7 @@ func TestFluxHelmReleaseValuesAreValid(t *testing.T) {
 	}
 	args := managerArgs(t, values)
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
-	o := app.DefaultOptions()
+	o := managerapp.DefaultOptions()
 	o.BindFlags(fs)
 	for _, n := range []string{"leader-elect", "leader-election-namespace", "metrics-bind-address", "health-probe-bind-address", "graceful-shutdown-timeout"} {
 		fs.String(n, "", "cmd/manager/main.go flag")

@@ -35,12 +35,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/cmd/manager/app"
 	"github.com/b10x/connector-mcp/egress"
-	"github.com/b10x/connector-mcp/egress/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/managerapp"
 	"github.com/b10x/connector-mcp/internal/oauthk8s"
+	"github.com/b10x/connector-mcp/internal/oauthtest"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
-	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
 )
 
 // capturedLog is the manager's whole log output.
@@ -63,7 +63,7 @@ func (l *capturedLog) text() string {
 
 // startLoggedOperator is startOperator with the manager's log captured (every verbosity) and
 // its metrics registered in reg.
-func startLoggedOperator(t *testing.T, ns string, o app.Options, reg *prometheus.Registry) *capturedLog {
+func startLoggedOperator(t *testing.T, ns string, o managerapp.Options, reg *prometheus.Registry) *capturedLog {
 	t.Helper()
 	logs := &capturedLog{}
 	shutdown := 5 * time.Second
@@ -72,14 +72,14 @@ func startLoggedOperator(t *testing.T, ns string, o app.Options, reg *prometheus
 		Logger:                  funcr.New(logs.add, funcr.Options{Verbosity: 10}),
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
-		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}, ByObject: app.CacheByObject()},
+		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}, ByObject: managerapp.CacheByObject()},
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		GracefulShutdownTimeout: &shutdown,
 	})
 	if err != nil {
 		t.Fatalf("manager: %v", err)
 	}
-	w, err := app.Setup(mgr, o, false)
+	w, err := managerapp.Setup(mgr, o, false)
 	if err != nil {
 		t.Fatalf("setup: %v", err)
 	}

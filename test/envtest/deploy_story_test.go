@@ -109,7 +109,7 @@ func TestStoryChartMatchesGeneratedManifests(t *testing.T) {
 	if start < 0 || end < 0 || chart[start:start+end] != wantRules {
 		t.Errorf("the chart's manager rules differ from config/rbac/role.yaml:\n%s", chart[start:start+end])
 	}
-	// The gateway's ClusterRole likewise equals the rules generated from gateway/rbac.go.
+	// The gateway's ClusterRole likewise equals the rules generated from internal/gateway/rbac.go.
 	grole, err := os.ReadFile(filepath.Join(repoRoot, "config", "gateway", "rbac", "role.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -23,9 +23,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	gwapp "github.com/b10x/connector-mcp/cmd/gateway/app"
+	gwapp "github.com/b10x/connector-mcp/internal/gatewayapp"
+	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/internal/mcptest"
-	"github.com/b10x/connector-mcp/invocation"
 )
 
 // countingUpstream is a modern go-sdk upstream whose "echo" counts the calls it receives.

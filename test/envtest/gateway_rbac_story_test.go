@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/internal/packstore"
-	"github.com/b10x/connector-mcp/invocation"
 	"github.com/b10x/connector-mcp/ocipack"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
-	"github.com/b10x/connector-mcp/egress/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/refusal"
 )
 
@@ -29,7 +29,7 @@ import (
 // The apiserver refuses loopback addresses in EndpointSlices and cluster IPs outside the
 // service range, so the gateway's endpoint here is a documentation address nothing answers; the
 // counting-server proof that the dial-time check fires before a connection is
-// egress/k8sbinding TestBinderDeniesTheGatewaysOwnService.
+// internal/k8sbinding TestBinderDeniesTheGatewaysOwnService.
 func TestStoryDeploymentCannotTargetTheGateway(t *testing.T) {
 	ctx := context.Background()
 	gwNS := newNamespace(t, "gwself-system")

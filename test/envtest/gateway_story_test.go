@@ -33,10 +33,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	gwapp "github.com/b10x/connector-mcp/cmd/gateway/app"
-	"github.com/b10x/connector-mcp/cmd/manager/app"
+	gwapp "github.com/b10x/connector-mcp/internal/gatewayapp"
+	"github.com/b10x/connector-mcp/internal/invocation"
+	"github.com/b10x/connector-mcp/internal/managerapp"
 	"github.com/b10x/connector-mcp/internal/mcptest"
-	"github.com/b10x/connector-mcp/invocation"
 )
 
 // gatewayLog collects the gateway's log lines (for the hygiene scan).
@@ -74,7 +74,7 @@ func startGatewayAs(t testing.TB, restCfg *rest.Config, ns string, o gwapp.Optio
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
-		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}, ByObject: app.CacheByObject()},
+		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}, ByObject: managerapp.CacheByObject()},
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		GracefulShutdownTimeout: &shutdown,
 	})

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
-	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
+	"github.com/b10x/connector-mcp/internal/controllers"
+	"github.com/b10x/connector-mcp/internal/oauthtest"
 )
 
 // allowIssuers is the cluster administrator allowing OAuth issuers for namespace ns: an

@@ -27,10 +27,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/cmd/manager/app"
-	"github.com/b10x/connector-mcp/controllers"
+	"github.com/b10x/connector-mcp/internal/controllers"
+	"github.com/b10x/connector-mcp/internal/managerapp"
 	"github.com/b10x/connector-mcp/internal/mcptest"
-	"github.com/b10x/connector-mcp/mcpclient/oauth/oauthtest"
+	"github.com/b10x/connector-mcp/internal/oauthtest"
 )
 
 // forbiddenLog records every 403 answer the apiserver gives a rest.Config's requests.
@@ -121,12 +121,12 @@ func startChartManager(t *testing.T, ns, sa string) *forbiddenLog {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:                         cache.Options{ByObject: app.CacheByObject()}, // as cmd/manager
+		Cache:                         cache.Options{ByObject: managerapp.CacheByObject()}, // as cmd/manager
 	})
 	if err != nil {
 		t.Fatalf("manager: %v", err)
 	}
-	if _, err := app.Setup(mgr, devOptions(), false); err != nil {
+	if _, err := managerapp.Setup(mgr, devOptions(), false); err != nil {
 		t.Fatalf("setup: %v", err)
 	}
 	runManager(t, mgr)

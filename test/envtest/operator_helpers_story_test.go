@@ -38,7 +38,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/cmd/manager/app"
+	"github.com/b10x/connector-mcp/internal/managerapp"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/internal/writecount"
 	"github.com/b10x/connector-mcp/mcpclient"
@@ -47,7 +47,7 @@ import (
 
 // operator is a running manager for one test namespace.
 type operator struct {
-	wired *app.Wired
+	wired *managerapp.Wired
 	// mgr is the running manager (Elected() closes when it leads, with leader election on).
 	mgr manager.Manager
 	// stop stops the manager (idempotent; also run at the end of the test).
@@ -75,8 +75,8 @@ func (o *operator) reconciles(key string) int {
 
 // devOptions are the options of a development cluster: inline profiles allowed (the unsafe
 // provenance waiver), loopback servers reachable, fast retries.
-func devOptions() app.Options {
-	o := app.DefaultOptions()
+func devOptions() managerapp.Options {
+	o := managerapp.DefaultOptions()
 	o.SkipProvenanceUnsafe = true
 	o.AllowLoopbackUnsafe = true
 	o.RetryInterval = 300 * time.Millisecond
@@ -89,26 +89,26 @@ func devOptions() app.Options {
 
 // startOperator starts a manager watching namespace ns with options o. It stops when the test
 // ends; the stop must complete within the graceful shutdown timeout.
-func startOperator(t testing.TB, ns string, o app.Options) *operator {
+func startOperator(t testing.TB, ns string, o managerapp.Options) *operator {
 	t.Helper()
 	return startOperatorAs(t, cfg, ns, o)
 }
 
 // startOperatorAs is startOperator with the manager authenticating with restCfg.
-func startOperatorAs(t testing.TB, restCfg *rest.Config, ns string, o app.Options) *operator {
+func startOperatorAs(t testing.TB, restCfg *rest.Config, ns string, o managerapp.Options) *operator {
 	t.Helper()
 	return startOperatorIn(t, restCfg, []string{ns}, o)
 }
 
 // startOperatorIn is startOperatorAs for a manager watching several namespaces.
-func startOperatorIn(t testing.TB, restCfg *rest.Config, namespaces []string, o app.Options) *operator {
+func startOperatorIn(t testing.TB, restCfg *rest.Config, namespaces []string, o managerapp.Options) *operator {
 	t.Helper()
 	return startOperatorWith(t, restCfg, namespaces, o, nil)
 }
 
 // startOperatorWith is startOperatorIn with tune, when not nil, adjusting the manager's options
 // (leader election, for instance) before the manager is made.
-func startOperatorWith(t testing.TB, restCfg *rest.Config, namespaces []string, o app.Options, tune func(*ctrl.Options)) *operator {
+func startOperatorWith(t testing.TB, restCfg *rest.Config, namespaces []string, o managerapp.Options, tune func(*ctrl.Options)) *operator {
 	t.Helper()
 	watched := map[string]cache.Config{}
 	for _, ns := range namespaces {
@@ -154,7 +154,7 @@ func startOperatorWith(t testing.TB, restCfg *rest.Config, namespaces []string, 
 	if err != nil {
 		t.Fatalf("manager: %v", err)
 	}
-	if op.wired, err = app.Setup(mgr, o, false); err != nil {
+	if op.wired, err = managerapp.Setup(mgr, o, false); err != nil {
 		t.Fatalf("setup: %v", err)
 	}
 	op.mgr = mgr
@@ -170,9 +170,9 @@ func startOperatorWith(t testing.TB, restCfg *rest.Config, namespaces []string, 
 	return op
 }
 
-// cacheIn is app.CacheOptions (the manager's cache) watching only namespaces.
+// cacheIn is managerapp.CacheOptions (the manager's cache) watching only namespaces.
 func cacheIn(namespaces map[string]cache.Config) cache.Options {
-	o := app.CacheOptions()
+	o := managerapp.CacheOptions()
 	o.DefaultNamespaces = namespaces
 	return o
 }

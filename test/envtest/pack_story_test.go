@@ -22,10 +22,10 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/cmd/manager/app"
+	"github.com/b10x/connector-mcp/internal/managerapp"
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/internal/ocitest"
 	"github.com/b10x/connector-mcp/ocipack"
-	"github.com/b10x/connector-mcp/ocipack/ocitest"
 )
 
 const (
@@ -48,7 +48,7 @@ type packWorld struct {
 // trustPlatform makes w's key and the protected branch of packRepo the manager's platform trust
 // source (--default-public-key, --default-source-repository, --default-source-ref), with
 // provenance required.
-func (w *packWorld) trustPlatform(o *app.Options) {
+func (w *packWorld) trustPlatform(o *managerapp.Options) {
 	o.SkipProvenanceUnsafe = false
 	o.DefaultPublicKeyPath = w.keyPath
 	o.DefaultSourceRepository, o.DefaultSourceRef = packRepo, packRef

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/cmd/manager/app"
+	"github.com/b10x/connector-mcp/internal/managerapp"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
@@ -28,10 +28,10 @@ import (
 // (issue 16: at most 1.5), and both report writes/pass (0 on a no-op pass).
 func BenchmarkDeploymentPass(b *testing.B) {
 	ns := newNamespaceTB(b, "pass")
-	// The cache cmd/manager builds (app.CacheOptions: every namespace), not the namespaced one
+	// The cache cmd/manager builds (managerapp.CacheOptions: every namespace), not the namespaced one
 	// of the stories: a namespaced (multi-namespace) cache makes a REST mapping on every Get,
 	// which was 62 % of the bytes a pass allocated, and cmd/manager does not pay it.
-	op := startOperatorWith(b, cfg, []string{ns}, devOptions(), func(o *ctrl.Options) { o.Cache = app.CacheOptions() })
+	op := startOperatorWith(b, cfg, []string{ns}, devOptions(), func(o *ctrl.Options) { o.Cache = managerapp.CacheOptions() })
 	// envtest has no namespace controller: without this, the next benchmark's manager (which
 	// watches every namespace) would cache and reconcile these 10,101 deployments too.
 	b.Cleanup(func() { deleteScaleObjects(b, ns) })

@@ -24,7 +24,7 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
-	"github.com/b10x/connector-mcp/egress/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 

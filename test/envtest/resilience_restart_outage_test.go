@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/cmd/manager/app"
+	"github.com/b10x/connector-mcp/internal/managerapp"
 	"github.com/b10x/connector-mcp/internal/packstore"
 	"github.com/b10x/connector-mcp/ocipack"
 )
@@ -41,7 +41,7 @@ type restartWorld struct {
 	ns     string
 	w      *packWorld
 	ref    ocipack.Reference
-	o      app.Options
+	o      managerapp.Options
 	prof   *apiv1.McpServiceProfile
 	sd     *apiv1.ServiceDeployment
 	active string
@@ -305,7 +305,7 @@ func TestVerifiedPackStoreEntriesAndSweep(t *testing.T) {
 
 // startStoreManagerAs starts a manager with the verified-pack store in ns, authenticated as the
 // chart's ServiceAccount ns/sa, and returns the log of forbidden requests.
-func startStoreManagerAs(t *testing.T, ns, sa string, o app.Options) *forbiddenLog {
+func startStoreManagerAs(t *testing.T, ns, sa string, o managerapp.Options) *forbiddenLog {
 	t.Helper()
 	log := &forbiddenLog{}
 	asSA := rest.CopyConfig(cfg)

@@ -35,11 +35,11 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/internal/mcptest"
-	"github.com/b10x/connector-mcp/invocation"
+	"github.com/b10x/connector-mcp/internal/ocitest"
+	"github.com/b10x/connector-mcp/internal/review"
 	"github.com/b10x/connector-mcp/ocipack"
-	"github.com/b10x/connector-mcp/ocipack/ocitest"
-	"github.com/b10x/connector-mcp/review"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/review-loop/*.golden from the current output")

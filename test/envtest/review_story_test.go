@@ -28,8 +28,8 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/internal/review"
 	"github.com/b10x/connector-mcp/ocipack"
-	"github.com/b10x/connector-mcp/review"
 )
 
 func TestStoryDriftIsRecordedForReview(t *testing.T) {

@@ -34,9 +34,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	gwapp "github.com/b10x/connector-mcp/cmd/gateway/app"
-	"github.com/b10x/connector-mcp/cmd/manager/app"
-	"github.com/b10x/connector-mcp/egress/k8sbinding"
+	gwapp "github.com/b10x/connector-mcp/internal/gatewayapp"
+	"github.com/b10x/connector-mcp/internal/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/managerapp"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
@@ -105,7 +105,7 @@ func chartServiceAccounts(t *testing.T, ns string) (manager, gateway, consentRol
 			continue
 		}
 		switch {
-		case o.GetKind() == "ServiceAccount" && o.GetLabels()["app.kubernetes.io/component"] == "gateway":
+		case o.GetKind() == "ServiceAccount" && o.GetLabels()["managerapp.kubernetes.io/component"] == "gateway":
 			gateway = o.GetName()
 		case o.GetKind() == "ServiceAccount":
 			manager = o.GetName()
@@ -148,12 +148,12 @@ func startRecordedManager(t *testing.T, restCfg *rest.Config, ns string) {
 		LeaderElection: true, LeaderElectionID: "connector-mcp.connectors.b10x.io", LeaderElectionNamespace: ns,
 		LeaderElectionReleaseOnCancel: true, GracefulShutdownTimeout: &shutdown,
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:      app.CacheOptions(), // as cmd/manager
+		Cache:      managerapp.CacheOptions(), // as cmd/manager
 	})
 	if err != nil {
 		t.Fatalf("manager: %v", err)
 	}
-	if _, err := app.Setup(mgr, devOptions(), false); err != nil {
+	if _, err := managerapp.Setup(mgr, devOptions(), false); err != nil {
 		t.Fatalf("setup: %v", err)
 	}
 	runManager(t, mgr)
@@ -167,7 +167,7 @@ func startClusterGateway(t *testing.T, restCfg *rest.Config) (string, *gatewayLo
 	shutdown := 10 * time.Second
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache:                   cache.Options{ByObject: app.CacheByObject()}, // as cmd/gateway
+		Cache:                   cache.Options{ByObject: managerapp.CacheByObject()}, // as cmd/gateway
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		GracefulShutdownTimeout: &shutdown,
 	})

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/egress/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/k8sbinding"
 )
 
 // installSecretWritesPolicy creates the chart's ValidatingAdmissionPolicy and its binding for a

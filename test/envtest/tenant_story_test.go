@@ -32,9 +32,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/cmd/manager/app"
 	"github.com/b10x/connector-mcp/egress"
-	"github.com/b10x/connector-mcp/egress/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/managerapp"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/refusal"
 )
@@ -104,10 +104,10 @@ func tenantManagerIdentity(t *testing.T, ns, sa string) *rest.Config {
 	return c
 }
 
-// tenantStartManager starts the manager as restCfg watching namespaces, wired by app.Setup with
-// the production cache configuration (app.CacheOptions). Its stop function waits for it to stop
+// tenantStartManager starts the manager as restCfg watching namespaces, wired by managerapp.Setup with
+// the production cache configuration (managerapp.CacheOptions). Its stop function waits for it to stop
 // (also called when the test ends).
-func tenantStartManager(t *testing.T, restCfg *rest.Config, o app.Options, namespaces ...string) *operator {
+func tenantStartManager(t *testing.T, restCfg *rest.Config, o managerapp.Options, namespaces ...string) *operator {
 	t.Helper()
 	return startOperatorIn(t, restCfg, namespaces, o)
 }
@@ -406,7 +406,7 @@ func TestStoryHostileTenant(t *testing.T) {
 	}
 }
 
-// The manager's cache configuration (app.CacheByObject) gives an informer that holds only
+// The manager's cache configuration (managerapp.CacheByObject) gives an informer that holds only
 // opted-in Secrets: an unlabelled Secret of the same namespace is not in it. Twin: the same cache
 // without that configuration holds both.
 func TestStoryCredentialCacheHoldsOnlyOptedInSecrets(t *testing.T) {
@@ -435,7 +435,7 @@ func TestStoryCredentialCacheHoldsOnlyOptedInSecrets(t *testing.T) {
 		}
 		return out
 	}
-	if got := names(app.CacheByObject()); strings.Join(got, ",") != "opted-in" {
+	if got := names(managerapp.CacheByObject()); strings.Join(got, ",") != "opted-in" {
 		t.Fatalf("the manager's Secret cache holds %v, want only opted-in", got)
 	}
 	if got := names(nil); len(got) != 2 {

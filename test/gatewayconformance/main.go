@@ -28,10 +28,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/controllers"
 	"github.com/b10x/connector-mcp/egress"
-	"github.com/b10x/connector-mcp/gateway"
-	"github.com/b10x/connector-mcp/invocation"
+	"github.com/b10x/connector-mcp/internal/controllers"
+	"github.com/b10x/connector-mcp/internal/gateway"
+	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/ocipack"
 )

@@ -1,0 +1,107 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/b10x/connector-mcp/internal/mcptest"
+)
+
+// tsClient lists the tools of the gateway route and calls one tool with the TypeScript SDK's
+// Client over Streamable HTTP, printing one JSON line {tools, result} or {error}.
+const tsClient = `
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+const [url, token, tool, args] = process.argv.slice(2);
+const headers = token ? { Authorization: "Bearer " + token } : {};
+const client = new Client({ name: "ts-agent", version: "1.0.0" });
+try {
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  const tools = (await client.listTools()).tools;
+  const result = await client.callTool({ name: tool, arguments: JSON.parse(args) });
+  console.log(JSON.stringify({ tools, result, version: client.getServerVersion() }));
+} catch (e) {
+  console.log(JSON.stringify({ error: String(e && e.message || e) }));
+}
+await client.close().catch(() => {});
+`
+
+// runTS installs the pinned SDK (hack/ts-sdk.sh) and runs tsClient with node. Node and npm are
+// required (CI installs them); their absence fails the test.
+func runTS(t *testing.T, url, token, tool, args string) map[string]json.RawMessage {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(context.Background(), "bash", filepath.Join(root, "hack", "ts-sdk.sh")).Output()
+	if err != nil {
+		t.Fatalf("hack/ts-sdk.sh (needs npm): %v", err)
+	}
+	modules := strings.TrimSpace(string(out))
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is required for the TypeScript interop test")
+	}
+	// ESM resolves packages from the script's directory: put the script beside node_modules.
+	dir := filepath.Dir(modules)
+	script, err := os.CreateTemp(dir, "gateway-interop-*.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(script.Name()) })
+	if _, err := script.WriteString(tsClient); err != nil {
+		t.Fatal(err)
+	}
+	_ = script.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, node, script.Name(), url, token, tool, args)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.String())
+	}
+	var res map[string]json.RawMessage
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("node output %q: %v", stdout.String(), err)
+	}
+	return res
+}
+
+// TestTypeScriptClientInterop: the TypeScript SDK client (an independent implementation, era
+// 2025-11-25) lists and calls through the per-deployment route; the twin without a token is
+// refused.
+func TestTypeScriptClientInterop(t *testing.T) {
+	w := newWorld(t, mcptest.Modern, nil, "read_file")
+	res := runTS(t, w.url+"/mcp/team-a/files", goodTok, "echo", `{"text":"from typescript"}`)
+	if e, ok := res["error"]; ok {
+		t.Fatalf("TypeScript client: %s", e)
+	}
+	var tools []struct {
+		Name, Title string
+	}
+	if err := json.Unmarshal(res["tools"], &tools); err != nil || len(tools) != 5 || tools[1].Name != "echo" || tools[1].Title != "Reviewed echo" {
+		t.Fatalf("tools = %s", res["tools"])
+	}
+	if !strings.Contains(string(res["result"]), `from typescript`) || !strings.Contains(string(res["version"]), "connector-mcp-gateway") {
+		t.Fatalf("result = %s, server %s", res["result"], res["version"])
+	}
+	// Its tools/call has the common shape: answered below the go-sdk server.
+	if n := testutil.ToFloat64(w.gw.cfg.Metrics.DirectCalls); n != 1 {
+		t.Fatalf("direct calls = %v, want 1", n)
+	}
+	res = runTS(t, w.url+"/mcp/team-a/files", "", "echo", `{}`)
+	if e := string(res["error"]); !strings.Contains(e, `refused: unauthenticated`) || strings.Contains(string(res["tools"]), "echo") {
+		t.Fatalf("TypeScript client without a token: %s", e)
+	}
+}

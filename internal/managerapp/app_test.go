@@ -1,0 +1,204 @@
+package managerapp
+
+import (
+	"errors"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+
+	"github.com/b10x/connector-mcp/egress"
+)
+
+func TestFlagsDefaultToProduction(t *testing.T) {
+	o := DefaultOptions()
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if o.SkipProvenanceUnsafe || o.KeylessWithoutTlogUnsafe || o.AllowLoopbackUnsafe || o.ReverifyInterval <= 0 {
+		t.Fatalf("defaults are not the production policy: %+v", o)
+	}
+	if checks, _ := o.WaivedChecks(); len(checks) != 0 {
+		t.Fatalf("production defaults waive %v", checks)
+	}
+	if err := fs.Parse([]string{"--skip-provenance-unsafe", "--keyless-without-tlog-unsafe", "--allow-loopback-unsafe", "--egress-allow-cidr=10.96.0.0/12", "--egress-allow-cidr=10.244.0.0/16"}); err != nil {
+		t.Fatal(err)
+	}
+	if !o.SkipProvenanceUnsafe || !o.KeylessWithoutTlogUnsafe || !o.AllowLoopbackUnsafe || len(o.EgressAllowCIDRs) != 2 {
+		t.Fatalf("flags not applied: %+v", o)
+	}
+	checks, flags := o.WaivedChecks()
+	if strings.Join(checks, ",") != "provenance,keyless_tlog" || strings.Join(flags, ",") != "--skip-provenance-unsafe,--keyless-without-tlog-unsafe" {
+		t.Fatalf("waived %v by %v", checks, flags)
+	}
+}
+
+// TestRemovedRequireProvenanceFlag: the old flag, in any spelling, is refused with a message
+// that names its unsafe successor.
+func TestRemovedRequireProvenanceFlag(t *testing.T) {
+	for _, arg := range []string{"--require-provenance=false", "--require-provenance=true", "--require-provenance"} {
+		o := DefaultOptions()
+		fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.BindFlags(fs)
+		err := fs.Parse([]string{arg})
+		if err == nil || !strings.Contains(err.Error(), "--skip-provenance-unsafe") {
+			t.Fatalf("%s: %v", arg, err)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*Options)
+		err    string
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"subject without issuer", func(o *Options) { o.DefaultSubject = "ci" }, "--default-identity-issuer"},
+		{"subject and regexp", func(o *Options) {
+			o.DefaultIssuer, o.DefaultSubject, o.DefaultSubjectRegExp = "https://i", "a", "b"
+		}, "at most one"},
+		{"repository without ref", func(o *Options) { o.DefaultSourceRepository = "git+https://x" }, "go together"},
+		{"jitter out of range", func(o *Options) { o.ReverifyJitter = 2 }, "jitter"},
+		{"bad CIDR", func(o *Options) { o.EgressAllowCIDRs = []string{"not-a-cidr"} }, "--egress-allow-cidr"},
+		{"bad Service CIDR", func(o *Options) { o.ServiceCIDRs = []string{"10.96.0.0/99"} }, "--service-cidr"},
+		{"unanchored default subject regexp", func(o *Options) {
+			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/"
+		}, "unanchored_subject_regexp"},
+		{"default subject regexp anchored in text only", func(o *Options) {
+			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/|x$"
+		}, "unanchored_subject_regexp"},
+		{"allowed OAuth issuers", func(o *Options) {
+			o.AllowedOAuthIssuers = []string{"https://auth.example.com", "http://127.0.0.1:8080"}
+		}, ""},
+		{"allowed OAuth issuer over plain http", func(o *Options) { o.AllowedOAuthIssuers = []string{"http://auth.example.com"} }, "--allowed-oauth-issuers"},
+		{"allowed OAuth issuer with a query", func(o *Options) { o.AllowedOAuthIssuers = []string{"https://auth.example.com?x=1"} }, "--allowed-oauth-issuers"},
+		{"anchored default subject regexp", func(o *Options) {
+			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/.*$"
+		}, ""},
+		{"issuer without subject", func(o *Options) { o.DefaultIssuer = "https://i" }, "needs --default-identity-subject"},
+		// review: drift webhook sink.
+		{"drift webhook", func(o *Options) {
+			o.DriftWebhookURL, o.DriftWebhookBearerFile = "https://hooks.example.com/drift", "/etc/token"
+		}, ""},
+		{"drift webhook bearer without URL", func(o *Options) { o.DriftWebhookBearerFile = "/etc/token" }, "needs --drift-webhook-url"},
+		{"drift webhook over plain http", func(o *Options) { o.DriftWebhookURL = "http://hooks.example.com/drift" }, "--drift-webhook-url"},
+		{"drift webhook token in the query", func(o *Options) { o.DriftWebhookURL = "https://hooks.example.com/drift?token=x" }, "userinfo, a query"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions()
+			tc.mutate(&o)
+			err := o.Validate()
+			if tc.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("err = %v, want it to mention %q", err, tc.err)
+			}
+		})
+	}
+}
+
+func TestIPPolicy(t *testing.T) {
+	cfg := &rest.Config{Host: "https://10.0.0.1:6443"}
+	o := DefaultOptions()
+	o.EgressAllowCIDRs = []string{"10.0.0.0/8"}
+	p, err := ipPolicy(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Check(netip.MustParseAddrPort("10.1.2.3:443")); err != nil {
+		t.Fatalf("an allow-listed private address was refused: %v", err)
+	}
+	if err := p.Check(netip.MustParseAddrPort("10.0.0.1:6443")); err == nil {
+		t.Fatal("the apiserver was reachable through the allow-list")
+	}
+	if err := p.Check(netip.MustParseAddrPort("127.0.0.1:8080")); err == nil {
+		t.Fatal("loopback reachable without the development flag")
+	}
+	o.AllowLoopbackUnsafe = true
+	p, err = ipPolicy(&rest.Config{Host: "https://127.0.0.1:6443"}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Loopback != egress.LoopbackAllowedUnsafe {
+		t.Fatalf("loopback mode = %v", p.Loopback)
+	}
+	if err := p.Check(netip.MustParseAddrPort("127.0.0.1:8080")); err != nil {
+		t.Fatalf("loopback refused with the development flag: %v", err)
+	}
+	if err := p.Check(netip.MustParseAddrPort("169.254.169.254:80")); err == nil {
+		t.Fatal("the metadata address was reachable")
+	}
+}
+
+// The credential hash key: a file of at least 32 bytes gives the same key on every load (stable
+// across restarts); a short file is refused by name; no file gives a random key, flagged.
+func TestLoadCredentialHashKey(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "key")
+	if err := os.WriteFile(good, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k1, eph, err := LoadCredentialHashKey(good)
+	if err != nil || eph {
+		t.Fatalf("key file: %v ephemeral=%v", err, eph)
+	}
+	k2, _, _ := LoadCredentialHashKey(good)
+	if string(k1) != string(k2) {
+		t.Fatal("the same file gave another key")
+	}
+	short := filepath.Join(dir, "short")
+	if err := os.WriteFile(short, []byte("too-short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadCredentialHashKey(short); err == nil || !strings.Contains(err.Error(), "at least 32") {
+		t.Fatalf("short key: %v", err)
+	}
+	if _, _, err := LoadCredentialHashKey(filepath.Join(dir, "absent")); err == nil || !strings.Contains(err.Error(), "--credential-hash-key-file") {
+		t.Fatalf("absent key file: %v", err)
+	}
+	r1, eph1, err := LoadCredentialHashKey("")
+	r2, _, _ := LoadCredentialHashKey("")
+	if err != nil || !eph1 || len(r1) < 32 || string(r1) == string(r2) {
+		t.Fatalf("random key: %v ephemeral=%v", err, eph1)
+	}
+}
+
+// TestProfileConcurrencyFlag: --profile-concurrency defaults to DefaultProfileConcurrency,
+// is applied, and a value below 1 is refused with ErrProfileConcurrency (the twin).
+func TestProfileConcurrencyFlag(t *testing.T) {
+	o := DefaultOptions()
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if o.ProfileConcurrency != DefaultProfileConcurrency || DefaultProfileConcurrency < 2 {
+		t.Fatalf("default --profile-concurrency = %d (DefaultProfileConcurrency %d), want more than one profile at a time", o.ProfileConcurrency, DefaultProfileConcurrency)
+	}
+	if err := fs.Parse([]string{"--profile-concurrency=8"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); o.ProfileConcurrency != 8 || err != nil {
+		t.Fatalf("--profile-concurrency=8: got %d, Validate: %v", o.ProfileConcurrency, err)
+	}
+	if err := fs.Parse([]string{"--profile-concurrency=0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); !errors.Is(err, ErrProfileConcurrency) {
+		t.Fatalf("--profile-concurrency=0: Validate = %v, want ErrProfileConcurrency", err)
+	}
+}
