@@ -16,14 +16,6 @@ import (
 	"github.com/b10x/connector-mcp/refusal"
 )
 
-// EgressTransport is the bounded exchange port: one request in, one bounded, fully read
-// response out. [*Transport] implements it.
-type EgressTransport interface {
-	// Exchange sends req (its context is combined with the policy deadline) and returns the
-	// complete response, or a named refusal.
-	Exchange(ctx context.Context, req *http.Request) (*Response, error)
-}
-
 // Response is one bounded response: status, headers and the complete (decompressed) body.
 type Response struct {
 	// StatusCode is the HTTP status code.
@@ -35,9 +27,10 @@ type Response struct {
 	Body []byte
 }
 
-// Transport is the exchange port built from one [Policy]. It implements [EgressTransport] and
-// [http.RoundTripper]; it is safe for concurrent use. Connections are dialed only through the
-// guarded [Dialer]; the proxy environment is ignored.
+// Transport is the exchange port built from one [Policy]: [Transport.Exchange] sends one request
+// and returns one bounded, fully read response. It also implements [http.RoundTripper] and is
+// safe for concurrent use. Connections are dialed only through the guarded [Dialer]; the proxy
+// environment is ignored.
 type Transport struct {
 	p      Policy
 	bind   *binding
@@ -48,8 +41,6 @@ type Transport struct {
 	// loopback peer for every connection (no per-request marker needed).
 	plainBound bool
 }
-
-var _ EgressTransport = (*Transport)(nil)
 
 // NewTransport returns the exchange port for p, or an error wrapping [ErrInvalidPolicy] (or a
 // [*SchemeError] when the endpoint's scheme is refused).
@@ -108,7 +99,8 @@ func NewTransport(p Policy) (*Transport, error) {
 // CloseIdleConnections closes idle pooled connections.
 func (t *Transport) CloseIdleConnections() { t.ht.CloseIdleConnections() }
 
-// Exchange implements [EgressTransport].
+// Exchange sends req (its context is combined with the policy deadline) and returns the
+// complete response, or a named refusal.
 func (t *Transport) Exchange(ctx context.Context, req *http.Request) (*Response, error) {
 	r, err := t.exchange(ctx, req)
 	if err != nil {

@@ -18,34 +18,111 @@ import (
 
 const module = devcluster.ModulePath
 
-// rule forbids packages matching From to depend (directly or transitively) on packages matching
-// To. A pattern "p/..." matches p and every package below it; "p" matches p only.
+// rule forbids packages matching From to depend on packages matching To: transitively, or with
+// Direct only by their own imports (a package may then reach To through a permitted one). A
+// pattern "p/..." matches p and every package below it; "p" matches p only.
 type rule struct {
 	Name   string
 	From   []string
 	Except []string // From packages the rule does not apply to
 	To     []string
+	Direct bool
 }
 
 var kubernetes = []string{"k8s.io/client-go/...", "sigs.k8s.io/controller-runtime/..."}
 
-// rules are the module's layering rules (issue 11, "Layers know too much").
+// registryAndSigstore are the libraries that fetch and verify packs: only the resolver's
+// verifier and the CLI link them.
+var registryAndSigstore = []string{
+	"github.com/sigstore/...", "oras.land/...", "github.com/google/go-containerregistry/...",
+	"github.com/theupdateframework/...", "github.com/in-toto/...", "github.com/secure-systems-lab/...",
+}
+
+// testDoubles are the module's test servers and harnesses: no binary links them.
+var testDoubles = []string{
+	module + "/internal/mcptest/...", module + "/internal/ocitest/...", module + "/internal/oauthtest/...",
+	module + "/internal/devcluster/...", module + "/internal/writecount/...",
+}
+
+// foundation are the public packages (and the internal wire layer under mcpclient): the MCP
+// client foundation a second consumer imports without Kubernetes.
+var foundation = []string{
+	module + "/api/...", module + "/snapshot/...", module + "/mcpclient/...", module + "/egress/...",
+	module + "/refusal/...", module + "/ocipack/...", module + "/internal/wire/...",
+}
+
+// operator are the operator's packages: the foundation never depends on them (its own
+// internal/wire is not one of them).
+var operator = []string{
+	module + "/internal/activation/...", module + "/internal/controllers/...", module + "/internal/gateway/...",
+	module + "/internal/invocation/...", module + "/internal/review/...", module + "/internal/k8sbinding/...",
+	module + "/internal/managerapp/...", module + "/internal/gatewayapp/...", module + "/internal/appoptions/...",
+	module + "/internal/packstore/...", module + "/internal/oauthk8s/...", module + "/internal/ociregistry/...",
+	module + "/internal/provenance/...", module + "/cmd/...",
+}
+
+// rules are the module's layering rules: the intended architecture of docs/development.md's map
+// of the tree, each a case of TestImportRules.
 var rules = []rule{
 	{
-		Name:   "no_kubernetes_below_controllers",
-		From:   []string{module + "/api/...", module + "/snapshot/...", module + "/mcpclient/...", module + "/egress/..."},
-		Except: []string{module + "/internal/k8sbinding/..."},
-		To:     kubernetes,
+		Name: "no_kubernetes_below_controllers",
+		From: foundation,
+		To:   kubernetes,
 	},
 	{
 		Name: "mcpclient_is_handed_its_port",
-		From: []string{module + "/mcpclient/..."},
+		From: []string{module + "/mcpclient/...", module + "/internal/wire/..."},
 		To:   []string{module + "/egress/..."},
 	},
 	{
 		Name: "refusal_is_a_leaf",
 		From: []string{module + "/refusal/..."},
 		To:   []string{module + "/..."},
+	},
+	{
+		Name: "the_foundation_knows_no_operator",
+		From: foundation,
+		To:   operator,
+	},
+	{
+		Name: "the_pack_format_carries_no_registry",
+		From: []string{module + "/ocipack/...", module + "/internal/activation/..."},
+		To:   registryAndSigstore,
+	},
+	{
+		Name: "the_request_path_carries_no_sigstore",
+		From: []string{module + "/internal/invocation/...", module + "/internal/gateway/..."},
+		To:   registryAndSigstore,
+	},
+	{
+		Name:   "nothing_imports_the_reconcilers",
+		From:   []string{module + "/..."},
+		Except: []string{module + "/internal/controllers/...", module + "/internal/managerapp/...", module + "/test/..."},
+		To:     []string{module + "/internal/controllers/..."},
+		Direct: true,
+	},
+	{
+		Name: "the_gateway_is_not_the_manager",
+		From: []string{module + "/internal/gateway/...", module + "/internal/gatewayapp/...", module + "/cmd/gateway/..."},
+		To:   []string{module + "/internal/controllers/...", module + "/internal/managerapp/..."},
+	},
+	{
+		Name: "review_and_invocation_know_no_activation",
+		From: []string{module + "/internal/review/...", module + "/internal/invocation/..."},
+		To: []string{module + "/internal/activation/...", module + "/internal/controllers/...",
+			module + "/internal/gateway/...", module + "/internal/managerapp/...", module + "/internal/gatewayapp/..."},
+	},
+	{
+		Name:   "composition_roots_only_under_cmd",
+		From:   []string{module + "/..."},
+		Except: []string{module + "/cmd/...", module + "/test/..."},
+		To:     []string{module + "/internal/managerapp/...", module + "/internal/gatewayapp/..."},
+		Direct: true,
+	},
+	{
+		Name: "binaries_link_no_test_doubles",
+		From: []string{module + "/cmd/..."},
+		To:   testDoubles,
 	},
 }
 
@@ -114,7 +191,9 @@ func check(graph map[string][]string, rules []rule) []violation {
 						hits = append(hits, next)
 						continue // report the first forbidden package on a path, not what it imports
 					}
-					queue = append(queue, next)
+					if !r.Direct {
+						queue = append(queue, next)
+					}
 				}
 			}
 			slices.Sort(hits)
@@ -239,6 +318,45 @@ func TestCheckFindsViolations(t *testing.T) {
 		vs := check(g, rules)
 		if len(vs) != 1 || vs[0].Rule != "mcpclient_is_handed_its_port" || vs[0].To != module+"/egress" {
 			t.Fatalf("violations = %v, want mcpclient_is_handed_its_port to egress", vs)
+		}
+	})
+	t.Run("a direct rule judges only a package's own imports", func(t *testing.T) {
+		g := map[string][]string{
+			module + "/cmd/manager":          {module + "/internal/managerapp"},
+			module + "/internal/managerapp":  {module + "/internal/controllers"},
+			module + "/internal/controllers": {module + "/internal/activation"},
+			module + "/internal/gateway":     {module + "/internal/activation", module + "/internal/controllers"},
+			module + "/internal/activation":  nil,
+		}
+		var direct []rule
+		for _, r := range rules {
+			if r.Name == "nothing_imports_the_reconcilers" {
+				direct = append(direct, r)
+			}
+		}
+		vs := check(g, direct)
+		if len(direct) != 1 || len(vs) != 1 || vs[0].From != module+"/internal/gateway" {
+			t.Fatalf("violations = %v, want only the gateway importing the reconcilers", vs)
+		}
+	})
+	t.Run("the request path reaching sigstore through the pack format", func(t *testing.T) {
+		g := map[string][]string{
+			module + "/internal/gateway":    {module + "/internal/invocation"},
+			module + "/internal/invocation": {module + "/ocipack"},
+			module + "/ocipack":             {"github.com/sigstore/sigstore-go/pkg/verify"},
+		}
+		var names []string
+		for _, v := range check(g, rules) {
+			names = append(names, v.Rule+" "+v.From)
+		}
+		slices.Sort(names)
+		want := []string{
+			"the_pack_format_carries_no_registry " + module + "/ocipack",
+			"the_request_path_carries_no_sigstore " + module + "/internal/gateway",
+			"the_request_path_carries_no_sigstore " + module + "/internal/invocation",
+		}
+		if !slices.Equal(names, want) {
+			t.Fatalf("violations = %v, want %v", names, want)
 		}
 	})
 	t.Run("refusal importing the module", func(t *testing.T) {

@@ -338,10 +338,10 @@ var fullValues = map[string]any{"policy": map[string]any{
 	"skipProvenanceUnsafe": true, "keylessWithoutTlogUnsafe": true, "keylessRequireSignedTimestamp": true,
 	"allowedOAuthIssuers": []string{"https://auth.example.com"},
 },
-	// review: drift webhook sink.
+	// The drift webhook sink.
 	"driftWebhook": map[string]any{"url": "https://hooks.example.com/drift", "bearerSecret": map[string]any{"name": "hook-token"}},
 	"caBundle":     map[string]any{"configMapName": "corp-ca"},
-	// scale: sharding.
+	// Sharding.
 	"sharding": map[string]any{"watchLabelSelector": "sharding.connectors.b10x.io/key in (shard1)"},
 }
 
