@@ -29,7 +29,7 @@ const (
 	DefaultMaxTools           = 2000
 	DefaultMaxArgumentBytes   = 1 << 20
 	DefaultMaxResultBytes     = 4 << 20
-	DefaultMaxStderrBytes     = 64 << 10
+	defaultMaxStderrBytes     = 64 << 10
 	DefaultProbeTimeout       = 5 * time.Second
 	DefaultCallTimeout        = 60 * time.Second
 )
@@ -61,11 +61,6 @@ type Limits struct {
 	CallTimeout time.Duration
 }
 
-// DefaultLimits returns the default bounds.
-func DefaultLimits() Limits {
-	return Limits{}.withDefaults()
-}
-
 func (l Limits) withDefaults() Limits {
 	def := func(v *int, d int) {
 		if *v <= 0 {
@@ -78,7 +73,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxTools, DefaultMaxTools)
 	def(&l.MaxArgumentBytes, DefaultMaxArgumentBytes)
 	def(&l.MaxResultBytes, DefaultMaxResultBytes)
-	def(&l.MaxStderrBytes, DefaultMaxStderrBytes)
+	def(&l.MaxStderrBytes, defaultMaxStderrBytes)
 	if l.ProbeTimeout <= 0 {
 		l.ProbeTimeout = DefaultProbeTimeout
 	}
