@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/b10x/connector-mcp/internal/wire"
 )
 
 // Era is the protocol generation a server speaks.
@@ -16,9 +18,9 @@ type Era string
 const (
 	// EraModern is protocol revision 2026-07-28: stateless, negotiated by server/discover, with
 	// per-request _meta.
-	EraModern Era = "2026-07-28"
+	EraModern Era = wire.ProtocolModern
 	// EraLegacy is protocol revision 2025-11-25: negotiated by initialize.
-	EraLegacy Era = "2025-11-25"
+	EraLegacy Era = wire.ProtocolLegacy
 )
 
 // Default bounds. Every bound is a named refusal when exceeded.
