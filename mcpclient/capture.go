@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/b10x/connector-mcp/internal/wire"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -489,7 +489,7 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return resp, nil
 	}
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	ct := wire.MediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode >= 300 && ct != "application/json" {
 		// An error page (e.g. a 401 from an authorization gateway) is not a protocol frame:
 		// bound it, but let the status, not its prose, explain the failure.

@@ -64,15 +64,15 @@ func authParams(s string) map[string]string {
 }
 
 // scopeTokens splits a scope value on spaces; nil unless every token is a scope-token
-// (%x21 / %x23-5B / %x5D-7E) of at most MaxChallengeScopeLen bytes, and there are at most
-// MaxChallengeScopes of them.
+// (%x21 / %x23-5B / %x5D-7E) of at most maxChallengeScopeLen bytes, and there are at most
+// maxChallengeScopes of them.
 func scopeTokens(v string) []string {
 	fields := strings.Fields(v)
-	if len(fields) == 0 || len(fields) > MaxChallengeScopes {
+	if len(fields) == 0 || len(fields) > maxChallengeScopes {
 		return nil
 	}
 	for _, f := range fields {
-		if len(f) > MaxChallengeScopeLen {
+		if len(f) > maxChallengeScopeLen {
 			return nil
 		}
 		for i := 0; i < len(f); i++ {

@@ -27,8 +27,8 @@ type Client struct {
 	eras *lru.Cache[string, Era]
 }
 
-// DefaultMaxCachedEras is the default Options.MaxCachedEras.
-const DefaultMaxCachedEras = 1024
+// defaultMaxCachedEras is the default Options.MaxCachedEras.
+const defaultMaxCachedEras = 1024
 
 // Options configure a Client.
 type Options struct {
@@ -37,14 +37,14 @@ type Options struct {
 	Name, Version string
 	// MaxCachedEras bounds how many server configurations' negotiated eras are remembered; past
 	// it the least recently used is forgotten and its next Connect negotiates again. Zero or
-	// negative: DefaultMaxCachedEras.
+	// negative: 1024.
 	MaxCachedEras int
 }
 
 // NewClient returns a Client. opts may be nil.
 func NewClient(opts *Options) *Client {
 	c := &Client{impl: mcp.Implementation{Name: "connector-mcp", Version: "v0.1"}}
-	size := DefaultMaxCachedEras
+	size := defaultMaxCachedEras
 	if opts != nil {
 		if opts.Name != "" {
 			c.impl.Name = opts.Name

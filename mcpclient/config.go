@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/b10x/connector-mcp/internal/wire"
 )
 
 // Era is the protocol generation a server speaks.
@@ -16,9 +18,9 @@ type Era string
 const (
 	// EraModern is protocol revision 2026-07-28: stateless, negotiated by server/discover, with
 	// per-request _meta.
-	EraModern Era = "2026-07-28"
+	EraModern Era = wire.ProtocolModern
 	// EraLegacy is protocol revision 2025-11-25: negotiated by initialize.
-	EraLegacy Era = "2025-11-25"
+	EraLegacy Era = wire.ProtocolLegacy
 )
 
 // Default bounds. Every bound is a named refusal when exceeded.
@@ -29,7 +31,7 @@ const (
 	DefaultMaxTools           = 2000
 	DefaultMaxArgumentBytes   = 1 << 20
 	DefaultMaxResultBytes     = 4 << 20
-	DefaultMaxStderrBytes     = 64 << 10
+	defaultMaxStderrBytes     = 64 << 10
 	DefaultProbeTimeout       = 5 * time.Second
 	DefaultCallTimeout        = 60 * time.Second
 )
@@ -61,11 +63,6 @@ type Limits struct {
 	CallTimeout time.Duration
 }
 
-// DefaultLimits returns the default bounds.
-func DefaultLimits() Limits {
-	return Limits{}.withDefaults()
-}
-
 func (l Limits) withDefaults() Limits {
 	def := func(v *int, d int) {
 		if *v <= 0 {
@@ -78,7 +75,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxTools, DefaultMaxTools)
 	def(&l.MaxArgumentBytes, DefaultMaxArgumentBytes)
 	def(&l.MaxResultBytes, DefaultMaxResultBytes)
-	def(&l.MaxStderrBytes, DefaultMaxStderrBytes)
+	def(&l.MaxStderrBytes, defaultMaxStderrBytes)
 	if l.ProbeTimeout <= 0 {
 		l.ProbeTimeout = DefaultProbeTimeout
 	}

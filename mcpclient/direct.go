@@ -11,7 +11,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/b10x/connector-mcp/internal/wire"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -70,16 +70,8 @@ var errTerminated = errors.New("request terminated without response")
 // errErrorResponse stands for a JSON-RPC error answer recorded below the transport.
 var errErrorResponse = errors.New("error response")
 
-// marshal encodes v as the SDK's jsonrpc2 does: raw values compacted, nothing HTML-escaped.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
-}
+// marshal encodes v as the SDK's jsonrpc2 does (wire.Marshal).
+var marshal = wire.Marshal
 
 // directUsable reports whether CallTool may take the direct path now.
 func (s *Session) directUsable() bool {
@@ -135,7 +127,7 @@ func requestMeta(proto string, impl *mcp.Implementation) (json.RawMessage, error
 // and setStandardHeaders, without an OAuth handler).
 func (s *Session) setHeaders(h http.Header, method, name string) {
 	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
+	h.Set("Accept", wire.AcceptJSONAndStream)
 	s.setSessionHeaders(h)
 	if method != "" && s.proto >= string(EraModern) {
 		h.Set("Mcp-Method", method)
@@ -209,8 +201,7 @@ func (s *Session) callDirect(ctx context.Context, name string, args json.RawMess
 			return s.fail(errors.New("mismatching session IDs"))
 		}
 	}
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	switch ct {
+	switch wire.MediaType(resp.Header.Get("Content-Type")) {
 	case "application/json":
 		return s.readJSON(ctx, st, id, resp)
 	case "text/event-stream":

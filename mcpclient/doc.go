@@ -16,6 +16,11 @@
 //
 // Raw JSON is captured below the SDK (at the stdio connection, which this package owns, and at the
 // HTTP RoundTripper), because the SDK decodes into typed structs and rejects unknown content.
+// Every server frame is read by the snapshot package's strict JSON scanner (grammar, valid UTF-8,
+// unique member names at every depth, exact-case names), which is stricter than encoding/json
+// and go-sdk on purpose: a hostile frame the SDK would read one way and this package another is
+// refused by name instead. The tools/call path over Streamable HTTP shares its wire pieces with
+// the gateway (internal/wire).
 //
 // See docs/mcpclient.md.
 package mcpclient

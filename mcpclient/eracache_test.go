@@ -54,7 +54,7 @@ func TestEraCacheIsBounded(t *testing.T) {
 	if _, ok := both.CachedEra(mcfg); !ok {
 		t.Fatal("default bound evicted the first of two configurations")
 	}
-	if both.eras.Size() != DefaultMaxCachedEras {
+	if both.eras.Size() != defaultMaxCachedEras {
 		t.Fatalf("default size %d", both.eras.Size())
 	}
 }

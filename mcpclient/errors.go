@@ -245,16 +245,16 @@ type TransportError struct {
 	// Err is the sentinel reason (ErrConnectionClosed, ErrHTTPStatus, ErrSpawn, ...).
 	Err error
 	// Scopes are, for ErrInsufficientScope, the scopes the server's challenge named: each a
-	// valid RFC 6749 scope-token of at most MaxChallengeScopeLen bytes, at most
-	// MaxChallengeScopes of them; empty when the challenge named none or anything else.
+	// valid RFC 6749 scope-token of at most 128 bytes, at most 16 of them; empty when the
+	// challenge named none or anything else.
 	Scopes []string
 }
 
 // Bounds of the scopes read from an insufficient_scope challenge: a server's challenge is
 // untrusted text, so only short, well-formed scope tokens are kept.
 const (
-	MaxChallengeScopes   = 16
-	MaxChallengeScopeLen = 128
+	maxChallengeScopes   = 16
+	maxChallengeScopeLen = 128
 )
 
 // Unwrap returns the sentinel reason.

@@ -32,7 +32,7 @@ var plainDecodes = map[string]string{ //nolint:gosec // G101: reasons, not crede
 func TestServerDataDecodesAreExactCase(t *testing.T) {
 	fset := token.NewFileSet()
 	used := map[string]bool{}
-	for _, dir := range []string{"../invocation", "../mcpclient", "../ocipack", "."} {
+	for _, dir := range []string{"../internal/invocation", "../mcpclient", "../ocipack", "."} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("%s: %v", dir, err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"mime"
 	"net"
 	"net/http"
 	"net/netip"
@@ -16,13 +15,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/b10x/connector-mcp/internal/wire"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
 // The protocol revisions whose tools/call the gateway answers directly.
 const (
-	protocolModern = "2026-07-28"
-	protocolLegacy = "2025-11-25"
+	protocolModern = wire.ProtocolModern
+	protocolLegacy = wire.ProtocolLegacy
 )
 
 // directCall is a tools/call request the gateway answers without the go-sdk server.
@@ -49,8 +49,8 @@ type directCall struct {
 func (g *Gateway) serveDirect(w http.ResponseWriter, r *http.Request, info *reqInfo) bool {
 	version := r.Header.Get("Mcp-Protocol-Version")
 	if info.route.meta() || r.Method != http.MethodPost || (version != protocolModern && version != protocolLegacy) ||
-		len(r.Header.Values("Last-Event-ID")) > 0 || !jsonContent(r.Header.Get("Content-Type")) ||
-		!acceptsJSONAndStream(r.Header.Values("Accept")) || !g.hostAllowedBySDK(r) {
+		len(r.Header.Values("Last-Event-ID")) > 0 || !wire.IsJSON(r.Header.Get("Content-Type")) ||
+		!wire.AcceptsJSONAndStream(r.Header.Values("Accept")) || !g.hostAllowedBySDK(r) {
 		return false
 	}
 	body := info.body
@@ -286,32 +286,6 @@ func writeDirect(w http.ResponseWriter, call *directCall, res mcp.Result, err er
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b.Bytes())
-}
-
-// jsonContent reports whether a Content-Type is application/json (parameters allowed).
-func jsonContent(v string) bool {
-	mt, _, err := mime.ParseMediaType(v)
-	return err == nil && mt == "application/json"
-}
-
-// acceptsJSONAndStream reports whether the Accept values admit both application/json and
-// text/event-stream, as the Streamable HTTP transport requires of a POST.
-func acceptsJSONAndStream(values []string) bool {
-	var jsonOK, streamOK bool
-	for _, value := range values {
-		for _, raw := range strings.Split(value, ",") {
-			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
-			switch strings.ToLower(strings.TrimSpace(base)) {
-			case "application/json", "application/*":
-				jsonOK = true
-			case "text/event-stream", "text/*":
-				streamOK = true
-			case "*/*":
-				jsonOK, streamOK = true, true
-			}
-		}
-	}
-	return jsonOK && streamOK
 }
 
 // hostAllowedBySDK reports whether go-sdk's DNS-rebinding protection (on when AllowedHosts is

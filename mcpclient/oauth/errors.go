@@ -56,6 +56,7 @@ type StoreError struct {
 	Name string
 }
 
+// Error describes the failure for logs and CLI output.
 func (e *StoreError) Error() string {
 	switch e.Name {
 	case RefusalStoreInsecure:
@@ -84,6 +85,7 @@ type LoginRequiredError struct {
 	Scopes []string
 }
 
+// Error describes the failure for logs and CLI output.
 func (e *LoginRequiredError) Error() string {
 	u := redactURL(e.Resource)
 	hint := "mcpctl login --url " + u
@@ -106,6 +108,7 @@ type BindingError struct {
 	What string
 }
 
+// Error describes the failure for logs and CLI output.
 func (e *BindingError) Error() string {
 	return "oauth: credential binding mismatch: " + e.What + " differs from the discovered one"
 }
@@ -128,6 +131,7 @@ type AuthorizationError struct {
 	err error
 }
 
+// Error describes the failure for logs and CLI output.
 func (e *AuthorizationError) Error() string {
 	s := "oauth: authorization failed at " + e.Stage
 	if e.Code != "" {
@@ -151,6 +155,7 @@ func (e *AuthorizationError) Unwrap() []error {
 // (error=access_denied in the authorization response).
 type DeniedError struct{}
 
+// Error describes the failure for logs and CLI output.
 func (e *DeniedError) Error() string { return "oauth: authorization denied" }
 
 // Refusal returns "authorization_denied".
@@ -165,6 +170,7 @@ type RefreshError struct {
 	Code string
 }
 
+// Error describes the failure for logs and CLI output.
 func (e *RefreshError) Error() string {
 	if e.Code == "" {
 		return "oauth: token refresh failed"
