@@ -71,7 +71,7 @@ func (f *registryFlags) client(env *cliEnv, host string) (*ociregistry.Client, e
 		if err != nil {
 			return nil, err
 		}
-		creds, err := ociregistry.CredentialsFromDockerConfig(b)
+		creds, err := ociregistry.CredentialsFromDockerConfigFile(path, b)
 		if err != nil {
 			return nil, err
 		}
