@@ -1,27 +1,18 @@
-// Package ocipack implements profile packs: reviewed McpServiceProfile documents delivered as
+// Package ocipack is the profile-pack format: reviewed McpServiceProfile documents delivered as
 // immutable OCI artifacts with sigstore provenance.
 //
-// The package has five parts:
+// The package owns what describes the format itself, and imports no registry or sigstore
+// library:
 //
 //   - The profile document codec: DecodeProfile (strict JSON or YAML into apiv1.ProfileDocument,
 //     refusals naming the JSON path of the offending field), EncodeProfile (canonical JSON or
-//     YAML), ProfileDigest, SnapshotOf and Draft, and pure validation checks (Validate,
-//     ValidateDraft and the individual Check functions).
-//   - The pack format and registry client: Client.Push builds an OCI image manifest v1.1 with
-//     artifactType PackArtifactType, the empty config and one canonical-JSON layer per profile;
-//     Client.Pull fetches by digest only, within Limits, every blob through a digest-verifying
-//     reader. Client.HTTPClient is injectable (the egress guarded client in hosted mode);
-//     CredentialsFromDockerConfig reads Docker config / dockerconfigjson credentials.
-//   - Verification: Verifier checks sigstore bundles attached as OCI referrers of the pack (native
-//     referrers API or the tag-schema fallback) against a trusted root or a public key, an identity
-//     policy and an SLSA provenance v1 policy (builder, source repository and ref: the merge
-//     verification), and returns a typed Result. Every failed check is a named *RefusalError.
-//   - Signing: Signer attaches cosign --new-bundle-format bundles (a signature statement and a
-//     provenance attestation); LoadPrivateKey reads cosign's encrypted keys or plain PEM keys.
-//   - Outage resilience: a BlobStore (Client.Store) keeps the raw content of each verification
-//     by digest; while the registry is unavailable (RegistryError.Unavailable) the client reads
-//     it instead, checks every blob against its digest, and the Verifier verifies it again. It
-//     is content below verification, never a verdict.
+//     YAML), ProfileDigest, SnapshotOf and Draft.
+//   - Pure validation: Validate, ValidateDraft, Reviewed and the individual Check functions.
+//   - The media and artifact types of a pack (PackArtifactType, ProfileMediaType,
+//     BundleMediaType).
+//   - The stable refusal names of packs, registries and verification, their sentinel reasons
+//     and RefusalError, the named error every refusal is.
 //
-// See docs/packs.md for the semantics and the mcpctl commands built on this package.
+// The registry client, the outage BlobStore, verification and signing are operator-internal
+// (package internal/ociregistry). See docs/packs.md for the semantics and the mcpctl commands.
 package ocipack

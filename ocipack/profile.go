@@ -278,19 +278,19 @@ func toolPath(doc *apiv1.ProfileDocument, name string) string {
 // Check is one pure validation of a profile document.
 type Check func(doc *apiv1.ProfileDocument) error
 
-// ReviewedChecks are the checks a profile must pass before it may be activated, in order: schema
+// reviewedChecks are the checks a profile must pass before it may be activated, in order: schema
 // facts, one-to-one mapping, reconstructed digests, reviewed effects.
-var ReviewedChecks = []Check{ValidateFields, ValidateMapping, ValidateDigests, ValidateEffects}
+var reviewedChecks = []Check{ValidateFields, ValidateMapping, validateDigests, ValidateEffects}
 
-// DraftChecks are ReviewedChecks without the effect review: a draft from Draft passes them.
-var DraftChecks = []Check{ValidateFields, ValidateMapping, ValidateDigests, ValidateDraftEffects}
+// draftChecks are reviewedChecks without the effect review: a draft from Draft passes them.
+var draftChecks = []Check{ValidateFields, ValidateMapping, validateDigests, validateDraftEffects}
 
-// Validate runs ReviewedChecks and returns the first refusal.
-func Validate(doc *apiv1.ProfileDocument) error { return runChecks(doc, ReviewedChecks) }
+// Validate runs reviewedChecks and returns the first refusal.
+func Validate(doc *apiv1.ProfileDocument) error { return runChecks(doc, reviewedChecks) }
 
 // Reviewed is Validate that also returns the recorded snapshot its digest check reconstructed
 // (SnapshotOf), so that a caller which needs the snapshot does not check the document twice. It
-// runs the ReviewedChecks in their order, with SnapshotOf in ValidateDigests' place, and returns
+// runs the reviewedChecks in their order, with SnapshotOf in validateDigests' place, and returns
 // the first refusal (the same one Validate returns; TestValidateRefusals holds both to it).
 func Reviewed(doc *apiv1.ProfileDocument) (*snapshot.ToolSnapshot, error) {
 	if err := runChecks(doc, []Check{ValidateFields, ValidateMapping}); err != nil {
@@ -306,8 +306,8 @@ func Reviewed(doc *apiv1.ProfileDocument) (*snapshot.ToolSnapshot, error) {
 	return snap, nil
 }
 
-// ValidateDraft runs DraftChecks and returns the first refusal.
-func ValidateDraft(doc *apiv1.ProfileDocument) error { return runChecks(doc, DraftChecks) }
+// ValidateDraft runs draftChecks and returns the first refusal.
+func ValidateDraft(doc *apiv1.ProfileDocument) error { return runChecks(doc, draftChecks) }
 
 func runChecks(doc *apiv1.ProfileDocument, checks []Check) error {
 	if doc == nil {
@@ -415,9 +415,9 @@ func ValidateMapping(doc *apiv1.ProfileDocument) error {
 	return nil
 }
 
-// ValidateDigests reconstructs every descriptor digest and the snapshot digest from the recorded
+// validateDigests reconstructs every descriptor digest and the snapshot digest from the recorded
 // descriptors and matches them with the recorded ones (see SnapshotOf).
-func ValidateDigests(doc *apiv1.ProfileDocument) error {
+func validateDigests(doc *apiv1.ProfileDocument) error {
 	_, err := SnapshotOf(doc)
 	return err
 }
@@ -437,8 +437,8 @@ func ValidateEffects(doc *apiv1.ProfileDocument) error {
 	return nil
 }
 
-// ValidateDraftEffects is ValidateEffects that also admits the "unreviewed" placeholder.
-func ValidateDraftEffects(doc *apiv1.ProfileDocument) error {
+// validateDraftEffects is ValidateEffects that also admits the "unreviewed" placeholder.
+func validateDraftEffects(doc *apiv1.ProfileDocument) error {
 	for i, o := range doc.Operations {
 		switch o.Effect {
 		case apiv1.EffectRead, apiv1.EffectWrite, apiv1.EffectDestructive, apiv1.EffectUnreviewed:

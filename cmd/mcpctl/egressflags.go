@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/b10x/connector-mcp/egress"
-	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 )
 
 // Registry exchanges follow redirects to blob storage; each hop is re-checked at dial time.
@@ -109,7 +109,7 @@ func (f *egressFlags) registryHTTPClient(target *url.URL) (*http.Client, error) 
 		return hc, err
 	}
 	ip := egress.IPPolicy{AllowCIDRs: defaultRegistryPrivateRanges}
-	if ocipack.IsLoopbackHost(target.Host) {
+	if ociregistry.IsLoopbackHost(target.Host) {
 		ip.Loopback = egress.LoopbackAllowedUnsafe
 	}
 	return egress.NewHTTPClient(egress.Policy{IP: ip, MaxRedirects: registryMaxRedirects})

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/ocipack"
 )
 
@@ -38,11 +39,11 @@ func (f *registryFlags) register(fs *pflag.FlagSet) {
 }
 
 // client returns the registry client for registry host, refusing plain HTTP off loopback.
-func (f *registryFlags) client(env *cliEnv, host string) (*ocipack.Client, error) {
-	if f.plainHTTP && !ocipack.IsLoopbackHost(host) {
+func (f *registryFlags) client(env *cliEnv, host string) (*ociregistry.Client, error) {
+	if f.plainHTTP && !ociregistry.IsLoopbackHost(host) {
 		return nil, &ocipack.RefusalError{Name: ocipack.RefusalPlainHTTPNotLoopback, Path: host, Err: ocipack.ErrPlainHTTPNotLoopback}
 	}
-	c := &ocipack.Client{PlainHTTP: f.plainHTTP}
+	c := &ociregistry.Client{PlainHTTP: f.plainHTTP}
 	scheme := "https"
 	if f.plainHTTP {
 		scheme = "http"
@@ -70,7 +71,7 @@ func (f *registryFlags) client(env *cliEnv, host string) (*ocipack.Client, error
 		if err != nil {
 			return nil, err
 		}
-		creds, err := ocipack.CredentialsFromDockerConfig(b)
+		creds, err := ociregistry.CredentialsFromDockerConfigFile(path, b)
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +122,7 @@ func newPackPushCmd(env *cliEnv) *cobra.Command {
 }
 
 func packPush(ctx context.Context, env *cliEnv, rf *registryFlags, to string, files []string) error {
-	repo, err := ocipack.ParseRepository(to)
+	repo, err := ociregistry.ParseRepository(to)
 	if err != nil {
 		return err
 	}
@@ -183,7 +184,7 @@ func newPackPullCmd(env *cliEnv) *cobra.Command {
 }
 
 func packPull(ctx context.Context, env *cliEnv, rf *registryFlags, arg string, outDir string) error {
-	ref, err := ocipack.ParseDigestReference(arg)
+	ref, err := ociregistry.ParseDigestReference(arg)
 	if err != nil {
 		return err
 	}
@@ -212,7 +213,7 @@ func packPull(ctx context.Context, env *cliEnv, rf *registryFlags, arg string, o
 	return writeJSON(env.stdout, pullOutput(p, true))
 }
 
-func pullOutput(p *ocipack.Pack, documents bool) pullResult {
+func pullOutput(p *ociregistry.Pack, documents bool) pullResult {
 	out := pullResult{Reference: p.Reference.String()}
 	for _, d := range p.Profiles {
 		pd, _ := ocipack.ProfileDigest(d)
@@ -260,26 +261,26 @@ func newPackSignCmd(env *cliEnv) *cobra.Command {
 }
 
 func packSign(ctx context.Context, env *cliEnv, rf *registryFlags, pf *provenanceFlags, arg, keyPath string) error {
-	ref, err := ocipack.ParseDigestReference(arg)
+	ref, err := ociregistry.ParseDigestReference(arg)
 	if err != nil {
 		return err
 	}
-	var prov *ocipack.Provenance
+	var prov *ociregistry.Provenance
 	if pf.repo != "" || pf.ref != "" || pf.revision != "" || pf.builder != "" {
 		if pf.repo == "" || pf.ref == "" {
 			return usagef("--provenance-source-repo and --provenance-ref are both required for a provenance attestation")
 		}
-		prov = &ocipack.Provenance{BuilderID: pf.builder, SourceRepository: pf.repo, SourceRef: pf.ref, SourceRevision: pf.revision}
+		prov = &ociregistry.Provenance{BuilderID: pf.builder, SourceRepository: pf.repo, SourceRef: pf.ref, SourceRevision: pf.revision}
 	}
 	pemBytes, err := readBounded(keyPath, 64<<10)
 	if err != nil {
 		return err
 	}
-	priv, err := ocipack.LoadPrivateKey(pemBytes, []byte(env.getenv("COSIGN_PASSWORD")))
+	priv, err := ociregistry.LoadPrivateKey(pemBytes, []byte(env.getenv("COSIGN_PASSWORD")))
 	if err != nil {
 		return err
 	}
-	kp, err := ocipack.NewKeypair(priv)
+	kp, err := ociregistry.NewKeypair(priv)
 	if err != nil {
 		return err
 	}
@@ -287,7 +288,7 @@ func packSign(ctx context.Context, env *cliEnv, rf *registryFlags, pf *provenanc
 	if err != nil {
 		return err
 	}
-	descs, err := (&ocipack.Signer{Keypair: kp}).Sign(ctx, c, ref, prov)
+	descs, err := (&ociregistry.Signer{Keypair: kp}).Sign(ctx, c, ref, prov)
 	if err != nil {
 		return err
 	}
@@ -355,7 +356,7 @@ func newPackVerifyCmd(env *cliEnv) *cobra.Command {
 func packVerify(ctx context.Context, env *cliEnv, rf *registryFlags, pf *provenanceFlags, vf *verifyFlags, arg string) error {
 	key, identity, identityRE, issuer := &vf.key, &vf.identity, &vf.identityRE, &vf.issuer
 	trustedRoot, policyPath, skipProv, tlog := &vf.trustedRoot, &vf.policyPath, &vf.skipProv, &vf.tlog
-	ref, err := ocipack.ParseDigestReference(arg)
+	ref, err := ociregistry.ParseDigestReference(arg)
 	if err != nil {
 		return err
 	}
@@ -401,13 +402,13 @@ func packVerify(ctx context.Context, env *cliEnv, rf *registryFlags, pf *provena
 			file.Provenance.BuilderID = pf.builder
 		}
 	}
-	policy := ocipack.Policy{Keyless: file.Keyless, Provenance: file.Provenance, SkipProvenanceUnsafe: *skipProv}
+	policy := ociregistry.Policy{Keyless: file.Keyless, Provenance: file.Provenance, SkipProvenanceUnsafe: *skipProv}
 	if file.PublicKeyFile != "" {
 		b, err := readBounded(file.PublicKeyFile, 64<<10)
 		if err != nil {
 			return err
 		}
-		if policy.PublicKey, err = ocipack.ParsePublicKey(b); err != nil {
+		if policy.PublicKey, err = ociregistry.ParsePublicKey(b); err != nil {
 			return err
 		}
 	}
@@ -420,27 +421,27 @@ func packVerify(ctx context.Context, env *cliEnv, rf *registryFlags, pf *provena
 	}
 	// Keyless verification is strict, as in the manager: an anchored subject expression, the
 	// source the certificate certified, and a transparency-log entry unless waived.
-	opts := []ocipack.VerifierOption{ocipack.WithStrictKeyless()}
+	opts := []ociregistry.VerifierOption{ociregistry.WithStrictKeyless()}
 	if vf.keylessWithoutTlog {
 		fmt.Fprintln(env.stderr, "warning: --keyless-without-tlog-unsafe: keyless bundles without a transparency-log entry are accepted")
 	} else {
-		opts = append(opts, ocipack.WithKeylessTransparencyLog(1))
+		opts = append(opts, ociregistry.WithKeylessTransparencyLog(1))
 	}
 	if *tlog > 0 {
-		opts = append(opts, ocipack.WithTransparencyLog(*tlog))
+		opts = append(opts, ociregistry.WithTransparencyLog(*tlog))
 	}
-	var v *ocipack.Verifier
+	var v *ociregistry.Verifier
 	if file.TrustedRoot != "" {
-		tr, err := ocipack.LoadTrustedRoot(file.TrustedRoot)
+		tr, err := ociregistry.LoadTrustedRoot(file.TrustedRoot)
 		if err != nil {
 			return err
 		}
-		v = ocipack.NewVerifier(c, tr, opts...)
+		v = ociregistry.NewVerifier(c, tr, opts...)
 	} else {
 		if policy.Keyless != nil {
 			return usagef("keyless verification needs --trusted-root (public-good Sigstore is trusted only when its trusted_root.json is given)")
 		}
-		v = ocipack.NewVerifier(c, nil, opts...)
+		v = ociregistry.NewVerifier(c, nil, opts...)
 	}
 	res, p, err := v.VerifyAndPull(ctx, ref, policy)
 	if err != nil {
@@ -448,8 +449,8 @@ func packVerify(ctx context.Context, env *cliEnv, rf *registryFlags, pf *provena
 	}
 	fmt.Fprintln(env.stderr, "verified", ref.String())
 	out := struct {
-		Verified *ocipack.Result `json:"verified"`
-		Profiles []pulledProfile `json:"profiles"`
+		Verified *ociregistry.Result `json:"verified"`
+		Profiles []pulledProfile     `json:"profiles"`
 	}{Verified: res, Profiles: pullOutput(p, false).Profiles}
 	return writeJSON(env.stdout, out)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/ocitest"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/snapshot"
@@ -161,7 +162,7 @@ func TestPackPushSignVerifyWithKey(t *testing.T) {
 				t.Fatalf("verify: exit %d: %s", r.code, r.stderr)
 			}
 			var out struct {
-				Verified ocipack.Result `json:"verified"`
+				Verified ociregistry.Result `json:"verified"`
 				Profiles []struct {
 					ProfileDigest string `json:"profileDigest"`
 					ServiceRef    string `json:"serviceRef"`
@@ -233,12 +234,12 @@ func TestPackVerifyTamperedLayerRefused(t *testing.T) {
 	if d, err := ocipack.DecodeProfile(written); err != nil || ocipack.Validate(d) != nil {
 		t.Fatalf("pulled profile file does not decode and validate: %v", err)
 	}
-	parsed, _ := ocipack.ParseDigestReference(ref)
-	p, err := (&ocipack.Client{PlainHTTP: true}).Pull(context.Background(), parsed)
+	parsed, _ := ociregistry.ParseDigestReference(ref)
+	p, err := (&ociregistry.Client{PlainHTTP: true}).Pull(context.Background(), parsed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _ := ocipack.ParseManifest(p.Manifest, ocipack.Limits{})
+	m, _ := ociregistry.ParseManifest(p.Manifest, ociregistry.Limits{})
 	reg.Tamper(m.Layers[0].Digest.String(), bytes.Replace(p.Layers[0], []byte(`"write"`), []byte(`"read!"`), 1))
 	runCLI(t, nil, "pack", "verify", ref, "--key", pub, "--plain-http",
 		"--provenance-source-repo", cliRepo, "--provenance-ref", cliRef).wantRefusal(t, "blob_digest_mismatch")
@@ -286,7 +287,7 @@ func newCLIKeylessCA(t *testing.T, dir, name string) *cliKeylessCA {
 
 // signer is a keyless signer for cliSubject whose certificate certifies the build of
 // certifiedRef in the acme/profiles repository, timestamped by the TSA and never logged.
-func (k *cliKeylessCA) signer(t *testing.T, certifiedRef string) *ocipack.Signer {
+func (k *cliKeylessCA) signer(t *testing.T, certifiedRef string) *ociregistry.Signer {
 	t.Helper()
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -297,11 +298,11 @@ func (k *cliKeylessCA) signer(t *testing.T, certifiedRef string) *ocipack.Signer
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp, err := ocipack.NewKeypair(priv)
+	kp, err := ociregistry.NewKeypair(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ocipack.Signer{Keypair: kp, CertificateProvider: certProvider(raw),
+	return &ociregistry.Signer{Keypair: kp, CertificateProvider: certProvider(raw),
 		Timestamp: func(_ context.Context, sig []byte) ([]byte, error) { return k.Timestamp(sig) }}
 }
 
@@ -317,9 +318,9 @@ func TestPackVerifyKeylessWithTrustedRootFile(t *testing.T) {
 	kca := newCLIKeylessCA(t, dir, "trusted_root.json")
 	sign := func(name, certifiedRef string) string {
 		ref := pushCLI(t, reg.Host, writeProfile(t, dir, name, true))
-		parsed, _ := ocipack.ParseDigestReference(ref)
-		if _, err := kca.signer(t, certifiedRef).Sign(context.Background(), &ocipack.Client{PlainHTTP: true}, parsed,
-			&ocipack.Provenance{SourceRepository: cliRepo, SourceRef: cliRef, SourceRevision: cliRev, BuilderID: cliBuilder}); err != nil {
+		parsed, _ := ociregistry.ParseDigestReference(ref)
+		if _, err := kca.signer(t, certifiedRef).Sign(context.Background(), &ociregistry.Client{PlainHTTP: true}, parsed,
+			&ociregistry.Provenance{SourceRepository: cliRepo, SourceRef: cliRef, SourceRevision: cliRev, BuilderID: cliBuilder}); err != nil {
 			t.Fatal(err)
 		}
 		return ref

@@ -11,6 +11,7 @@ import (
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/ocipack"
 )
@@ -74,7 +75,7 @@ func TestClassifyEveryRule(t *testing.T) {
 		{&sourceRules, &stepErr{StepPublicKeySecretNoKey, nil}, StepPublicKeySecretNoKey},
 		{&sourceRules, unknown, "the pack's own errors"},
 
-		{&packRules, &ocipack.RegistryError{Op: "fetch", Err: errors.New("boom")}, "ocipack.RegistryError"},
+		{&packRules, &ociregistry.RegistryError{Op: "fetch", Err: errors.New("boom")}, "ociregistry.RegistryError"},
 		{&packRules, &ocipack.RefusalError{Name: "missing_signature", Err: ocipack.ErrNoSignature}, "ocipack.ErrNoSignature, ocipack.ErrNoAttestation"},
 		{&packRules, &ocipack.RefusalError{Name: "wrong_identity", Err: ocipack.ErrWrongIdentity}, "ocipack verification sentinels"},
 		{&packRules, &ocipack.RefusalError{Name: "blob_digest_mismatch", Err: ocipack.ErrBlobDigestMismatch}, "any named refusal"},
@@ -136,7 +137,7 @@ func TestClassifyVerifySteps(t *testing.T) {
 		{&stepErr{StepNoTrustSource, errors.New("none")}, v1.ReasonUntrustedSigner, false, "refused (no_trust_source)"},
 		{&stepErr{StepProfilePolicy, &ocipack.RefusalError{Name: "wrong_source_ref", Err: ocipack.ErrWrongSourceRef}}, v1.ReasonVerificationFailed, false,
 			"not the profile's own verify policy (profile_policy/wrong_source_ref)"},
-		{&stepErr{StepProfilePolicy, &ocipack.RegistryError{Op: "fetch", Err: errors.New("boom")}}, v1.ReasonRegistryUnavailable, true,
+		{&stepErr{StepProfilePolicy, &ociregistry.RegistryError{Op: "fetch", Err: errors.New("boom")}}, v1.ReasonRegistryUnavailable, true,
 			"the registry could not serve the pack (fetch); retrying"},
 		{&stepErr{StepVerifyPolicy, &ocipack.RefusalError{Name: "unanchored_subject_regexp", Path: "keyless.subjectRegExp"}}, v1.ReasonVerificationFailed, false,
 			"the profile's verify policy is refused: unanchored_subject_regexp at keyless.subjectRegExp"},
@@ -211,7 +212,7 @@ func TestClassifyPackErrors(t *testing.T) {
 		{&ocipack.RefusalError{Name: "wrong_identity", Err: ocipack.ErrWrongIdentity}, v1.ReasonVerificationFailed, false},
 		{&ocipack.RefusalError{Name: "blob_digest_mismatch", Err: ocipack.ErrBlobDigestMismatch}, v1.ReasonPackInvalid, false},
 		{&ocipack.RefusalError{Name: "unreviewed", Path: "operations[0].effect", Err: ocipack.ErrUnreviewedEffect}, v1.ReasonPackInvalid, false},
-		{&ocipack.RegistryError{Op: "fetch", Err: errors.New("boom")}, v1.ReasonRegistryUnavailable, true},
+		{&ociregistry.RegistryError{Op: "fetch", Err: errors.New("boom")}, v1.ReasonRegistryUnavailable, true},
 		{errors.New("something else"), v1.ReasonRegistryUnavailable, true},
 	}
 	for _, tc := range cases {
@@ -222,11 +223,11 @@ func TestClassifyPackErrors(t *testing.T) {
 	}
 	// A registry behind a CA the manager does not trust: retried, and the TLS refusal is named
 	// (twin: a plain registry failure names none).
-	tlsErr := &ocipack.RegistryError{Op: "fetch", Err: fmt.Errorf("get: %w", &egress.TLSError{Name: egress.RefusalTLSUnknownAuthority})}
+	tlsErr := &ociregistry.RegistryError{Op: "fetch", Err: fmt.Errorf("get: %w", &egress.TLSError{Name: egress.RefusalTLSUnknownAuthority})}
 	if serr := classifyPack(tlsErr); serr == nil || !strings.Contains(serr.Message, egress.RefusalTLSUnknownAuthority) {
 		t.Errorf("registry TLS refusal: %+v", serr)
 	}
-	if serr := classifyPack(&ocipack.RegistryError{Op: "fetch", Err: errors.New("boom")}); serr == nil || strings.Contains(serr.Message, "tls_") {
+	if serr := classifyPack(&ociregistry.RegistryError{Op: "fetch", Err: errors.New("boom")}); serr == nil || strings.Contains(serr.Message, "tls_") {
 		t.Errorf("plain registry failure: %+v", serr)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/refusal"
@@ -524,13 +525,13 @@ var sourceRules = ruleset{
 var packRules = ruleset{
 	name: "pack",
 	rules: []rule{
-		{what: "ocipack.RegistryError", reason: v1.ReasonRegistryUnavailable, transient: true,
+		{what: "ociregistry.RegistryError", reason: v1.ReasonRegistryUnavailable, transient: true,
 			match: func(err error) bool {
-				var reg *ocipack.RegistryError
+				var reg *ociregistry.RegistryError
 				return errors.As(err, &reg)
 			},
 			message: func(err error, _ *classifyContext) string {
-				var reg *ocipack.RegistryError
+				var reg *ociregistry.RegistryError
 				errors.As(err, &reg)
 				op := reg.Op
 				var te *egress.TLSError

@@ -33,11 +33,11 @@ import (
 	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/controllers/adapters"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/packstore"
 	"github.com/b10x/connector-mcp/internal/review"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
-	"github.com/b10x/connector-mcp/ocipack"
 )
 
 // Options is the cluster policy and tuning of the manager.
@@ -250,7 +250,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("--default-identity-issuer needs --default-identity-subject or --default-identity-subject-regexp"))
 	}
 	if o.DefaultSubjectRegExp != "" {
-		if err := ocipack.CheckSubjectRegExp(o.DefaultSubjectRegExp); err != nil {
+		if err := ociregistry.CheckSubjectRegExp(o.DefaultSubjectRegExp); err != nil {
 			errs = append(errs, fmt.Errorf("--default-identity-subject-regexp: %w", err))
 		}
 	}
@@ -498,7 +498,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	if err != nil {
 		return nil, err
 	}
-	var blobs ocipack.BlobStore // nil, not a typed nil, without a store
+	var blobs ociregistry.BlobStore // nil, not a typed nil, without a store
 	if store != nil {
 		blobs = store
 	}
@@ -667,7 +667,7 @@ func NewResolver(mgr ctrl.Manager, o Options, m *controllers.Metrics) (*controll
 	}
 	// durable: the gateway reads the manager's verified-pack store (never writes it), so that a
 	// gateway restarted during a registry outage serves what the manager verified.
-	var store ocipack.BlobStore
+	var store ociregistry.BlobStore
 	if o.VerifiedPackNamespace != "" {
 		ro, err := packstore.New(o.VerifiedPackNamespace, mgr.GetAPIReader(), nil, packstore.DefaultMaxBytes, ctrl.Log.WithName("verified-pack-store"))
 		if err != nil {
@@ -687,12 +687,12 @@ func NewResolver(mgr ctrl.Manager, o Options, m *controllers.Metrics) (*controll
 
 // newResolver builds the resolver; store, when not nil, is the verified-pack store of the
 // anonymous registry client (the manager's; the gateway has none).
-func newResolver(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, m *controllers.Metrics, store ocipack.BlobStore) (*controllers.Resolver, error) {
+func newResolver(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, m *controllers.Metrics, store ociregistry.BlobStore) (*controllers.Resolver, error) {
 	return newResolverReading(mgr, o, ip, deny, m, store, mgr.GetClient())
 }
 
 // newResolverReading is newResolver whose verifier reads Secrets through secrets.
-func newResolverReading(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, m *controllers.Metrics, store ocipack.BlobStore, secrets client.Reader) (*controllers.Resolver, error) {
+func newResolverReading(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, m *controllers.Metrics, store ociregistry.BlobStore, secrets client.Reader) (*controllers.Resolver, error) {
 	verifier, err := packVerifier(mgr, o, ip, deny, store, secrets)
 	if err != nil {
 		return nil, err
@@ -731,7 +731,7 @@ func ipPolicy(cfg *rest.Config, o Options) (egress.IPPolicy, error) {
 }
 
 // packVerifier builds the OCI pack verifier over an egress-guarded registry client.
-func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, store ocipack.BlobStore, secrets client.Reader) (*adapters.PackVerifier, error) {
+func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, store ociregistry.BlobStore, secrets client.Reader) (*adapters.PackVerifier, error) {
 	tlsCfg, err := o.TLSClientConfig()
 	if err != nil {
 		return nil, err
@@ -744,18 +744,18 @@ func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbindi
 	if err != nil {
 		return nil, err
 	}
-	reg := ocipack.Client{HTTPClient: hc, PlainHTTP: o.AllowLoopbackUnsafe}
+	reg := ociregistry.Client{HTTPClient: hc, PlainHTTP: o.AllowLoopbackUnsafe}
 	if store != nil {
 		// durable: anonymous pulls read and write the store; a client given a pull secret's
-		// credentials does not use it (ocipack.Client.Store).
+		// credentials does not use it (ociregistry.Client.Store).
 		reg.Store = store
 	}
-	opts := []ocipack.VerifierOption{ocipack.WithStrictKeyless()}
+	opts := []ociregistry.VerifierOption{ociregistry.WithStrictKeyless()}
 	if !o.KeylessWithoutTlogUnsafe {
-		opts = append(opts, ocipack.WithKeylessTransparencyLog(1))
+		opts = append(opts, ociregistry.WithKeylessTransparencyLog(1))
 	}
 	if o.KeylessRequireSignedTimestamp {
-		opts = append(opts, ocipack.WithKeylessSignedTimestamps(1))
+		opts = append(opts, ociregistry.WithKeylessSignedTimestamps(1))
 	}
 	waived, _ := o.WaivedChecks()
 	v := &adapters.PackVerifier{
@@ -764,12 +764,12 @@ func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbindi
 		Trust:                mgr.GetClient(),
 		SkipProvenanceUnsafe: o.SkipProvenanceUnsafe,
 		Waived:               waived,
-		NewVerifier: func(c *ocipack.Client) *ocipack.Verifier {
-			return ocipack.NewVerifier(c, trusted, append(opts, ocipack.WithCacheSize(0))...)
+		NewVerifier: func(c *ociregistry.Client) *ociregistry.Verifier {
+			return ociregistry.NewVerifier(c, trusted, append(opts, ociregistry.WithCacheSize(0))...)
 		},
 	}
 	shared := reg
-	v.Verifier = ocipack.NewVerifier(&shared, trusted, opts...)
+	v.Verifier = ociregistry.NewVerifier(&shared, trusted, opts...)
 	platform, err := o.platformSource()
 	if err != nil {
 		return nil, err
@@ -826,7 +826,7 @@ func (o *Options) platformSource() (*adapters.TrustSource, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--default-public-key: %w", err)
 		}
-		k, err := ocipack.ParsePublicKey(pem)
+		k, err := ociregistry.ParsePublicKey(pem)
 		if err != nil {
 			return nil, fmt.Errorf("--default-public-key: %w", err)
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/tuf"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 
-	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 )
 
 // loadTrustedRoot loads the trusted root: from the file o.TrustedRootPath, or live from the TUF
@@ -33,7 +33,7 @@ func loadTrustedRoot(o Options, hc *http.Client) (root.TrustedMaterial, error) {
 		}
 		return live, nil
 	case o.TrustedRootPath != "":
-		tr, err := ocipack.LoadTrustedRoot(o.TrustedRootPath)
+		tr, err := ociregistry.LoadTrustedRoot(o.TrustedRootPath)
 		if err != nil {
 			return nil, err
 		}

@@ -1,9 +1,9 @@
 // Package packstore keeps the verified-pack store of the manager in Kubernetes: an
-// ocipack.BlobStore of one ConfigMap per pack reference in the manager's own namespace, written
+// ociregistry.BlobStore of one ConfigMap per pack reference in the manager's own namespace, written
 // only by the manager, so that packs verified before a manager restart verify again while their
 // registry is down. The ConfigMaps hold raw registry content by digest, never a verdict: every
 // blob is checked against its digest and the whole verification runs again on it (see
-// ocipack.BlobStore and docs/security.md).
+// ociregistry.BlobStore and docs/security.md).
 //
 // The store is read with a direct API reader (the manager caches only CA-bundle ConfigMaps); a
 // Sweeper, run by the leader, deletes the entries no McpServiceProfile references.
@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 )
 
 const (
@@ -63,12 +63,12 @@ var (
 	// ErrInvalidNamespace is returned by New for an empty namespace.
 	ErrInvalidNamespace = errors.New("packstore: the store needs a namespace")
 	// ErrReadOnly is returned by Save of a store made without a writer (the gateway's: it reads
-	// the entries the manager writes). It is ocipack.ErrStoreReadOnly, so the Verifier drops the
+	// the entries the manager writes). It is ociregistry.ErrStoreReadOnly, so the Verifier drops the
 	// evidence it kept for the store instead of offering it again on every pull.
-	ErrReadOnly = ocipack.ErrStoreReadOnly
+	ErrReadOnly = ociregistry.ErrStoreReadOnly
 )
 
-// Store is the ocipack.BlobStore of ConfigMaps in Namespace.
+// Store is the ociregistry.BlobStore of ConfigMaps in Namespace.
 type Store struct {
 	namespace string
 	reader    client.Reader
@@ -81,7 +81,7 @@ type Store struct {
 	failing  map[string]bool // references whose last save failed, logged once until a success
 }
 
-var _ ocipack.BlobStore = (*Store)(nil)
+var _ ociregistry.BlobStore = (*Store)(nil)
 
 // New returns the store of namespace, reading with reader (a direct API reader: ConfigMaps of
 // the store are not in the manager's cache) and writing with writer; a nil writer makes the store
@@ -102,7 +102,7 @@ func (s *Store) Namespace() string { return s.namespace }
 
 // Name is the ConfigMap name of ref's entry: NamePrefix, the digest's hex, and 16 hex digits of
 // the SHA-256 of the whole reference (one entry per registry and repository).
-func Name(ref ocipack.Reference) string {
+func Name(ref ociregistry.Reference) string {
 	_, hexDigest, _ := strings.Cut(ref.Digest, ":")
 	sum := sha256.Sum256([]byte(ref.String()))
 	return NamePrefix + hexDigest + "-" + hex.EncodeToString(sum[:8])
@@ -110,24 +110,24 @@ func Name(ref ocipack.Reference) string {
 
 func blobKey(dgst string) string { return strings.Replace(dgst, ":", "-", 1) }
 
-// Load reads ref's entry. An absent entry, or one for another reference, is ocipack.ErrNotStored;
-// one whose referrer list does not decode, or whose keys are not digests, ocipack.ErrStoredMismatch.
-func (s *Store) Load(ctx context.Context, ref ocipack.Reference) (*ocipack.StoredPack, error) {
+// Load reads ref's entry. An absent entry, or one for another reference, is ociregistry.ErrNotStored;
+// one whose referrer list does not decode, or whose keys are not digests, ociregistry.ErrStoredMismatch.
+func (s *Store) Load(ctx context.Context, ref ociregistry.Reference) (*ociregistry.StoredPack, error) {
 	cm := &corev1.ConfigMap{}
 	if err := s.reader.Get(ctx, types.NamespacedName{Namespace: s.namespace, Name: Name(ref)}, cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, ocipack.ErrNotStored
+			return nil, ociregistry.ErrNotStored
 		}
 		return nil, fmt.Errorf("packstore: read %s: %w", Name(ref), err)
 	}
 	if cm.Labels[LabelVerifiedPack] != "true" || cm.Annotations[AnnotationReference] != ref.String() {
-		return nil, ocipack.ErrNotStored
+		return nil, ociregistry.ErrNotStored
 	}
-	rec := &ocipack.StoredPack{Reference: ref, Blobs: map[string][]byte{}}
+	rec := &ociregistry.StoredPack{Reference: ref, Blobs: map[string][]byte{}}
 	dec := json.NewDecoder(bytes.NewReader(cm.BinaryData[ReferrersKey]))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rec.Referrers); err != nil {
-		return nil, fmt.Errorf("%w: %s", ocipack.ErrStoredMismatch, ReferrersKey)
+		return nil, fmt.Errorf("%w: %s", ociregistry.ErrStoredMismatch, ReferrersKey)
 	}
 	for k, v := range cm.BinaryData {
 		if k == ReferrersKey {
@@ -135,7 +135,7 @@ func (s *Store) Load(ctx context.Context, ref ocipack.Reference) (*ocipack.Store
 		}
 		alg, hexPart, ok := strings.Cut(k, "-")
 		if !ok || alg == "" || hexPart == "" {
-			return nil, fmt.Errorf("%w: key %.80s", ocipack.ErrStoredMismatch, k)
+			return nil, fmt.Errorf("%w: key %.80s", ociregistry.ErrStoredMismatch, k)
 		}
 		rec.Blobs[alg+":"+hexPart] = v
 	}
@@ -143,15 +143,15 @@ func (s *Store) Load(ctx context.Context, ref ocipack.Reference) (*ocipack.Store
 }
 
 // Save writes rec's entry: created when absent, updated when it differs, untouched when equal.
-// A record above the bound is refused (ocipack.ErrStoreTooLarge), logged once per reference.
-func (s *Store) Save(ctx context.Context, rec *ocipack.StoredPack) error {
+// A record above the bound is refused (ociregistry.ErrStoreTooLarge), logged once per reference.
+func (s *Store) Save(ctx context.Context, rec *ociregistry.StoredPack) error {
 	if s.writer == nil {
 		return ErrReadOnly
 	}
 	err := s.save(ctx, rec)
 	ref := rec.Reference.String()
 	s.mu.Lock()
-	first := err != nil && !errors.Is(err, ocipack.ErrStoreTooLarge) && !s.failing[ref] && len(s.failing) < 4096
+	first := err != nil && !errors.Is(err, ociregistry.ErrStoreTooLarge) && !s.failing[ref] && len(s.failing) < 4096
 	if first {
 		s.failing[ref] = true
 	}
@@ -165,7 +165,7 @@ func (s *Store) Save(ctx context.Context, rec *ocipack.StoredPack) error {
 	return err
 }
 
-func (s *Store) save(ctx context.Context, rec *ocipack.StoredPack) error {
+func (s *Store) save(ctx context.Context, rec *ociregistry.StoredPack) error {
 	refs := rec.Referrers
 	if refs == nil {
 		refs = []ocispec.Descriptor{}
@@ -185,7 +185,7 @@ func (s *Store) save(ctx context.Context, rec *ocipack.StoredPack) error {
 		if first {
 			s.log.Info("Pack too large for the verified-pack store: it needs its registry after a manager restart", "reference", ref, "bytes", size, "maxBytes", s.maxBytes)
 		}
-		return fmt.Errorf("%w: %d bytes, bound %d", ocipack.ErrStoreTooLarge, size, s.maxBytes)
+		return fmt.Errorf("%w: %d bytes, bound %d", ociregistry.ErrStoreTooLarge, size, s.maxBytes)
 	}
 	data := map[string][]byte{ReferrersKey: list}
 	for d, b := range rec.Blobs {
@@ -284,7 +284,7 @@ func (w *Sweeper) Sweep(ctx context.Context) (int, error) {
 	used := map[string]bool{}
 	for i := range profiles.Items {
 		if src := profiles.Items[i].Spec.Source.OCI; src != nil {
-			if ref, err := ocipack.ParseDigestReference(src.Ref); err == nil {
+			if ref, err := ociregistry.ParseDigestReference(src.Ref); err == nil {
 				used[ref.String()] = true
 			}
 		}

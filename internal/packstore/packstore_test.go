@@ -8,7 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 )
 
 // Entry names are valid ConfigMap names, carry the digest, and differ per repository of one
@@ -17,7 +17,7 @@ import (
 // restart-outage stories).
 func TestName(t *testing.T) {
 	hexDigest := strings.Repeat("ab", 32)
-	a, err := ocipack.ParseDigestReference("registry.example.com/team/a@sha256:" + hexDigest)
+	a, err := ociregistry.ParseDigestReference("registry.example.com/team/a@sha256:" + hexDigest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +52,11 @@ func TestReadOnlyStoreSavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := ocipack.ParseDigestReference("registry.example.com/team/a@sha256:" + strings.Repeat("cd", 32))
+	ref, err := ociregistry.ParseDigestReference("registry.example.com/team/a@sha256:" + strings.Repeat("cd", 32))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Save(t.Context(), &ocipack.StoredPack{Reference: ref}); !errors.Is(err, ErrReadOnly) {
+	if err := s.Save(t.Context(), &ociregistry.StoredPack{Reference: ref}); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("got %v, want ErrReadOnly", err)
 	}
 }

@@ -21,8 +21,8 @@ import (
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/packstore"
-	"github.com/b10x/connector-mcp/ocipack"
 )
 
 // gatewayRole reads config/gateway/rbac/role.yaml, the gateway's generated ClusterRole, and
@@ -203,11 +203,11 @@ func TestGatewayReadsVerifiedPackStoreUnderItsRole(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ref, err := ocipack.ParseDigestReference("registry.example.com/team/demo@sha256:" + hex64("demo"))
+			ref, err := ociregistry.ParseDigestReference("registry.example.com/team/demo@sha256:" + hex64("demo"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := &ocipack.StoredPack{Reference: ref, Blobs: map[string][]byte{ref.Digest: []byte(`{"manifest":true}`)}}
+			rec := &ociregistry.StoredPack{Reference: ref, Blobs: map[string][]byte{ref.Digest: []byte(`{"manifest":true}`)}}
 			if err := storeOf(t, ns).Save(t.Context(), rec); err != nil {
 				t.Fatal(err)
 			}

@@ -20,8 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/ocitest"
-	"github.com/b10x/connector-mcp/ocipack"
 )
 
 const (
@@ -58,7 +58,7 @@ func (c staticCertificate) GetCertificate(context.Context, sign.Keypair, *sign.C
 
 // signer returns a keyless signer whose certificate certifies the build of ref in ciRepoURI,
 // timestamped by the TSA and never logged.
-func (k *keylessCA) signer(t *testing.T, ref string) *ocipack.Signer {
+func (k *keylessCA) signer(t *testing.T, ref string) *ociregistry.Signer {
 	t.Helper()
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -69,11 +69,11 @@ func (k *keylessCA) signer(t *testing.T, ref string) *ocipack.Signer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp, err := ocipack.NewKeypair(priv)
+	kp, err := ociregistry.NewKeypair(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ocipack.Signer{Keypair: kp, CertificateProvider: staticCertificate(raw),
+	return &ociregistry.Signer{Keypair: kp, CertificateProvider: staticCertificate(raw),
 		Timestamp: func(_ context.Context, sig []byte) ([]byte, error) { return k.Timestamp(sig) }}
 }
 
@@ -103,7 +103,7 @@ func TestStoryKeylessTrust(t *testing.T) {
 			o.KeylessWithoutTlogUnsafe = r.withoutTlog
 			startOperator(t, ns, o)
 			ref := w.push(t, "team/keyless")
-			if _, err := kca.signer(t, r.certifiedRef).Sign(ctx, w.client, ref, &ocipack.Provenance{
+			if _, err := kca.signer(t, r.certifiedRef).Sign(ctx, w.client, ref, &ociregistry.Provenance{
 				SourceRepository: packRepo, SourceRef: packRef, SourceRevision: packRevision}); err != nil {
 				t.Fatal(err)
 			}

@@ -24,8 +24,8 @@ import (
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/managerapp"
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/ocitest"
-	"github.com/b10x/connector-mcp/ocipack"
 )
 
 const (
@@ -38,8 +38,8 @@ const (
 // manager's --default-public-key and in a Secret of ns) and a reviewed profile of a live server.
 type packWorld struct {
 	reg     *ocitest.Registry
-	client  *ocipack.Client
-	signer  *ocipack.Signer
+	client  *ociregistry.Client
+	signer  *ociregistry.Signer
 	doc     *apiv1.ProfileDocument
 	url     string
 	keyPath string
@@ -69,7 +69,7 @@ func newPackWorldWithServer(t *testing.T, ns string) (*packWorld, *mcp.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp, err := ocipack.NewKeypair(priv)
+	kp, err := ociregistry.NewKeypair(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,14 +85,14 @@ func newPackWorldWithServer(t *testing.T, ns string) (*packWorld, *mcp.Server) {
 	}
 	srv, h := modernServer(mcptest.DefaultTools())
 	live := startSwitchable(t, h)
-	return &packWorld{reg: reg, client: &ocipack.Client{PlainHTTP: true}, signer: &ocipack.Signer{Keypair: kp},
+	return &packWorld{reg: reg, client: &ociregistry.Client{PlainHTTP: true}, signer: &ociregistry.Signer{Keypair: kp},
 		doc: reviewedProfile(t, live.URL), url: live.URL, keyPath: keyPath}, srv
 }
 
 // push pushes the reviewed profile as a pack and returns its digest reference.
-func (w *packWorld) push(t *testing.T, repo string) ocipack.Reference {
+func (w *packWorld) push(t *testing.T, repo string) ociregistry.Reference {
 	t.Helper()
-	r, err := ocipack.ParseRepository(w.reg.Host + "/" + repo)
+	r, err := ociregistry.ParseRepository(w.reg.Host + "/" + repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,15 +103,15 @@ func (w *packWorld) push(t *testing.T, repo string) ocipack.Reference {
 	return ref
 }
 
-func (w *packWorld) sign(t *testing.T, ref ocipack.Reference, sourceRef string) {
+func (w *packWorld) sign(t *testing.T, ref ociregistry.Reference, sourceRef string) {
 	t.Helper()
-	if _, err := w.signer.Sign(context.Background(), w.client, ref, &ocipack.Provenance{
+	if _, err := w.signer.Sign(context.Background(), w.client, ref, &ociregistry.Provenance{
 		SourceRepository: packRepo, SourceRef: sourceRef, SourceRevision: packRevision, BuilderID: "https://ci.example/builder"}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func packProfile(ns, name string, ref ocipack.Reference, prov *apiv1.ProvenancePolicy) *apiv1.McpServiceProfile {
+func packProfile(ns, name string, ref ociregistry.Reference, prov *apiv1.ProvenancePolicy) *apiv1.McpServiceProfile {
 	return &apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: apiv1.McpServiceProfileSpec{Source: apiv1.ProfileSource{OCI: &apiv1.OCISource{Ref: ref.String(),
 			Verify: &apiv1.VerifyPolicy{PublicKey: &apiv1.SecretKeyReference{Name: "signing-key", Key: "cosign.pub"}, Provenance: prov}}}}}
@@ -195,7 +195,7 @@ func TestStoryPackRefusals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := ocipack.ParseManifest(pack.Manifest, ocipack.DefaultLimits())
+			m, err := ociregistry.ParseManifest(pack.Manifest, ociregistry.DefaultLimits())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,8 +211,8 @@ func TestStoryPackRefusals(t *testing.T) {
 		{"signature by another key", func(t *testing.T) *apiv1.McpServiceProfile {
 			ref := w.push(t, "team/otherkey")
 			priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-			kp, _ := ocipack.NewKeypair(priv)
-			if _, err := (&ocipack.Signer{Keypair: kp}).Sign(context.Background(), w.client, ref, &ocipack.Provenance{SourceRepository: packRepo, SourceRef: packRef}); err != nil {
+			kp, _ := ociregistry.NewKeypair(priv)
+			if _, err := (&ociregistry.Signer{Keypair: kp}).Sign(context.Background(), w.client, ref, &ociregistry.Provenance{SourceRepository: packRepo, SourceRef: packRef}); err != nil {
 				t.Fatal(err)
 			}
 			return packProfile(ns, "otherkey", ref, mainPolicy())

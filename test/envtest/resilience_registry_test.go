@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 )
 
 // A signed pack is verified and its deployment active; then the registry goes away (its server
@@ -37,7 +37,7 @@ func TestResilienceRegistryOutageKeepsActive(t *testing.T) {
 	// A second reviewed pack (another service: another digest), signed but not yet used.
 	later := w.doc.DeepCopy()
 	later.Service = apiv1.ServiceIdentity{Ref: "later", ConnectionRef: "later"}
-	repo, err := ocipack.ParseRepository(w.reg.Host + "/team/later")
+	repo, err := ociregistry.ParseRepository(w.reg.Host + "/team/later")
 	if err != nil {
 		t.Fatal(err)
 	}

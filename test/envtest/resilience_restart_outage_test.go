@@ -31,8 +31,8 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/managerapp"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/packstore"
-	"github.com/b10x/connector-mcp/ocipack"
 )
 
 // restartWorld is a signed pack verified by a first manager, its deployment Ready; then that
@@ -40,7 +40,7 @@ import (
 type restartWorld struct {
 	ns     string
 	w      *packWorld
-	ref    ocipack.Reference
+	ref    ociregistry.Reference
 	o      managerapp.Options
 	prof   *apiv1.McpServiceProfile
 	sd     *apiv1.ServiceDeployment
@@ -79,7 +79,7 @@ func startBeforeOutage(t *testing.T, prefix string, withStore bool) *restartWorl
 }
 
 // waitStored waits for ref's store entry in ns and returns it.
-func waitStored(t *testing.T, ns string, ref ocipack.Reference) *corev1.ConfigMap {
+func waitStored(t *testing.T, ns string, ref ociregistry.Reference) *corev1.ConfigMap {
 	t.Helper()
 	cm := &corev1.ConfigMap{}
 	var err error
@@ -214,7 +214,7 @@ func TestResilienceRestartDuringRegistryOutageTamperedStore(t *testing.T) {
 	}
 }
 
-func isReferrerOrBundle(rec *ocipack.StoredPack, d string) bool {
+func isReferrerOrBundle(rec *ociregistry.StoredPack, d string) bool {
 	for _, r := range rec.Referrers {
 		if r.Digest.String() == d {
 			return true
@@ -247,15 +247,15 @@ func TestVerifiedPackStoreEntriesAndSweep(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "packstore")
 	store := storeOf(t, ns)
-	rec := func(repo string) *ocipack.StoredPack {
-		ref, err := ocipack.ParseDigestReference("registry.example.com/" + repo + "@sha256:" + hex64(repo))
+	rec := func(repo string) *ociregistry.StoredPack {
+		ref, err := ociregistry.ParseDigestReference("registry.example.com/" + repo + "@sha256:" + hex64(repo))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &ocipack.StoredPack{Reference: ref, Blobs: map[string][]byte{ref.Digest: []byte(`{"manifest":true}`)}}
+		return &ociregistry.StoredPack{Reference: ref, Blobs: map[string][]byte{ref.Digest: []byte(`{"manifest":true}`)}}
 	}
 	used, unused := rec("team/used"), rec("team/unused")
-	for _, r := range []*ocipack.StoredPack{used, unused} {
+	for _, r := range []*ociregistry.StoredPack{used, unused} {
 		if err := store.Save(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +271,7 @@ func TestVerifiedPackStoreEntriesAndSweep(t *testing.T) {
 	if err != nil || !equality.Semantic.DeepEqual(got.Blobs, used.Blobs) || len(got.Referrers) != 0 {
 		t.Fatalf("load: %+v, %v", got, err)
 	}
-	if _, err := store.Load(ctx, rec("team/never").Reference); !errors.Is(err, ocipack.ErrNotStored) {
+	if _, err := store.Load(ctx, rec("team/never").Reference); !errors.Is(err, ociregistry.ErrNotStored) {
 		t.Fatalf("load of an absent entry: %v, want ErrNotStored", err)
 	}
 
@@ -280,7 +280,7 @@ func TestVerifiedPackStoreEntriesAndSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := rec("team/big")
-	if err := small.Save(ctx, big); !errors.Is(err, ocipack.ErrStoreTooLarge) {
+	if err := small.Save(ctx, big); !errors.Is(err, ociregistry.ErrStoreTooLarge) {
 		t.Fatalf("save above the bound: %v, want ErrStoreTooLarge", err)
 	}
 	if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: packstore.Name(big.Reference)}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
@@ -419,17 +419,17 @@ func TestVerifiedPackStoreSweeperRunsPeriodically(t *testing.T) {
 	defer cancel()
 	ns := newNamespace(t, "packstore-sweep")
 	store := storeOf(t, ns)
-	save := func(repo string) ocipack.Reference {
-		ref, err := ocipack.ParseDigestReference("registry.example.com/" + repo + "@sha256:" + hex64(repo))
+	save := func(repo string) ociregistry.Reference {
+		ref, err := ociregistry.ParseDigestReference("registry.example.com/" + repo + "@sha256:" + hex64(repo))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := store.Save(ctx, &ocipack.StoredPack{Reference: ref, Blobs: map[string][]byte{ref.Digest: []byte(repo)}}); err != nil {
+		if err := store.Save(ctx, &ociregistry.StoredPack{Reference: ref, Blobs: map[string][]byte{ref.Digest: []byte(repo)}}); err != nil {
 			t.Fatal(err)
 		}
 		return ref
 	}
-	gone := func(ref ocipack.Reference) bool {
+	gone := func(ref ociregistry.Reference) bool {
 		err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: packstore.Name(ref)}, &corev1.ConfigMap{})
 		return apierrors.IsNotFound(err)
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/ocitest"
 	"github.com/b10x/connector-mcp/internal/review"
 	"github.com/b10x/connector-mcp/ocipack"
@@ -154,10 +155,10 @@ func newLoopWorld(t *testing.T, ns string) *loopWorld {
 
 // pushAndSign packs the profile file with "mcpctl pack push", signs it with "mcpctl pack sign"
 // (provenance from the protected branch) and returns the digest reference it printed.
-func (w *loopWorld) pushAndSign(t *testing.T, c *cli, file string) ocipack.Reference {
+func (w *loopWorld) pushAndSign(t *testing.T, c *cli, file string) ociregistry.Reference {
 	t.Helper()
 	out := strings.TrimSpace(c.must(t, "pack", "push", file, "--to", w.reg.Host+"/team/svc", "--plain-http"))
-	ref, err := ocipack.ParseDigestReference(out)
+	ref, err := ociregistry.ParseDigestReference(out)
 	if err != nil {
 		t.Fatalf("pack push printed %q: %v", out, err)
 	}

@@ -28,7 +28,7 @@ import (
 	"github.com/b10x/connector-mcp/internal/controllers/adapters"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/mcptest"
-	"github.com/b10x/connector-mcp/ocipack"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 )
 
 const teamRepo = "git+https://github.com/team-a/mcp-profiles"
@@ -80,7 +80,7 @@ func TestStoryTenantTrust(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp, err := ocipack.NewKeypair(priv)
+	kp, err := ociregistry.NewKeypair(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestStoryTenantTrust(t *testing.T) {
 	w.doc = reviewedProfile(t, live.URL)
 	reviewHits := live.hits.Load()
 	ref := w.push(t, "team-a/demo")
-	if _, err := (&ocipack.Signer{Keypair: kp}).Sign(ctx, w.client, ref, &ocipack.Provenance{
+	if _, err := (&ociregistry.Signer{Keypair: kp}).Sign(ctx, w.client, ref, &ociregistry.Provenance{
 		SourceRepository: teamRepo, SourceRef: packRef, SourceRevision: packRevision}); err != nil {
 		t.Fatal(err)
 	}

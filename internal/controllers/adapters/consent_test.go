@@ -15,8 +15,8 @@ import (
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/ocitest"
-	"github.com/b10x/connector-mcp/ocipack"
 )
 
 // forbiddenSecrets answers every Secret read with 403, as the apiserver does for the gateway in
@@ -39,20 +39,20 @@ func TestVerifyPackSecretConsentMissing(t *testing.T) {
 	reg := ocitest.New(ocitest.Options{Referrers: true, Username: "robot", Password: "hunter2-registry"})
 	t.Cleanup(reg.Close)
 	cfg := fmt.Appendf(nil, `{"auths":{%q:{"username":"robot","password":"hunter2-registry"}}}`, reg.Host)
-	pusher, err := ocipack.CredentialsFromDockerConfig(cfg)
+	pusher, err := ociregistry.CredentialsFromDockerConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	host, _, _ := strings.Cut(reg.Host, ":")
-	w := &trustWorld{reg: reg, c: &ocipack.Client{PlainHTTP: true, Credentials: pusher}, platform: newTestKey(t), team: newTestKey(t)}
+	w := &trustWorld{reg: reg, c: &ociregistry.Client{PlainHTTP: true, Credentials: pusher}, platform: newTestKey(t), team: newTestKey(t)}
 	w.secrets = []client.Object{secretFixture("pull", corev1.SecretTypeDockerConfigJson, true, host, map[string][]byte{corev1.DockerConfigJsonKey: cfg})}
 	pack := w.pack(t, w.platform, platformRepo, mainRef)
 	verifier := func(forbid bool) *PackVerifier {
 		v := w.verifier(t, true)
-		anon := &ocipack.Client{PlainHTTP: true}
-		v.Registry, v.Verifier = *anon, ocipack.NewVerifier(anon, nil)
-		v.NewVerifier = func(c *ocipack.Client) *ocipack.Verifier {
-			return ocipack.NewVerifier(c, nil, ocipack.WithCacheSize(0))
+		anon := &ociregistry.Client{PlainHTTP: true}
+		v.Registry, v.Verifier = *anon, ociregistry.NewVerifier(anon, nil)
+		v.NewVerifier = func(c *ociregistry.Client) *ociregistry.Verifier {
+			return ociregistry.NewVerifier(c, nil, ociregistry.WithCacheSize(0))
 		}
 		if forbid {
 			v.Secrets = forbiddenSecrets{v.Secrets}

@@ -14,8 +14,8 @@ import (
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/ocitest"
-	"github.com/b10x/connector-mcp/ocipack"
 )
 
 // secretFixture is a Secret of team-a; opted carries the credential label, hosts the
@@ -62,12 +62,12 @@ func TestVerifyPackSecretsOptIn(t *testing.T) {
 	dockerConfig := func(user, pass string) map[string][]byte {
 		return map[string][]byte{corev1.DockerConfigJsonKey: fmt.Appendf(nil, `{"auths":{%q:{"username":%q,"password":%q}}}`, reg.Host, user, pass)}
 	}
-	pusher, err := ocipack.CredentialsFromDockerConfig(dockerConfig("robot", "hunter2-registry")[corev1.DockerConfigJsonKey])
+	pusher, err := ociregistry.CredentialsFromDockerConfig(dockerConfig("robot", "hunter2-registry")[corev1.DockerConfigJsonKey])
 	if err != nil {
 		t.Fatal(err)
 	}
 	host, _, _ := strings.Cut(reg.Host, ":")
-	w := &trustWorld{reg: reg, c: &ocipack.Client{PlainHTTP: true, Credentials: pusher}, platform: newTestKey(t), team: newTestKey(t)}
+	w := &trustWorld{reg: reg, c: &ociregistry.Client{PlainHTTP: true, Credentials: pusher}, platform: newTestKey(t), team: newTestKey(t)}
 	w.secrets = []client.Object{
 		secretFixture("pull", corev1.SecretTypeDockerConfigJson, true, host, dockerConfig("robot", "hunter2-registry")),
 		secretFixture("pull-other-host", corev1.SecretTypeDockerConfigJson, true, "registry.example.com", dockerConfig("robot", "hunter2-registry")),
@@ -80,10 +80,10 @@ func TestVerifyPackSecretsOptIn(t *testing.T) {
 	platformPack := w.pack(t, w.platform, platformRepo, mainRef)
 	verifier := func() *PackVerifier {
 		v := w.verifier(t, true)
-		anon := &ocipack.Client{PlainHTTP: true}
-		v.Registry, v.Verifier = *anon, ocipack.NewVerifier(anon, nil)
-		v.NewVerifier = func(c *ocipack.Client) *ocipack.Verifier {
-			return ocipack.NewVerifier(c, nil, ocipack.WithCacheSize(0))
+		anon := &ociregistry.Client{PlainHTTP: true}
+		v.Registry, v.Verifier = *anon, ociregistry.NewVerifier(anon, nil)
+		v.NewVerifier = func(c *ociregistry.Client) *ociregistry.Verifier {
+			return ociregistry.NewVerifier(c, nil, ociregistry.WithCacheSize(0))
 		}
 		return v
 	}

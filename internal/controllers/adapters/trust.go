@@ -18,6 +18,7 @@ import (
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/controllers"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/ocipack"
 )
 
@@ -83,13 +84,13 @@ func TrustSourceFromPolicy(p *v1.McpTrustPolicy) (TrustSource, error) {
 		switch {
 		case s.Keyless != nil && s.PublicKeyPEM == "":
 			if s.Keyless.SubjectRegExp != "" {
-				if err := ocipack.CheckSubjectRegExp(s.Keyless.SubjectRegExp); err != nil {
+				if err := ociregistry.CheckSubjectRegExp(s.Keyless.SubjectRegExp); err != nil {
 					return TrustSource{}, fmt.Errorf("spec.signers[%d]: %w", i, err)
 				}
 			}
 			ts.Keyless = s.Keyless.DeepCopy()
 		case s.Keyless == nil && s.PublicKeyPEM != "":
-			k, err := ocipack.ParsePublicKey([]byte(s.PublicKeyPEM))
+			k, err := ociregistry.ParsePublicKey([]byte(s.PublicKeyPEM))
 			if err != nil {
 				return TrustSource{}, fmt.Errorf("spec.signers[%d]: %w", i, err)
 			}
@@ -144,17 +145,17 @@ type Candidate struct {
 // every signer of a source with every provenance rule of the same source, in order. A source
 // without provenance rules contributes nothing, unless skipProvenanceUnsafe is set, when each
 // of its signers is accepted on its signature alone. The two slices are parallel.
-func Candidates(sources []TrustSource, skipProvenanceUnsafe bool) ([]ocipack.Policy, []Candidate) {
-	var pols []ocipack.Policy
+func Candidates(sources []TrustSource, skipProvenanceUnsafe bool) ([]ociregistry.Policy, []Candidate) {
+	var pols []ociregistry.Policy
 	var cands []Candidate
 	for _, src := range sources {
 		for _, s := range src.Signers {
 			if len(src.Provenance) == 0 && skipProvenanceUnsafe {
-				pols = append(pols, ocipack.Policy{Keyless: s.Keyless, PublicKey: s.PublicKey, SkipProvenanceUnsafe: true})
+				pols = append(pols, ociregistry.Policy{Keyless: s.Keyless, PublicKey: s.PublicKey, SkipProvenanceUnsafe: true})
 				cands = append(cands, Candidate{src.Name, s.Name})
 			}
 			for i := range src.Provenance {
-				pols = append(pols, ocipack.Policy{Keyless: s.Keyless, PublicKey: s.PublicKey, Provenance: &src.Provenance[i]})
+				pols = append(pols, ociregistry.Policy{Keyless: s.Keyless, PublicKey: s.PublicKey, Provenance: &src.Provenance[i]})
 				cands = append(cands, Candidate{src.Name, s.Name})
 			}
 		}
@@ -168,11 +169,11 @@ func Candidates(sources []TrustSource, skipProvenanceUnsafe bool) ([]ocipack.Pol
 // Secret, ownKey) or, when it names none, the satisfied signer's; the provenance is the
 // profile's, or none: the trust source has already checked one, so the added check is then
 // about the signer alone.
-func ProfilePolicy(own *v1.VerifyPolicy, ownKey crypto.PublicKey, satisfied ocipack.Policy) *ocipack.Policy {
+func ProfilePolicy(own *v1.VerifyPolicy, ownKey crypto.PublicKey, satisfied ociregistry.Policy) *ociregistry.Policy {
 	if own == nil || (own.Keyless == nil && own.PublicKey == nil && own.Provenance == nil) {
 		return nil
 	}
-	out := ocipack.Policy{Keyless: satisfied.Keyless, PublicKey: satisfied.PublicKey}
+	out := ociregistry.Policy{Keyless: satisfied.Keyless, PublicKey: satisfied.PublicKey}
 	switch {
 	case own.Keyless != nil:
 		out.Keyless, out.PublicKey = own.Keyless, nil

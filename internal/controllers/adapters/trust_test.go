@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/controllers"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/ocitest"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/snapshot"
@@ -36,7 +37,7 @@ const (
 
 // testKey is a signing key with its PEM public key.
 type testKey struct {
-	signer *ocipack.Signer
+	signer *ociregistry.Signer
 	pub    crypto.PublicKey
 	pem    string
 }
@@ -47,7 +48,7 @@ func newTestKey(t *testing.T) testKey {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp, err := ocipack.NewKeypair(priv)
+	kp, err := ociregistry.NewKeypair(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func newTestKey(t *testing.T) testKey {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return testKey{&ocipack.Signer{Keypair: kp}, priv.Public(), string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))}
+	return testKey{&ociregistry.Signer{Keypair: kp}, priv.Public(), string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))}
 }
 
 func prov(repo, ref string) v1.ProvenancePolicy {
@@ -145,27 +146,27 @@ func TestCandidates(t *testing.T) {
 func TestProfilePolicy(t *testing.T) {
 	p, own := newTestKey(t), newTestKey(t)
 	pr := prov(platformRepo, mainRef)
-	satisfied := ocipack.Policy{PublicKey: p.pub, Provenance: &pr}
+	satisfied := ociregistry.Policy{PublicKey: p.pub, Provenance: &pr}
 	release := prov(platformRepo, "refs/heads/release")
 	keyless := &v1.KeylessIdentity{Issuer: "https://i", Subject: "s"}
 	cases := []struct {
 		name    string
 		own     *v1.VerifyPolicy
-		want    func(*ocipack.Policy) bool
+		want    func(*ociregistry.Policy) bool
 		wantNil bool
 	}{
 		{"no policy", nil, nil, true},
 		{"empty policy", &v1.VerifyPolicy{}, nil, true},
 		{"provenance only: the satisfied signer with the profile's rule", &v1.VerifyPolicy{Provenance: &release},
-			func(x *ocipack.Policy) bool {
+			func(x *ociregistry.Policy) bool {
 				return x.PublicKey == p.pub && x.Provenance == &release && !x.SkipProvenanceUnsafe
 			}, false},
 		{"own key only: that key, signature alone", &v1.VerifyPolicy{PublicKey: &v1.SecretKeyReference{Name: "k", Key: "cosign.pub"}},
-			func(x *ocipack.Policy) bool {
+			func(x *ociregistry.Policy) bool {
 				return x.PublicKey == own.pub && x.Provenance == nil && x.SkipProvenanceUnsafe
 			}, false},
 		{"own keyless and rule", &v1.VerifyPolicy{Keyless: keyless, Provenance: &release},
-			func(x *ocipack.Policy) bool {
+			func(x *ociregistry.Policy) bool {
 				return x.Keyless == keyless && x.PublicKey == nil && x.Provenance == &release
 			}, false},
 	}
@@ -189,7 +190,7 @@ func TestProfilePolicy(t *testing.T) {
 // real key, and a fake apiserver reader holding namespaces, key Secrets and trust policies.
 type trustWorld struct {
 	reg      *ocitest.Registry
-	c        *ocipack.Client
+	c        *ociregistry.Client
 	platform testKey
 	team     testKey
 	packs    int
@@ -199,7 +200,7 @@ type trustWorld struct {
 func newTrustWorld(t *testing.T) *trustWorld {
 	reg := ocitest.New(ocitest.Options{Referrers: true})
 	t.Cleanup(reg.Close)
-	return &trustWorld{reg: reg, c: &ocipack.Client{PlainHTTP: true}, platform: newTestKey(t), team: newTestKey(t)}
+	return &trustWorld{reg: reg, c: &ociregistry.Client{PlainHTTP: true}, platform: newTestKey(t), team: newTestKey(t)}
 }
 
 func testDocument(t *testing.T) *v1.ProfileDocument {
@@ -219,7 +220,7 @@ func testDocument(t *testing.T) *v1.ProfileDocument {
 // pack pushes a pack signed by k with provenance from repo@ref.
 func (w *trustWorld) pack(t *testing.T, k testKey, repo, ref string) string {
 	t.Helper()
-	r, err := ocipack.ParseRepository(w.reg.Host + "/team/acme")
+	r, err := ociregistry.ParseRepository(w.reg.Host + "/team/acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func (w *trustWorld) pack(t *testing.T, k testKey, repo, ref string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.signer.Sign(context.Background(), w.c, pr, &ocipack.Provenance{SourceRepository: repo, SourceRef: ref, SourceRevision: revision}); err != nil {
+	if _, err := k.signer.Sign(context.Background(), w.c, pr, &ociregistry.Provenance{SourceRepository: repo, SourceRef: ref, SourceRevision: revision}); err != nil {
 		t.Fatal(err)
 	}
 	return pr.String()
@@ -257,7 +258,7 @@ func (w *trustWorld) verifier(t *testing.T, withPlatform bool, policies ...v1.Mc
 		objs = append(objs, &p)
 	}
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-	v := &PackVerifier{Verifier: ocipack.NewVerifier(w.c, nil), Registry: *w.c, Secrets: reader, Trust: reader}
+	v := &PackVerifier{Verifier: ociregistry.NewVerifier(w.c, nil), Registry: *w.c, Secrets: reader, Trust: reader}
 	if withPlatform {
 		v.Platform = &TrustSource{Name: TrustSourcePlatform, Signers: []TrustSigner{{Name: "default-key", PublicKey: w.platform.pub}},
 			Provenance: []v1.ProvenancePolicy{prov(platformRepo, mainRef)}}

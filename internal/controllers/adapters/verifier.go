@@ -12,6 +12,7 @@ import (
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/ocipack"
 )
 
@@ -22,13 +23,13 @@ import (
 type PackVerifier struct {
 	// Verifier is the shared verifier (trusted root, (digest, policy) cache) over the
 	// registry client used for anonymous pulls.
-	Verifier *ocipack.Verifier
+	Verifier *ociregistry.Verifier
 	// NewVerifier builds a verifier for a registry client with credentials from a pull secret.
 	// Nil refuses pull secrets.
-	NewVerifier func(c *ocipack.Client) *ocipack.Verifier
+	NewVerifier func(c *ociregistry.Client) *ociregistry.Verifier
 	// Registry is the template registry client (egress HTTP client, limits, plain HTTP for
 	// loopback development registries).
-	Registry ocipack.Client
+	Registry ociregistry.Client
 	// Secrets reads pull secrets and public-key Secrets by name. The manager gives it its
 	// cached client, whose Secret informer sees only Secrets labelled
 	// connectors.b10x.io/credential=true (app.CacheByObject), so an un-opted Secret is never
@@ -54,7 +55,7 @@ var _ controllers.SourceVerifier = (*PackVerifier)(nil)
 // VerifyPack verifies and pulls one pack. The pack must hold exactly one profile document
 // (ocipack refusal "ambiguous_pack" otherwise).
 func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyRequest) (*controllers.VerifiedSource, error) {
-	ref, err := ocipack.ParseDigestReference(req.Ref)
+	ref, err := ociregistry.ParseDigestReference(req.Ref)
 	if err != nil {
 		return nil, step(controllers.StepPackReference, err)
 	}
@@ -74,12 +75,12 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 		if err != nil {
 			return nil, err
 		}
-		if ownKey, err = ocipack.ParsePublicKey(pem); err != nil {
+		if ownKey, err = ociregistry.ParsePublicKey(pem); err != nil {
 			return nil, step(controllers.StepVerifyPolicy, err)
 		}
 	}
 	if req.Policy != nil && req.Policy.Keyless != nil && req.Policy.Keyless.SubjectRegExp != "" {
-		if err := ocipack.CheckSubjectRegExp(req.Policy.Keyless.SubjectRegExp); err != nil {
+		if err := ociregistry.CheckSubjectRegExp(req.Policy.Keyless.SubjectRegExp); err != nil {
 			return nil, step(controllers.StepVerifyPolicy, err)
 		}
 	}
@@ -94,7 +95,7 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 		if err != nil {
 			return nil, err
 		}
-		creds, err := ocipack.CredentialsFromDockerConfig(cfg)
+		creds, err := ociregistry.CredentialsFromDockerConfig(cfg)
 		if err != nil {
 			return nil, step(controllers.StepPullSecretFormat, err)
 		}

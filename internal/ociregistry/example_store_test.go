@@ -1,4 +1,4 @@
-package ocipack_test
+package ociregistry_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/ocitest"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/snapshot"
@@ -19,19 +20,19 @@ import (
 // mapStore is a BlobStore in memory (the manager's is internal/packstore, in ConfigMaps).
 type mapStore struct {
 	mu   sync.Mutex
-	recs map[string]*ocipack.StoredPack
+	recs map[string]*ociregistry.StoredPack
 }
 
-func (m *mapStore) Load(_ context.Context, ref ocipack.Reference) (*ocipack.StoredPack, error) {
+func (m *mapStore) Load(_ context.Context, ref ociregistry.Reference) (*ociregistry.StoredPack, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r, ok := m.recs[ref.String()]; ok {
 		return r, nil
 	}
-	return nil, ocipack.ErrNotStored
+	return nil, ociregistry.ErrNotStored
 }
 
-func (m *mapStore) Save(_ context.Context, rec *ocipack.StoredPack) error {
+func (m *mapStore) Save(_ context.Context, rec *ociregistry.StoredPack) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.recs[rec.Reference.String()] = rec
@@ -49,32 +50,32 @@ func ExampleBlobStore() {
 	})
 	doc := ocipack.Draft(snap)
 	doc.Operations[0].Effect = apiv1.EffectRead // the review
-	push := &ocipack.Client{PlainHTTP: true}
-	repo, _ := ocipack.ParseRepository(reg.Host + "/team/issues")
+	push := &ociregistry.Client{PlainHTTP: true}
+	repo, _ := ociregistry.ParseRepository(reg.Host + "/team/issues")
 	ref, err := push.Push(ctx, repo, []*apiv1.ProfileDocument{doc})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	kp, _ := ocipack.NewKeypair(priv)
-	prov := &ocipack.Provenance{SourceRepository: "git+https://github.com/acme/profiles", SourceRef: "refs/heads/main"}
-	if _, err := (&ocipack.Signer{Keypair: kp}).Sign(ctx, push, ref, prov); err != nil {
+	kp, _ := ociregistry.NewKeypair(priv)
+	prov := &ociregistry.Provenance{SourceRepository: "git+https://github.com/acme/profiles", SourceRef: "refs/heads/main"}
+	if _, err := (&ociregistry.Signer{Keypair: kp}).Sign(ctx, push, ref, prov); err != nil {
 		fmt.Println(err)
 		return
 	}
-	policy := ocipack.Policy{PublicKey: priv.Public(), Provenance: &apiv1.ProvenancePolicy{
+	policy := ociregistry.Policy{PublicKey: priv.Public(), Provenance: &apiv1.ProvenancePolicy{
 		SourceRepository: "git+https://github.com/acme/profiles", SourceRef: "refs/heads/main"}}
 
-	store := &mapStore{recs: map[string]*ocipack.StoredPack{}}
-	if _, _, err := ocipack.NewVerifier(&ocipack.Client{PlainHTTP: true, Store: store}, nil).VerifyAndPull(ctx, ref, policy); err != nil {
+	store := &mapStore{recs: map[string]*ociregistry.StoredPack{}}
+	if _, _, err := ociregistry.NewVerifier(&ociregistry.Client{PlainHTTP: true, Store: store}, nil).VerifyAndPull(ctx, ref, policy); err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println("stored blobs:", len(store.recs[ref.String()].Blobs))
 
 	reg.Close() // the outage
-	res, _, err := ocipack.NewVerifier(&ocipack.Client{PlainHTTP: true, Store: store}, nil).VerifyAndPull(ctx, ref, policy)
+	res, _, err := ociregistry.NewVerifier(&ociregistry.Client{PlainHTTP: true, Store: store}, nil).VerifyAndPull(ctx, ref, policy)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -83,8 +84,8 @@ func ExampleBlobStore() {
 
 	never := ref
 	never.Repository = "team/never-verified"
-	_, _, err = ocipack.NewVerifier(&ocipack.Client{PlainHTTP: true, Store: store}, nil).VerifyAndPull(ctx, never, policy)
-	var re *ocipack.RegistryError
+	_, _, err = ociregistry.NewVerifier(&ociregistry.Client{PlainHTTP: true, Store: store}, nil).VerifyAndPull(ctx, never, policy)
+	var re *ociregistry.RegistryError
 	if errors.As(err, &re) {
 		fmt.Println("never verified:", re.Unavailable(), re.Stored)
 	}

@@ -1,9 +1,10 @@
-package ocipack
+package ociregistry
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/b10x/connector-mcp/ocipack"
 	"maps"
 
 	"github.com/opencontainers/go-digest"
@@ -142,7 +143,7 @@ func (s storedSource) manifest(_ context.Context, dgst string, max int64) ([]byt
 		return nil, err
 	}
 	if int64(len(b)) > max {
-		return nil, refuse(RefusalManifestTooLarge, "", ErrManifestTooLarge)
+		return nil, refuse(ocipack.RefusalManifestTooLarge, "", ocipack.ErrManifestTooLarge)
 	}
 	return b, nil
 }

@@ -1,4 +1,4 @@
-package ocipack
+package ociregistry
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/b10x/connector-mcp/ocipack"
 	"strings"
 	"testing"
 
@@ -41,7 +42,7 @@ func pushed(t testing.TB, reg *ocitest.Registry, n int) (Reference, *Client) {
 
 func wantRefusal(t *testing.T, err error, name string, reason error) {
 	t.Helper()
-	var r *RefusalError
+	var r *ocipack.RefusalError
 	if !errors.As(err, &r) || r.Name != name || !errors.Is(err, reason) {
 		t.Fatalf("got %v, want refusal %s", err, name)
 	}
@@ -68,7 +69,7 @@ func TestPushPullRoundTrip(t *testing.T) {
 				t.Fatalf("pulled %+v", p.Profiles)
 			}
 			m, err := ParseManifest(p.Manifest, Limits{})
-			if err != nil || m.ArtifactType != PackArtifactType || m.Config.MediaType != ocispec.MediaTypeEmptyJSON {
+			if err != nil || m.ArtifactType != ocipack.PackArtifactType || m.Config.MediaType != ocispec.MediaTypeEmptyJSON {
 				t.Fatalf("manifest %v %+v", err, m)
 			}
 		})
@@ -83,32 +84,32 @@ func TestPullRefusals(t *testing.T) {
 
 	t.Run("too many layers", func(t *testing.T) {
 		_, err := (&Client{PlainHTTP: true, Limits: Limits{MaxLayers: 2}}).Pull(ctx, ref)
-		wantRefusal(t, err, "too_many_layers", ErrTooManyLayers)
+		wantRefusal(t, err, "too_many_layers", ocipack.ErrTooManyLayers)
 	})
 	t.Run("layer too large", func(t *testing.T) {
 		_, err := (&Client{PlainHTTP: true, Limits: Limits{MaxLayerBytes: 100}}).Pull(ctx, ref)
-		wantRefusal(t, err, "layer_too_large", ErrLayerTooLarge)
+		wantRefusal(t, err, "layer_too_large", ocipack.ErrLayerTooLarge)
 	})
 	t.Run("pack too large", func(t *testing.T) {
 		p, _ := (&Client{PlainHTTP: true}).Pull(ctx, ref)
 		_, err := (&Client{PlainHTTP: true, Limits: Limits{MaxTotalBytes: int64(len(p.Layers[0])) * 2}}).Pull(ctx, ref)
-		wantRefusal(t, err, "pack_too_large", ErrPackTooLarge)
+		wantRefusal(t, err, "pack_too_large", ocipack.ErrPackTooLarge)
 	})
 	t.Run("manifest too large", func(t *testing.T) {
 		_, err := (&Client{PlainHTTP: true, Limits: Limits{MaxManifestBytes: 200}}).Pull(ctx, ref)
-		wantRefusal(t, err, "manifest_too_large", ErrManifestTooLarge)
+		wantRefusal(t, err, "manifest_too_large", ocipack.ErrManifestTooLarge)
 	})
 	t.Run("plain http to a remote host", func(t *testing.T) {
 		remote := ref
 		remote.Registry = "registry.example.com"
 		_, err := (&Client{PlainHTTP: true}).Pull(ctx, remote)
-		wantRefusal(t, err, "plain_http_not_loopback", ErrPlainHTTPNotLoopback)
+		wantRefusal(t, err, "plain_http_not_loopback", ocipack.ErrPlainHTTPNotLoopback)
 	})
 	t.Run("no digest", func(t *testing.T) {
 		noDigest := ref
 		noDigest.Digest = ""
 		_, err := (&Client{PlainHTTP: true}).Pull(ctx, noDigest)
-		wantRefusal(t, err, "digest_required", ErrDigestRequired)
+		wantRefusal(t, err, "digest_required", ocipack.ErrDigestRequired)
 	})
 }
 
@@ -124,7 +125,7 @@ func TestPullTamperedLayerRefused(t *testing.T) {
 	evil := []byte(strings.Replace(string(p.Layers[0]), `"effect":"read"`, `"effect":"rEad"`, 1))
 	reg.Tamper(m.Layers[0].Digest.String(), evil)
 	_, err = c.Pull(context.Background(), ref)
-	wantRefusal(t, err, "blob_digest_mismatch", ErrBlobDigestMismatch)
+	wantRefusal(t, err, "blob_digest_mismatch", ocipack.ErrBlobDigestMismatch)
 }
 
 func TestPullTamperedManifestRefused(t *testing.T) {
@@ -134,7 +135,7 @@ func TestPullTamperedManifestRefused(t *testing.T) {
 	p, _ := c.Pull(context.Background(), ref)
 	reg.Tamper(ref.Digest, append([]byte(" "), p.Manifest...)[:len(p.Manifest)])
 	_, err := c.Pull(context.Background(), ref)
-	wantRefusal(t, err, "blob_digest_mismatch", ErrBlobDigestMismatch)
+	wantRefusal(t, err, "blob_digest_mismatch", ocipack.ErrBlobDigestMismatch)
 }
 
 func TestParseDigestReference(t *testing.T) {
@@ -237,13 +238,13 @@ func TestPackProfileSelection(t *testing.T) {
 		t.Fatalf("%v %v", d, err)
 	}
 	_, err = p.Profile("svc-9")
-	wantRefusal(t, err, "profile_not_in_pack", ErrProfileNotInPack)
+	wantRefusal(t, err, "profile_not_in_pack", ocipack.ErrProfileNotInPack)
 	_, err = p.Profile("")
-	wantRefusal(t, err, "ambiguous_pack", ErrProfileNotInPack)
+	wantRefusal(t, err, "ambiguous_pack", ocipack.ErrProfileNotInPack)
 
 	twice := profiles(t, 2)
 	twice[1].Service.Ref = twice[0].Service.Ref
 	repo, _ := ParseRepository(reg.Host + "/team/dup")
 	_, err = c.Push(context.Background(), repo, twice)
-	wantRefusal(t, err, "duplicate_service", ErrInvalidPack)
+	wantRefusal(t, err, "duplicate_service", ocipack.ErrInvalidPack)
 }

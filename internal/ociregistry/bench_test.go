@@ -1,7 +1,8 @@
-package ocipack
+package ociregistry
 
 import (
 	"context"
+	"github.com/b10x/connector-mcp/ocipack"
 	"testing"
 
 	"github.com/b10x/connector-mcp/internal/ocitest"
@@ -59,17 +60,17 @@ func BenchmarkVerifyCached(b *testing.B) {
 
 // BenchmarkDecodeValidateProfile measures the strict decode and full validation of one layer.
 func BenchmarkDecodeValidateProfile(b *testing.B) {
-	layer, err := EncodeProfile(reviewedProfile(b), FormatJSON)
+	layer, err := ocipack.EncodeProfile(reviewedProfile(b), ocipack.FormatJSON)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(layer)))
 	for b.Loop() {
-		d, err := DecodeProfile(layer)
+		d, err := ocipack.DecodeProfile(layer)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := Validate(d); err != nil {
+		if err := ocipack.Validate(d); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package ocipack
+package ociregistry
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/b10x/connector-mcp/ocipack"
 	"reflect"
 	"testing"
 
@@ -138,7 +139,7 @@ func TestVerifyPublicKey(t *testing.T) {
 	}
 	_, other := keySigner(t)
 	_, err = NewVerifier(c, nil).Verify(ctx, ref, Policy{PublicKey: other, Provenance: provenancePolicy()})
-	wantRefusal(t, err, "untrusted_signature", ErrUntrustedSignature)
+	wantRefusal(t, err, "untrusted_signature", ocipack.ErrUntrustedSignature)
 }
 
 func TestVerifyRefusals(t *testing.T) {
@@ -171,31 +172,31 @@ func TestVerifyRefusals(t *testing.T) {
 		{"no bundle at all", func(t *testing.T) (fixture, *Verifier, Policy) {
 			f := setup(t)
 			return f, NewVerifier(f.c, vs), keylessPolicy()
-		}, "missing_signature", ErrNoSignature},
+		}, "missing_signature", ocipack.ErrNoSignature},
 		{"wrong identity", func(t *testing.T) (fixture, *Verifier, Policy) {
 			f := setup(t)
 			if _, err := keylessSigner(t, vs, "https://github.com/mallory/fork/.github/workflows/pack.yml@refs/heads/main", testIssuer).Sign(ctx, f.c, f.ref, testProvenance()); err != nil {
 				t.Fatal(err)
 			}
 			return f, NewVerifier(f.c, vs), keylessPolicy()
-		}, "wrong_identity", ErrWrongIdentity},
+		}, "wrong_identity", ocipack.ErrWrongIdentity},
 		{"wrong identity by regexp", func(t *testing.T) (fixture, *Verifier, Policy) {
 			f := signed(t, testProvenance())
 			p := keylessPolicy()
 			p.Keyless = &apiv1.KeylessIdentity{Issuer: testIssuer, SubjectRegExp: `^https://github\.com/other/`}
 			return f, NewVerifier(f.c, vs), p
-		}, "wrong_identity", ErrWrongIdentity},
+		}, "wrong_identity", ocipack.ErrWrongIdentity},
 		{"wrong issuer", func(t *testing.T) (fixture, *Verifier, Policy) {
 			f := setup(t)
 			if _, err := keylessSigner(t, vs, testIdentity, "https://accounts.example.org").Sign(ctx, f.c, f.ref, testProvenance()); err != nil {
 				t.Fatal(err)
 			}
 			return f, NewVerifier(f.c, vs), keylessPolicy()
-		}, "wrong_issuer", ErrWrongIssuer},
+		}, "wrong_issuer", ocipack.ErrWrongIssuer},
 		{"untrusted root", func(t *testing.T) (fixture, *Verifier, Policy) {
 			f := signed(t, testProvenance())
 			return f, NewVerifier(f.c, virtualSigstore(t)), keylessPolicy()
-		}, "untrusted_signature", ErrUntrustedSignature},
+		}, "untrusted_signature", ocipack.ErrUntrustedSignature},
 		{"signature over another digest", func(t *testing.T) (fixture, *Verifier, Policy) {
 			f := setup(t)
 			other := f.ref
@@ -216,11 +217,11 @@ func TestVerifyRefusals(t *testing.T) {
 				}
 			}
 			return f, NewVerifier(f.c, vs), keylessPolicy()
-		}, "wrong_subject_digest", ErrWrongSubjectDigest},
+		}, "wrong_subject_digest", ocipack.ErrWrongSubjectDigest},
 		{"missing attestation", func(t *testing.T) (fixture, *Verifier, Policy) {
 			f := signed(t, nil)
 			return f, NewVerifier(f.c, vs), keylessPolicy()
-		}, "missing_attestation", ErrNoAttestation},
+		}, "missing_attestation", ocipack.ErrNoAttestation},
 		{"wrong predicate type", func(t *testing.T) (fixture, *Verifier, Policy) {
 			f := signed(t, nil)
 			st, _ := Statement(f.ref, "https://slsa.dev/provenance/v0.2", map[string]any{"builder": map[string]string{"id": testBuilder}})
@@ -232,31 +233,31 @@ func TestVerifyRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 			return f, NewVerifier(f.c, vs), keylessPolicy()
-		}, "wrong_predicate_type", ErrWrongPredicateType},
+		}, "wrong_predicate_type", ocipack.ErrWrongPredicateType},
 		{"wrong builder", func(t *testing.T) (fixture, *Verifier, Policy) {
 			p := testProvenance()
 			p.BuilderID = "https://ci.example.com/laptop"
 			f := signed(t, p)
 			return f, NewVerifier(f.c, vs), keylessPolicy()
-		}, "wrong_builder", ErrWrongBuilder},
+		}, "wrong_builder", ocipack.ErrWrongBuilder},
 		{"wrong source ref", func(t *testing.T) (fixture, *Verifier, Policy) {
 			p := testProvenance()
 			p.SourceRef = "refs/heads/feature-unreviewed"
 			f := signed(t, p)
 			return f, NewVerifier(f.c, vs), keylessPolicy()
-		}, "wrong_source_ref", ErrWrongSourceRef},
+		}, "wrong_source_ref", ocipack.ErrWrongSourceRef},
 		{"wrong source repository", func(t *testing.T) (fixture, *Verifier, Policy) {
 			p := testProvenance()
 			p.SourceRepository = "git+https://github.com/mallory/profiles"
 			f := signed(t, p)
 			return f, NewVerifier(f.c, vs), keylessPolicy()
-		}, "wrong_source_repository", ErrWrongSourceRepository},
+		}, "wrong_source_repository", ocipack.ErrWrongSourceRepository},
 		{"incomplete policy", func(t *testing.T) (fixture, *Verifier, Policy) {
 			f := signed(t, testProvenance())
 			p := keylessPolicy()
 			p.Provenance = nil
 			return f, NewVerifier(f.c, vs), p
-		}, "invalid_policy", ErrInvalidPolicy},
+		}, "invalid_policy", ocipack.ErrInvalidPolicy},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -310,7 +311,7 @@ func TestVerifyCacheMakesNoRegistryRequest(t *testing.T) {
 	p := keylessPolicy()
 	p.Provenance.SourceRef = "refs/heads/release"
 	_, err = v.Verify(ctx, ref, p)
-	wantRefusal(t, err, "wrong_source_ref", ErrWrongSourceRef)
+	wantRefusal(t, err, "wrong_source_ref", ocipack.ErrWrongSourceRef)
 	if reg.Requests() == before {
 		t.Fatal("a different policy must not be answered from the cache")
 	}
@@ -336,7 +337,7 @@ func TestVerifyTamperedAttestationIsNoEvidence(t *testing.T) {
 		}
 	}
 	_, err = NewVerifier(c, vs).Verify(ctx, ref, keylessPolicy())
-	wantRefusal(t, err, "missing_attestation", ErrNoAttestation)
+	wantRefusal(t, err, "missing_attestation", ocipack.ErrNoAttestation)
 }
 
 func TestPolicyFromAPI(t *testing.T) {

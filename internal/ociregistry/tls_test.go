@@ -1,4 +1,4 @@
-package ocipack
+package ociregistry
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package ocipack_test
+package ociregistry_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/ocitest"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/snapshot"
@@ -30,8 +31,8 @@ func Example() {
 	fmt.Println("draft:", ocipack.Validate(doc))
 	doc.Operations[0].Effect = apiv1.EffectRead // the review
 
-	client := &ocipack.Client{PlainHTTP: true}
-	repo, _ := ocipack.ParseRepository(reg.Host + "/team/issues")
+	client := &ociregistry.Client{PlainHTTP: true}
+	repo, _ := ociregistry.ParseRepository(reg.Host + "/team/issues")
 	ref, err := client.Push(ctx, repo, []*apiv1.ProfileDocument{doc})
 	if err != nil {
 		fmt.Println(err)
@@ -40,16 +41,16 @@ func Example() {
 	fmt.Println("pinned:", strings.HasPrefix(ref.Digest, "sha256:"))
 
 	priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	kp, _ := ocipack.NewKeypair(priv)
-	prov := &ocipack.Provenance{SourceRepository: "git+https://github.com/acme/profiles", SourceRef: "refs/heads/main", SourceRevision: "4f2a9c1"}
-	if _, err := (&ocipack.Signer{Keypair: kp}).Sign(ctx, client, ref, prov); err != nil {
+	kp, _ := ociregistry.NewKeypair(priv)
+	prov := &ociregistry.Provenance{SourceRepository: "git+https://github.com/acme/profiles", SourceRef: "refs/heads/main", SourceRevision: "4f2a9c1"}
+	if _, err := (&ociregistry.Signer{Keypair: kp}).Sign(ctx, client, ref, prov); err != nil {
 		fmt.Println(err)
 		return
 	}
 
-	policy := ocipack.Policy{PublicKey: priv.Public(), Provenance: &apiv1.ProvenancePolicy{
+	policy := ociregistry.Policy{PublicKey: priv.Public(), Provenance: &apiv1.ProvenancePolicy{
 		SourceRepository: "git+https://github.com/acme/profiles", SourceRef: "refs/heads/main"}}
-	res, pack, err := ocipack.NewVerifier(client, nil).VerifyAndPull(ctx, ref, policy)
+	res, pack, err := ociregistry.NewVerifier(client, nil).VerifyAndPull(ctx, ref, policy)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -58,7 +59,7 @@ func Example() {
 	fmt.Println("operations:", pack.Profiles[0].Operations[0].OperationRef, pack.Profiles[0].Operations[0].Effect)
 
 	policy.Provenance.SourceRef = "refs/heads/release"
-	_, err = ocipack.NewVerifier(client, nil).Verify(ctx, ref, policy)
+	_, err = ociregistry.NewVerifier(client, nil).Verify(ctx, ref, policy)
 	var refusal *ocipack.RefusalError
 	if errors.As(err, &refusal) {
 		fmt.Println("other branch:", refusal.Refusal())
@@ -84,9 +85,9 @@ func ExampleDecodeProfile() {
 
 // ExampleParseDigestReference shows that a tag is never accepted where a digest is required.
 func ExampleParseDigestReference() {
-	_, err := ocipack.ParseDigestReference("registry.example.com/team/github:v1")
+	_, err := ociregistry.ParseDigestReference("registry.example.com/team/github:v1")
 	fmt.Println(err)
-	ref, _ := ocipack.ParseDigestReference("registry.example.com/team/github@sha256:" + strings.Repeat("ab", 32))
+	ref, _ := ociregistry.ParseDigestReference("registry.example.com/team/github@sha256:" + strings.Repeat("ab", 32))
 	fmt.Println(ref.Repository)
 	// Output:
 	// ocipack: digest_required: reference must pin a sha256 digest

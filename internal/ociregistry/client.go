@@ -1,4 +1,4 @@
-package ocipack
+package ociregistry
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/b10x/connector-mcp/ocipack"
 	"io"
 	"net"
 	"net/http"
@@ -77,11 +78,11 @@ func (c *Client) limits() Limits { return c.Limits.withDefaults() }
 // repository returns an oras repository for ref, refusing plain HTTP to non-loopback hosts.
 func (c *Client) repository(ref Reference) (*remote.Repository, error) {
 	if c.PlainHTTP && !IsLoopbackHost(ref.Registry) {
-		return nil, refuse(RefusalPlainHTTPNotLoopback, ref.Registry, ErrPlainHTTPNotLoopback)
+		return nil, refuse(ocipack.RefusalPlainHTTPNotLoopback, ref.Registry, ocipack.ErrPlainHTTPNotLoopback)
 	}
 	repo, err := remote.NewRepository(ref.Registry + "/" + ref.Repository)
 	if err != nil {
-		return nil, refuse(RefusalInvalidReference, "", ErrInvalidReference)
+		return nil, refuse(ocipack.RefusalInvalidReference, "", ocipack.ErrInvalidReference)
 	}
 	hc := c.HTTPClient
 	if hc == nil {
@@ -103,10 +104,10 @@ func (c *Client) repository(ref Reference) (*remote.Repository, error) {
 func (c *Client) Push(ctx context.Context, repo Reference, profiles []*apiv1.ProfileDocument) (Reference, error) {
 	lim := c.limits()
 	if len(profiles) == 0 {
-		return Reference{}, refuse(RefusalInvalidPack, "layers", ErrInvalidPack)
+		return Reference{}, refuse(ocipack.RefusalInvalidPack, "layers", ocipack.ErrInvalidPack)
 	}
 	if len(profiles) > lim.MaxLayers {
-		return Reference{}, refuse(RefusalTooManyLayers, "layers", ErrTooManyLayers)
+		return Reference{}, refuse(ocipack.RefusalTooManyLayers, "layers", ocipack.ErrTooManyLayers)
 	}
 	r, err := c.repository(repo)
 	if err != nil {
@@ -115,7 +116,7 @@ func (c *Client) Push(ctx context.Context, repo Reference, profiles []*apiv1.Pro
 	services := make(map[string]bool, len(profiles))
 	for i, p := range profiles {
 		if p != nil && services[p.Service.Ref] {
-			return Reference{}, refuse(RefusalDuplicateService, fmt.Sprintf("layers[%d]", i), ErrInvalidPack)
+			return Reference{}, refuse(ocipack.RefusalDuplicateService, fmt.Sprintf("layers[%d]", i), ocipack.ErrInvalidPack)
 		}
 		if p != nil {
 			services[p.Service.Ref] = true
@@ -123,24 +124,24 @@ func (c *Client) Push(ctx context.Context, repo Reference, profiles []*apiv1.Pro
 	}
 	layers := make([]ocispec.Descriptor, 0, len(profiles))
 	for i, p := range profiles {
-		if err := Validate(p); err != nil {
+		if err := ocipack.Validate(p); err != nil {
 			return Reference{}, fmt.Errorf("profile %d: %w", i, err)
 		}
-		b, err := EncodeProfile(p, FormatJSON)
+		b, err := ocipack.EncodeProfile(p, ocipack.FormatJSON)
 		if err != nil {
 			return Reference{}, err
 		}
 		if int64(len(b)) > lim.MaxLayerBytes {
-			return Reference{}, refuse(RefusalLayerTooLarge, fmt.Sprintf("layers[%d]", i), ErrLayerTooLarge)
+			return Reference{}, refuse(ocipack.RefusalLayerTooLarge, fmt.Sprintf("layers[%d]", i), ocipack.ErrLayerTooLarge)
 		}
-		d := content.NewDescriptorFromBytes(ProfileMediaType, b)
+		d := content.NewDescriptorFromBytes(ocipack.ProfileMediaType, b)
 		d.Annotations = map[string]string{ocispec.AnnotationTitle: p.Service.Ref + ".json"}
 		if err := pushBlob(ctx, r, d, b); err != nil {
 			return Reference{}, err
 		}
 		layers = append(layers, d)
 	}
-	desc, err := oras.PackManifest(ctx, r, oras.PackManifestVersion1_1, PackArtifactType, oras.PackManifestOptions{
+	desc, err := oras.PackManifest(ctx, r, oras.PackManifestVersion1_1, ocipack.PackArtifactType, oras.PackManifestOptions{
 		Layers:              layers,
 		ManifestAnnotations: map[string]string{ocispec.AnnotationCreated: CreatedEpoch},
 	})
@@ -173,7 +174,7 @@ func (c *Client) Pull(ctx context.Context, ref Reference) (*Pack, error) {
 // pull is Pull, reporting whether the pack was read from the store.
 func (c *Client) pull(ctx context.Context, ref Reference) (*Pack, bool, error) {
 	if ref.Digest == "" {
-		return nil, false, refuse(RefusalDigestRequired, "", ErrDigestRequired)
+		return nil, false, refuse(ocipack.RefusalDigestRequired, "", ocipack.ErrDigestRequired)
 	}
 	r, err := c.repository(ref)
 	if err != nil {
@@ -203,17 +204,17 @@ func (c *Client) pullFrom(ctx context.Context, ref Reference, src contentSource)
 		if err != nil {
 			return nil, err
 		}
-		doc, err := DecodeProfile(b)
+		doc, err := ocipack.DecodeProfile(b)
 		if err != nil {
 			return nil, fmt.Errorf("layer %d: %w", i, err)
 		}
-		snap, err := Reviewed(doc)
+		snap, err := ocipack.Reviewed(doc)
 		if err != nil {
 			return nil, fmt.Errorf("layer %d: %w", i, err)
 		}
 		for _, prev := range p.Profiles {
 			if prev.Service.Ref == doc.Service.Ref {
-				return nil, refuse(RefusalDuplicateService, fmt.Sprintf("layers[%d]", i), ErrInvalidPack)
+				return nil, refuse(ocipack.RefusalDuplicateService, fmt.Sprintf("layers[%d]", i), ocipack.ErrInvalidPack)
 			}
 		}
 		p.Layers = append(p.Layers, b)
@@ -244,14 +245,14 @@ func (p *Pack) ProfileSnapshot(serviceRef string) (*apiv1.ProfileDocument, *snap
 		if len(p.Profiles) == 1 {
 			return at(0)
 		}
-		return nil, nil, refuse(RefusalAmbiguousPack, "", ErrProfileNotInPack)
+		return nil, nil, refuse(ocipack.RefusalAmbiguousPack, "", ocipack.ErrProfileNotInPack)
 	}
 	for i, d := range p.Profiles {
 		if d.Service.Ref == serviceRef {
 			return at(i)
 		}
 	}
-	return nil, nil, refuse(RefusalProfileNotInPack, serviceRef, ErrProfileNotInPack)
+	return nil, nil, refuse(ocipack.RefusalProfileNotInPack, serviceRef, ocipack.ErrProfileNotInPack)
 }
 
 // registrySource reads content from a registry repository.
@@ -266,7 +267,7 @@ func (s registrySource) blob(ctx context.Context, desc ocispec.Descriptor) ([]by
 }
 
 func (s registrySource) referrers(ctx context.Context, subject ocispec.Descriptor, fn func([]ocispec.Descriptor) error) error {
-	err := s.r.Referrers(ctx, subject, BundleMediaType, fn)
+	err := s.r.Referrers(ctx, subject, ocipack.BundleMediaType, fn)
 	if err != nil && !errors.Is(err, errdef.ErrNotFound) {
 		return registryError("referrers", err)
 	}
@@ -280,15 +281,15 @@ func fetchManifest(ctx context.Context, r *remote.Repository, dgst string, max i
 	desc, err := r.Resolve(context.WithValue(ctx, fetchExpectKey{}, x), dgst)
 	if err != nil {
 		if errors.Is(err, errServedMismatch) {
-			return nil, refuse(RefusalBlobDigestMismatch, dgst, ErrBlobDigestMismatch)
+			return nil, refuse(ocipack.RefusalBlobDigestMismatch, dgst, ocipack.ErrBlobDigestMismatch)
 		}
 		return nil, registryError("resolve", err)
 	}
 	if desc.Size > max {
-		return nil, refuse(RefusalManifestTooLarge, "", ErrManifestTooLarge)
+		return nil, refuse(ocipack.RefusalManifestTooLarge, "", ocipack.ErrManifestTooLarge)
 	}
 	if desc.MediaType != ocispec.MediaTypeImageManifest {
-		return nil, refuse(RefusalInvalidPack, "mediaType", ErrInvalidPack)
+		return nil, refuse(ocipack.RefusalInvalidPack, "mediaType", ocipack.ErrInvalidPack)
 	}
 	desc.Digest = digest.Digest(dgst) // never trust the digest the registry reports
 	return fetchBlob(ctx, r, desc)
@@ -304,7 +305,7 @@ func fetchBlob(ctx context.Context, r *remote.Repository, desc ocispec.Descripto
 	rc, err := r.Fetch(context.WithValue(ctx, fetchExpectKey{}, x), desc)
 	if err != nil {
 		if errors.Is(err, errServedMismatch) || errors.Is(err, content.ErrMismatchedDigest) {
-			return nil, refuse(RefusalBlobDigestMismatch, desc.Digest.String(), ErrBlobDigestMismatch)
+			return nil, refuse(ocipack.RefusalBlobDigestMismatch, desc.Digest.String(), ocipack.ErrBlobDigestMismatch)
 		}
 		return nil, registryError("fetch", err)
 	}
@@ -313,7 +314,7 @@ func fetchBlob(ctx context.Context, r *remote.Repository, desc ocispec.Descripto
 	if err != nil {
 		short := errors.Is(err, io.ErrUnexpectedEOF) && x.cleanEOF.Load()
 		if short || errors.Is(err, content.ErrMismatchedDigest) || errors.Is(err, content.ErrTrailingData) {
-			return nil, refuse(RefusalBlobDigestMismatch, desc.Digest.String(), ErrBlobDigestMismatch)
+			return nil, refuse(ocipack.RefusalBlobDigestMismatch, desc.Digest.String(), ocipack.ErrBlobDigestMismatch)
 		}
 		return nil, registryError("fetch", err)
 	}
@@ -414,7 +415,7 @@ func (c *Client) Bundles(ctx context.Context, ref Reference) ([]Referrer, error)
 // bundles is Bundles, reporting whether the referrers were read from the store.
 func (c *Client) bundles(ctx context.Context, ref Reference) ([]Referrer, bool, error) {
 	if ref.Digest == "" {
-		return nil, false, refuse(RefusalDigestRequired, "", ErrDigestRequired)
+		return nil, false, refuse(ocipack.RefusalDigestRequired, "", ocipack.ErrDigestRequired)
 	}
 	r, err := c.repository(ref)
 	if err != nil {
@@ -436,7 +437,7 @@ func (c *Client) bundlesFrom(ctx context.Context, ref Reference, src contentSour
 	var descs []ocispec.Descriptor
 	err := src.referrers(ctx, subject, func(page []ocispec.Descriptor) error {
 		for _, d := range page {
-			if d.ArtifactType == BundleMediaType && len(descs) < lim.MaxReferrers {
+			if d.ArtifactType == ocipack.BundleMediaType && len(descs) < lim.MaxReferrers {
 				descs = append(descs, d)
 			}
 		}
@@ -459,7 +460,7 @@ func (c *Client) bundlesFrom(ctx context.Context, ref Reference, src contentSour
 		}
 		var m ocispec.Manifest
 		if k8sjson.UnmarshalCaseSensitivePreserveInts(mb, &m) != nil || m.Subject == nil || m.Subject.Digest.String() != ref.Digest ||
-			len(m.Layers) != 1 || m.Layers[0].MediaType != BundleMediaType || m.Layers[0].Size > lim.MaxBundleBytes {
+			len(m.Layers) != 1 || m.Layers[0].MediaType != ocipack.BundleMediaType || m.Layers[0].Size > lim.MaxBundleBytes {
 			continue
 		}
 		b, err := src.blob(ctx, m.Layers[0])
@@ -481,7 +482,7 @@ func (c *Client) bundlesFrom(ctx context.Context, ref Reference, src contentSour
 // schema index updated instead (oras-go does this).
 func (c *Client) Attach(ctx context.Context, ref Reference, bundle []byte, annotations map[string]string) (ocispec.Descriptor, error) {
 	if ref.Digest == "" {
-		return ocispec.Descriptor{}, refuse(RefusalDigestRequired, "", ErrDigestRequired)
+		return ocispec.Descriptor{}, refuse(ocipack.RefusalDigestRequired, "", ocipack.ErrDigestRequired)
 	}
 	r, err := c.repository(ref)
 	if err != nil {
@@ -492,10 +493,10 @@ func (c *Client) Attach(ctx context.Context, ref Reference, bundle []byte, annot
 		return ocispec.Descriptor{}, registryError("resolve", err)
 	}
 	if subject.Digest.String() != ref.Digest {
-		return ocispec.Descriptor{}, refuse(RefusalBlobDigestMismatch, ref.Digest, ErrBlobDigestMismatch)
+		return ocispec.Descriptor{}, refuse(ocipack.RefusalBlobDigestMismatch, ref.Digest, ocipack.ErrBlobDigestMismatch)
 	}
 	subject = ocispec.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size}
-	layer := content.NewDescriptorFromBytes(BundleMediaType, bundle)
+	layer := content.NewDescriptorFromBytes(ocipack.BundleMediaType, bundle)
 	if err := pushBlob(ctx, r, layer, bundle); err != nil {
 		return ocispec.Descriptor{}, err
 	}
@@ -503,7 +504,7 @@ func (c *Client) Attach(ctx context.Context, ref Reference, bundle []byte, annot
 	for k, v := range annotations {
 		ann[k] = v
 	}
-	desc, err := oras.PackManifest(ctx, r, oras.PackManifestVersion1_1, BundleMediaType, oras.PackManifestOptions{
+	desc, err := oras.PackManifest(ctx, r, oras.PackManifestVersion1_1, ocipack.BundleMediaType, oras.PackManifestOptions{
 		Subject:             &subject,
 		Layers:              []ocispec.Descriptor{layer},
 		ManifestAnnotations: ann,
@@ -568,7 +569,7 @@ func (e *RegistryError) Error() string {
 func (e *RegistryError) Unwrap() error { return e.Err }
 
 func registryError(op string, err error) error {
-	var r *RefusalError
+	var r *ocipack.RefusalError
 	if errors.As(err, &r) {
 		return err
 	}
@@ -576,7 +577,7 @@ func registryError(op string, err error) error {
 }
 
 func isRefusal(err error) bool {
-	var r *RefusalError
+	var r *ocipack.RefusalError
 	return errors.As(err, &r)
 }
 
@@ -606,7 +607,7 @@ func CredentialsFromDockerConfig(data []byte) (auth.CredentialFunc, error) {
 	// Exact-case members and no duplicate keys: "Auths" or a second "auths" is not another way
 	// to name the credentials.
 	if err := snapshot.Unmarshal(data, &cfg); err != nil {
-		return nil, refuse(RefusalInvalidDockerConfig, "", ErrInvalidDockerConfig)
+		return nil, refuse(ocipack.RefusalInvalidDockerConfig, "", ocipack.ErrInvalidDockerConfig)
 	}
 	creds := map[string]auth.Credential{}
 	for host, a := range cfg.Auths {
@@ -614,11 +615,11 @@ func CredentialsFromDockerConfig(data []byte) (auth.CredentialFunc, error) {
 		if a.Auth != "" {
 			raw, err := base64.StdEncoding.DecodeString(a.Auth)
 			if err != nil {
-				return nil, refuse(RefusalInvalidDockerConfig, "", ErrInvalidDockerConfig)
+				return nil, refuse(ocipack.RefusalInvalidDockerConfig, "", ocipack.ErrInvalidDockerConfig)
 			}
 			user, pass, ok := strings.Cut(string(raw), ":")
 			if !ok {
-				return nil, refuse(RefusalInvalidDockerConfig, "", ErrInvalidDockerConfig)
+				return nil, refuse(ocipack.RefusalInvalidDockerConfig, "", ocipack.ErrInvalidDockerConfig)
 			}
 			c.Username, c.Password = user, pass
 		}

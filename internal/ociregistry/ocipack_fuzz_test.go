@@ -1,74 +1,20 @@
-package ocipack
+package ociregistry
 
 import (
-	"bytes"
 	"encoding/json"
+	"github.com/b10x/connector-mcp/ocipack"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
-// FuzzDecodeProfile: the decoder never panics, and whatever it accepts is stable: decode →
-// encode (canonical JSON and YAML) → decode yields the same profile digest and the same canonical
-// bytes, and the canonical form is a fixed point.
-func FuzzDecodeProfile(f *testing.F) {
-	doc := reviewedProfile(f)
-	js, _ := EncodeProfile(doc, FormatJSON)
-	y, _ := EncodeProfile(doc, FormatYAML)
-	f.Add(js)
-	f.Add(y)
-	f.Add([]byte(strings.Replace(string(js), `"effect":"read"`, `"effect":"read","effect":"write"`, 1)))
-	f.Add([]byte(`{"contract":"b10x.connector-mcp-service.v1"}`))
-	f.Add([]byte("contract: b10x.connector-mcp-service.v1\n---\n"))
-	f.Add([]byte(`{"contract":"b10x.connector-mcp-service.v1","snapshot":{"tools":[{"descriptor":{"name":"\ud800"}}]}}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		d1, err := DecodeProfile(data)
-		if err != nil {
-			var r *RefusalError
-			if !errorsAs(err, &r) || r.Name == "" {
-				t.Fatalf("error is not a named refusal: %v", err)
-			}
-			return
-		}
-		c1, err := EncodeProfile(d1, FormatJSON)
-		if err != nil {
-			return // e.g. a descriptor number RFC 8785 cannot represent
-		}
-		d2, err := DecodeProfile(c1)
-		if err != nil {
-			t.Fatalf("canonical form of an accepted document is refused: %v\n%s", err, c1)
-		}
-		c2, err := EncodeProfile(d2, FormatJSON)
-		if err != nil || !bytes.Equal(c1, c2) {
-			t.Fatalf("canonical form is not a fixed point:\n%s\n%s", c1, c2)
-		}
-		y1, err := EncodeProfile(d1, FormatYAML)
-		if err != nil {
-			t.Fatalf("YAML encoding failed: %v", err)
-		}
-		d3, err := DecodeProfile(y1)
-		if err != nil {
-			t.Fatalf("YAML form of an accepted document is refused: %v\n%s", err, y1)
-		}
-		p1, _ := ProfileDigest(d1)
-		p3, _ := ProfileDigest(d3)
-		if p1 != p3 {
-			t.Fatalf("YAML round trip changed the profile digest:\n%s", y1)
-		}
-		// Validation is pure and total on decoded documents.
-		_ = Validate(d1)
-		_ = ValidateDraft(d1)
-	})
-}
-
 // FuzzParseManifest: the parser never panics; an accepted manifest respects every bound and the
 // pack shape, and the same bytes are accepted by a looser limit.
 func FuzzParseManifest(f *testing.F) {
-	layer := ocispec.Descriptor{MediaType: ProfileMediaType, Digest: digest.FromString("x"), Size: 100}
-	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: PackArtifactType,
+	layer := ocispec.Descriptor{MediaType: ocipack.ProfileMediaType, Digest: digest.FromString("x"), Size: 100}
+	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: ocipack.PackArtifactType,
 		Config: ocispec.DescriptorEmptyJSON, Layers: []ocispec.Descriptor{layer, layer}}
 	m.SchemaVersion = 2
 	good, _ := json.Marshal(m)
@@ -84,18 +30,18 @@ func FuzzParseManifest(f *testing.F) {
 		lim := Limits{MaxManifestBytes: 4096, MaxLayers: maxLayers, MaxLayerBytes: maxLayer, MaxTotalBytes: 4 * maxLayer}
 		got, err := ParseManifest(data, lim)
 		if err != nil {
-			var r *RefusalError
+			var r *ocipack.RefusalError
 			if !errorsAs(err, &r) || r.Name == "" {
 				t.Fatalf("error is not a named refusal: %v", err)
 			}
 			return
 		}
-		if len(data) > 4096 || len(got.Layers) == 0 || len(got.Layers) > maxLayers || got.ArtifactType != PackArtifactType {
+		if len(data) > 4096 || len(got.Layers) == 0 || len(got.Layers) > maxLayers || got.ArtifactType != ocipack.PackArtifactType {
 			t.Fatalf("accepted a manifest outside the bounds or shape: %s", data)
 		}
 		var total int64
 		for _, l := range got.Layers {
-			if l.MediaType != ProfileMediaType || l.Size <= 0 || l.Size > maxLayer || l.Digest.Validate() != nil {
+			if l.MediaType != ocipack.ProfileMediaType || l.Size <= 0 || l.Size > maxLayer || l.Digest.Validate() != nil {
 				t.Fatalf("accepted a bad layer %+v", l)
 			}
 			total += l.Size

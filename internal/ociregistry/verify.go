@@ -1,4 +1,4 @@
-package ocipack
+package ociregistry
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/b10x/connector-mcp/ocipack"
 	"regexp"
 	"regexp/syntax"
 	"strings"
@@ -59,7 +60,7 @@ type Policy struct {
 // by p.PublicKey (the caller reads the Secret); it is ignored for keyless policies.
 func PolicyFromAPI(p *apiv1.VerifyPolicy, publicKeyPEM []byte) (Policy, error) {
 	if p == nil {
-		return Policy{}, refuse(RefusalInvalidPolicy, "", ErrInvalidPolicy)
+		return Policy{}, refuse(ocipack.RefusalInvalidPolicy, "", ocipack.ErrInvalidPolicy)
 	}
 	out := Policy{Keyless: p.Keyless, Provenance: p.Provenance}
 	if p.PublicKey != nil {
@@ -76,14 +77,14 @@ func PolicyFromAPI(p *apiv1.VerifyPolicy, publicKeyPEM []byte) (Policy, error) {
 func ParsePublicKey(pemBytes []byte) (crypto.PublicKey, error) {
 	k, err := cryptoutils.UnmarshalPEMToPublicKey(pemBytes)
 	if err != nil {
-		return nil, refuse(RefusalInvalidKey, "", ErrInvalidKey)
+		return nil, refuse(ocipack.RefusalInvalidKey, "", ocipack.ErrInvalidKey)
 	}
 	return k, nil
 }
 
 // Validate checks the policy is complete and unambiguous.
 func (p Policy) Validate() error {
-	bad := func(path string) error { return refuse(RefusalInvalidPolicy, path, ErrInvalidPolicy) }
+	bad := func(path string) error { return refuse(ocipack.RefusalInvalidPolicy, path, ocipack.ErrInvalidPolicy) }
 	switch {
 	case p.Keyless != nil && p.PublicKey != nil:
 		return bad("identity")
@@ -120,14 +121,14 @@ func (p Policy) Validate() error {
 // only through an empty-width construct this function does not model is refused.
 func CheckSubjectRegExp(expr string) error {
 	if _, err := regexp.Compile(expr); err != nil {
-		return refuse(RefusalInvalidPolicy, "keyless.subjectRegExp", ErrInvalidPolicy)
+		return refuse(ocipack.RefusalInvalidPolicy, "keyless.subjectRegExp", ocipack.ErrInvalidPolicy)
 	}
 	re, err := syntax.Parse(expr, syntax.Perl) // the flags regexp.Compile parses with
 	if err != nil {
-		return refuse(RefusalInvalidPolicy, "keyless.subjectRegExp", ErrInvalidPolicy)
+		return refuse(ocipack.RefusalInvalidPolicy, "keyless.subjectRegExp", ocipack.ErrInvalidPolicy)
 	}
 	if !anchoredAt(re, true) || !anchoredAt(re, false) {
-		return refuse(RefusalUnanchoredSubjectRegExp, "keyless.subjectRegExp", ErrUnanchoredSubjectRegExp)
+		return refuse(ocipack.RefusalUnanchoredSubjectRegExp, "keyless.subjectRegExp", ocipack.ErrUnanchoredSubjectRegExp)
 	}
 	return nil
 }
@@ -298,7 +299,7 @@ func NewVerifier(client *Client, trusted root.TrustedMaterial, opts ...VerifierO
 func LoadTrustedRoot(path string) (*root.TrustedRoot, error) {
 	tr, err := root.NewTrustedRootFromPath(path)
 	if err != nil {
-		return nil, refuse(RefusalInvalidTrustedRoot, "", fmt.Errorf("%w: %w", ErrInvalidPolicy, err))
+		return nil, refuse(ocipack.RefusalInvalidTrustedRoot, "", fmt.Errorf("%w: %w", ocipack.ErrInvalidPolicy, err))
 	}
 	return tr, nil
 }
@@ -311,24 +312,24 @@ type reason struct {
 }
 
 var (
-	reasonMissingSignature = reason{0, RefusalMissingSignature, ErrNoSignature}
-	reasonUntrusted        = reason{1, RefusalUntrustedSignature, ErrUntrustedSignature}
-	reasonWrongIssuer      = reason{2, RefusalWrongIssuer, ErrWrongIssuer}
-	reasonWrongIdentity    = reason{3, RefusalWrongIdentity, ErrWrongIdentity}
-	reasonWrongSubject     = reason{4, RefusalWrongSubjectDigest, ErrWrongSubjectDigest}
-	reasonMissingTlog      = reason{1, RefusalMissingTlogEntry, ErrMissingTransparency}
-	reasonMissingTimestamp = reason{1, RefusalMissingSignedTimestamp, ErrMissingTransparency}
+	reasonMissingSignature = reason{0, ocipack.RefusalMissingSignature, ocipack.ErrNoSignature}
+	reasonUntrusted        = reason{1, ocipack.RefusalUntrustedSignature, ocipack.ErrUntrustedSignature}
+	reasonWrongIssuer      = reason{2, ocipack.RefusalWrongIssuer, ocipack.ErrWrongIssuer}
+	reasonWrongIdentity    = reason{3, ocipack.RefusalWrongIdentity, ocipack.ErrWrongIdentity}
+	reasonWrongSubject     = reason{4, ocipack.RefusalWrongSubjectDigest, ocipack.ErrWrongSubjectDigest}
+	reasonMissingTlog      = reason{1, ocipack.RefusalMissingTlogEntry, ocipack.ErrMissingTransparency}
+	reasonMissingTimestamp = reason{1, ocipack.RefusalMissingSignedTimestamp, ocipack.ErrMissingTransparency}
 
-	reasonMissingAttestation  = reason{0, RefusalMissingAttestation, ErrNoAttestation}
-	reasonWrongPredicate      = reason{1, RefusalWrongPredicateType, ErrWrongPredicateType}
-	reasonWrongBuilder        = reason{2, RefusalWrongBuilder, ErrWrongBuilder}
-	reasonMissingCertSource   = reason{3, RefusalMissingCertificateSource, ErrCertificateSource}
-	reasonWrongCertRepository = reason{4, RefusalWrongCertificateSourceRepository, ErrCertificateSource}
-	reasonWrongCertRef        = reason{5, RefusalWrongCertificateSourceRef, ErrCertificateSource}
-	reasonAmbiguousSource     = reason{6, RefusalAmbiguousSource, ErrAmbiguousSource}
-	reasonPredicateDisagrees  = reason{7, RefusalPredicateDisagreesWithCertificate, ErrPredicateDisagreesWithCertificate}
-	reasonWrongRepository     = reason{8, RefusalWrongSourceRepository, ErrWrongSourceRepository}
-	reasonWrongRef            = reason{9, RefusalWrongSourceRef, ErrWrongSourceRef}
+	reasonMissingAttestation  = reason{0, ocipack.RefusalMissingAttestation, ocipack.ErrNoAttestation}
+	reasonWrongPredicate      = reason{1, ocipack.RefusalWrongPredicateType, ocipack.ErrWrongPredicateType}
+	reasonWrongBuilder        = reason{2, ocipack.RefusalWrongBuilder, ocipack.ErrWrongBuilder}
+	reasonMissingCertSource   = reason{3, ocipack.RefusalMissingCertificateSource, ocipack.ErrCertificateSource}
+	reasonWrongCertRepository = reason{4, ocipack.RefusalWrongCertificateSourceRepository, ocipack.ErrCertificateSource}
+	reasonWrongCertRef        = reason{5, ocipack.RefusalWrongCertificateSourceRef, ocipack.ErrCertificateSource}
+	reasonAmbiguousSource     = reason{6, ocipack.RefusalAmbiguousSource, ocipack.ErrAmbiguousSource}
+	reasonPredicateDisagrees  = reason{7, ocipack.RefusalPredicateDisagreesWithCertificate, ocipack.ErrPredicateDisagreesWithCertificate}
+	reasonWrongRepository     = reason{8, ocipack.RefusalWrongSourceRepository, ocipack.ErrWrongSourceRepository}
+	reasonWrongRef            = reason{9, ocipack.RefusalWrongSourceRef, ocipack.ErrWrongSourceRef}
 )
 
 func (r reason) refusal(path string) error { return refuse(r.name, path, r.err) }
@@ -379,10 +380,10 @@ func (v *Verifier) Verify(ctx context.Context, ref Reference, policy Policy) (*R
 // Validate. It is how a pack is checked against a set of trusted signers and provenance rules.
 func (v *Verifier) VerifyAny(ctx context.Context, ref Reference, policies []Policy) (int, *Result, error) {
 	if ref.Digest == "" {
-		return -1, nil, refuse(RefusalDigestRequired, "", ErrDigestRequired)
+		return -1, nil, refuse(ocipack.RefusalDigestRequired, "", ocipack.ErrDigestRequired)
 	}
 	if len(policies) == 0 {
-		return -1, nil, refuse(RefusalInvalidPolicy, "", ErrInvalidPolicy)
+		return -1, nil, refuse(ocipack.RefusalInvalidPolicy, "", ocipack.ErrInvalidPolicy)
 	}
 	keys := make([]string, len(policies))
 	for i, policy := range policies {
@@ -575,7 +576,7 @@ func (v *Verifier) sigstoreVerifier(p Policy) (*verify.Verifier, error) {
 	if p.PublicKey != nil {
 		sv, err := signature.LoadDefaultVerifier(p.PublicKey)
 		if err != nil {
-			return nil, refuse(RefusalInvalidKey, "", ErrInvalidKey)
+			return nil, refuse(ocipack.RefusalInvalidKey, "", ocipack.ErrInvalidKey)
 		}
 		key := root.NewExpiringKey(sv, timeZero, timeZero)
 		material = root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) { return key, nil })
@@ -587,7 +588,7 @@ func (v *Verifier) sigstoreVerifier(p Policy) (*verify.Verifier, error) {
 		}
 	} else {
 		if v.trusted == nil {
-			return nil, refuse(RefusalInvalidPolicy, "trustedRoot", ErrInvalidPolicy)
+			return nil, refuse(ocipack.RefusalInvalidPolicy, "trustedRoot", ocipack.ErrInvalidPolicy)
 		}
 		material = v.trusted
 		opts = append(opts, verify.WithObserverTimestamps(1))
@@ -603,7 +604,7 @@ func (v *Verifier) sigstoreVerifier(p Policy) (*verify.Verifier, error) {
 	}
 	sv, err := verify.NewVerifier(material, opts...)
 	if err != nil {
-		return nil, refuse(RefusalInvalidPolicy, "", fmt.Errorf("%w: %w", ErrInvalidPolicy, err))
+		return nil, refuse(ocipack.RefusalInvalidPolicy, "", fmt.Errorf("%w: %w", ocipack.ErrInvalidPolicy, err))
 	}
 	return sv, nil
 }

@@ -1,4 +1,4 @@
-package ocipack
+package ociregistry
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/b10x/connector-mcp/ocipack"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -24,7 +25,7 @@ import (
 
 func wantContentRefusal(t *testing.T, err error) {
 	t.Helper()
-	wantRefusal(t, err, "blob_digest_mismatch", ErrBlobDigestMismatch)
+	wantRefusal(t, err, "blob_digest_mismatch", ocipack.ErrBlobDigestMismatch)
 	var re *RegistryError
 	if errors.As(err, &re) {
 		t.Fatalf("content mismatch reported as a registry error: %v", err)
@@ -273,7 +274,7 @@ func TestBundleSizeTamperIsNoEvidence(t *testing.T) {
 					t.Fatalf("tampered bundles must be skipped, not fail the listing: %d %v", len(got), err)
 				}
 				_, err = NewVerifier(c, nil).Verify(ctx, ref, policy)
-				wantRefusal(t, err, "missing_signature", ErrNoSignature)
+				wantRefusal(t, err, "missing_signature", ocipack.ErrNoSignature)
 				var re *RegistryError
 				if errors.As(err, &re) {
 					t.Fatalf("tampered bundles reported as a registry error: %v", err)

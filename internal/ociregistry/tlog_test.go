@@ -1,4 +1,4 @@
-package ocipack
+package ociregistry
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
+	"github.com/b10x/connector-mcp/ocipack"
 	"testing"
 	"time"
 
@@ -91,5 +92,5 @@ func TestVerifyKeylessWithTransparencyLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = NewVerifier(c2, vs, WithTransparencyLog(1)).Verify(ctx, ref2, keylessPolicy())
-	wantRefusal(t, err, "untrusted_signature", ErrUntrustedSignature)
+	wantRefusal(t, err, "untrusted_signature", ocipack.ErrUntrustedSignature)
 }

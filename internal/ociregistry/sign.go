@@ -1,4 +1,4 @@
-package ocipack
+package ociregistry
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/b10x/connector-mcp/ocipack"
 	"strings"
 	"time"
 
@@ -72,7 +73,7 @@ type Signer struct {
 // the pack ref (pinned by digest), and returns the referrer manifests pushed.
 func (s *Signer) Sign(ctx context.Context, c *Client, ref Reference, prov *Provenance) ([]ocispec.Descriptor, error) {
 	if ref.Digest == "" {
-		return nil, refuse(RefusalDigestRequired, "", ErrDigestRequired)
+		return nil, refuse(ocipack.RefusalDigestRequired, "", ocipack.ErrDigestRequired)
 	}
 	type stmt struct {
 		predicateType string
@@ -148,7 +149,7 @@ func ProvenancePredicate(p Provenance) map[string]any {
 // v0.3 JSON.
 func (s *Signer) SignStatement(ctx context.Context, statement []byte) ([]byte, error) {
 	if s.Keypair == nil {
-		return nil, refuse(RefusalInvalidKey, "", ErrInvalidKey)
+		return nil, refuse(ocipack.RefusalInvalidKey, "", ocipack.ErrInvalidKey)
 	}
 	pb, err := sign.Bundle(&sign.DSSEData{Data: statement, PayloadType: InTotoPayloadType}, s.Keypair, sign.BundleOptions{
 		CertificateProvider:        s.CertificateProvider,
@@ -185,11 +186,11 @@ func (s *Signer) SignStatement(ctx context.Context, statement []byte) ([]byte, e
 func LoadPrivateKey(pemBytes, password []byte) (crypto.Signer, error) {
 	k, err := cryptoutils.UnmarshalPEMToPrivateKey(pemBytes, cryptoutils.StaticPasswordFunc(password))
 	if err != nil {
-		return nil, refuse(RefusalInvalidKey, "", ErrInvalidKey)
+		return nil, refuse(ocipack.RefusalInvalidKey, "", ocipack.ErrInvalidKey)
 	}
 	s, ok := k.(crypto.Signer)
 	if !ok {
-		return nil, refuse(RefusalInvalidKey, "", ErrInvalidKey)
+		return nil, refuse(ocipack.RefusalInvalidKey, "", ocipack.ErrInvalidKey)
 	}
 	return s, nil
 }
@@ -206,11 +207,11 @@ type keypair struct {
 func NewKeypair(priv crypto.Signer) (sign.Keypair, error) {
 	alg, err := signature.GetDefaultAlgorithmDetails(priv.Public())
 	if err != nil {
-		return nil, refuse(RefusalInvalidKey, "", ErrInvalidKey)
+		return nil, refuse(ocipack.RefusalInvalidKey, "", ocipack.ErrInvalidKey)
 	}
 	der, err := x509.MarshalPKIXPublicKey(priv.Public())
 	if err != nil {
-		return nil, refuse(RefusalInvalidKey, "", ErrInvalidKey)
+		return nil, refuse(ocipack.RefusalInvalidKey, "", ocipack.ErrInvalidKey)
 	}
 	sum := sha256.Sum256(der)
 	return &keypair{priv: priv, alg: alg, hint: []byte(base64.StdEncoding.EncodeToString(sum[:]))}, nil

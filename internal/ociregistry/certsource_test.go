@@ -1,4 +1,4 @@
-package ocipack
+package ociregistry
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
+	"github.com/b10x/connector-mcp/ocipack"
 	"math/big"
 	"net/url"
 	"testing"
@@ -178,37 +179,37 @@ func TestVerifyCertifiedSourceRefusals(t *testing.T) {
 	}{
 		{"feature branch claiming main (certificate says feature, predicate says main)",
 			f.signer(t, testIdentity, &certSource{ghRepo, ghFeature, testRevision}), githubPredicate(ghRepo, testRef, testRevision),
-			keylessPolicy(), nil, "wrong_certificate_source_ref", ErrCertificateSource},
+			keylessPolicy(), nil, "wrong_certificate_source_ref", ocipack.ErrCertificateSource},
 		{"fork certificate claiming the reviewed repository",
 			f.signer(t, testIdentity, &certSource{ghFork, testRef, testRevision}), githubPredicate(ghRepo, testRef, testRevision),
-			keylessPolicy(), nil, "wrong_certificate_source_repository", ErrCertificateSource},
+			keylessPolicy(), nil, "wrong_certificate_source_repository", ocipack.ErrCertificateSource},
 		{"certificate matches, predicate claims another ref",
 			f.signer(t, testIdentity, &certSource{ghRepo, testRef, testRevision}), githubPredicate(ghRepo, ghFeature, testRevision),
-			keylessPolicy(), nil, "predicate_disagrees_with_certificate", ErrPredicateDisagreesWithCertificate},
+			keylessPolicy(), nil, "predicate_disagrees_with_certificate", ocipack.ErrPredicateDisagreesWithCertificate},
 		{"certificate matches, predicate claims another revision",
 			f.signer(t, testIdentity, &certSource{ghRepo, testRef, testRevision}), githubPredicate(ghRepo, testRef, otherRev),
-			keylessPolicy(), nil, "predicate_disagrees_with_certificate", ErrPredicateDisagreesWithCertificate},
+			keylessPolicy(), nil, "predicate_disagrees_with_certificate", ocipack.ErrPredicateDisagreesWithCertificate},
 		{"strict: keyless certificate certifies no source",
 			f.signer(t, testIdentity, nil), githubPredicate(ghRepo, testRef, testRevision),
-			keylessPolicy(), []VerifierOption{WithStrictKeyless()}, "missing_certificate_source", ErrCertificateSource},
+			keylessPolicy(), []VerifierOption{WithStrictKeyless()}, "missing_certificate_source", ocipack.ErrCertificateSource},
 		{"fork listing the reviewed repository as a dependency",
 			keyS, githubPredicate(ghFork, testRef, testRevision, map[string]any{"uri": testRepo + "@" + testRef, "digest": map[string]string{"gitCommit": testRevision}}),
-			Policy{PublicKey: keyPub, Provenance: provenancePolicy()}, nil, "wrong_source_repository", ErrWrongSourceRepository},
+			Policy{PublicKey: keyPub, Provenance: provenancePolicy()}, nil, "wrong_source_repository", ocipack.ErrWrongSourceRepository},
 		{"only a dependency names the reviewed repository",
 			keyS, map[string]any{"buildDefinition": map[string]any{"resolvedDependencies": []any{map[string]any{"uri": testRepo + "@" + testRef}}},
 				"runDetails": map[string]any{"builder": map[string]string{"id": testBuilder}}},
-			Policy{PublicKey: keyPub, Provenance: provenancePolicy()}, nil, "wrong_source_repository", ErrWrongSourceRepository},
+			Policy{PublicKey: keyPub, Provenance: provenancePolicy()}, nil, "wrong_source_repository", ocipack.ErrWrongSourceRepository},
 		{"workflow and source name different primary sources",
 			keyS, func() map[string]any {
 				p := githubPredicate(ghRepo, testRef, testRevision)
 				p["buildDefinition"].(map[string]any)["externalParameters"].(map[string]any)["source"] = map[string]string{"repository": testRepo, "ref": ghFeature}
 				return p
 			}(),
-			Policy{PublicKey: keyPub, Provenance: provenancePolicy()}, nil, "ambiguous_source", ErrAmbiguousSource},
+			Policy{PublicKey: keyPub, Provenance: provenancePolicy()}, nil, "ambiguous_source", ocipack.ErrAmbiguousSource},
 		{"unanchored subject regexp under a strict verifier",
 			f.signer(t, testIdentity, &certSource{ghRepo, testRef, testRevision}), githubPredicate(ghRepo, testRef, testRevision),
 			Policy{Keyless: &apiv1.KeylessIdentity{Issuer: testIssuer, SubjectRegExp: `^https://github\.com/acme/`}, Provenance: provenancePolicy()},
-			[]VerifierOption{WithStrictKeyless()}, "unanchored_subject_regexp", ErrUnanchoredSubjectRegExp},
+			[]VerifierOption{WithStrictKeyless()}, "unanchored_subject_regexp", ocipack.ErrUnanchoredSubjectRegExp},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -297,7 +298,7 @@ func TestVerifyKeylessTransparencyRequirements(t *testing.T) {
 	t.Run("tlog required, TSA-only bundle refused", func(t *testing.T) {
 		ref, c := signTSA(t)
 		_, err := NewVerifier(c, vs, WithKeylessTransparencyLog(1)).Verify(ctx, ref, keylessPolicy())
-		wantRefusal(t, err, "missing_tlog_entry", ErrMissingTransparency)
+		wantRefusal(t, err, "missing_tlog_entry", ocipack.ErrMissingTransparency)
 	})
 	t.Run("signed timestamp required, TSA bundle passes", func(t *testing.T) {
 		ref, c := signTSA(t)
@@ -308,7 +309,7 @@ func TestVerifyKeylessTransparencyRequirements(t *testing.T) {
 	t.Run("signed timestamp required, log-only bundle refused", func(t *testing.T) {
 		ref, c := signTlog(t)
 		_, err := NewVerifier(c, vs, WithKeylessSignedTimestamps(1)).Verify(ctx, ref, keylessPolicy())
-		wantRefusal(t, err, "missing_signed_timestamp", ErrMissingTransparency)
+		wantRefusal(t, err, "missing_signed_timestamp", ocipack.ErrMissingTransparency)
 	})
 	t.Run("key-signed packs are not affected", func(t *testing.T) {
 		reg := ocitest.New(ocitest.Options{Referrers: true})
@@ -347,9 +348,9 @@ func TestVerifyAny(t *testing.T) {
 	if i != -1 {
 		t.Fatalf("index %d for a refusal", i)
 	}
-	wantRefusal(t, err, "wrong_source_ref", ErrWrongSourceRef)
+	wantRefusal(t, err, "wrong_source_ref", ocipack.ErrWrongSourceRef)
 	_, _, err = v.VerifyAny(ctx, ref, []Policy{{PublicKey: other, Provenance: provenancePolicy()}})
-	wantRefusal(t, err, "untrusted_signature", ErrUntrustedSignature)
+	wantRefusal(t, err, "untrusted_signature", ocipack.ErrUntrustedSignature)
 	_, _, err = v.VerifyAny(ctx, ref, nil)
-	wantRefusal(t, err, "invalid_policy", ErrInvalidPolicy)
+	wantRefusal(t, err, "invalid_policy", ocipack.ErrInvalidPolicy)
 }

@@ -1,9 +1,10 @@
-package ocipack
+package ociregistry
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/b10x/connector-mcp/ocipack"
 	"net"
 	"strings"
 
@@ -13,17 +14,6 @@ import (
 	k8sjson "sigs.k8s.io/json"
 
 	"github.com/b10x/connector-mcp/snapshot"
-)
-
-// Media types of the profile-pack format (DESIGN.md §5).
-const (
-	// PackArtifactType is the artifactType of a profile-pack manifest.
-	PackArtifactType = "application/vnd.b10x.mcp-profile-pack.v1"
-	// ProfileMediaType is the media type of a pack layer: one profile document in canonical JSON.
-	ProfileMediaType = "application/vnd.b10x.mcp-service-profile.v1+json"
-	// BundleMediaType is the media type (and referrer artifactType) of a sigstore bundle attached
-	// to a pack, the cosign --new-bundle-format convention.
-	BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
 )
 
 // Limits bound everything read from a registry. The zero value of a field means its default.
@@ -47,7 +37,7 @@ func DefaultLimits() Limits {
 	return Limits{
 		MaxManifestBytes: 64 << 10,
 		MaxLayers:        16,
-		MaxLayerBytes:    MaxProfileSize,
+		MaxLayerBytes:    ocipack.MaxProfileSize,
 		MaxTotalBytes:    16 << 20,
 		MaxBundleBytes:   1 << 20,
 		MaxReferrers:     32,
@@ -103,23 +93,23 @@ func ParseDigestReference(s string) (Reference, error) {
 	at := strings.LastIndex(s, "@")
 	if at < 0 {
 		if _, err := registry.ParseReference(s); err != nil {
-			return Reference{}, refuse(RefusalInvalidReference, "", ErrInvalidReference)
+			return Reference{}, refuse(ocipack.RefusalInvalidReference, "", ocipack.ErrInvalidReference)
 		}
-		return Reference{}, refuse(RefusalDigestRequired, "", ErrDigestRequired)
+		return Reference{}, refuse(ocipack.RefusalDigestRequired, "", ocipack.ErrDigestRequired)
 	}
 	name := s[:at]
 	if slash := strings.LastIndex(name, "/"); slash >= 0 && strings.Contains(name[slash+1:], ":") {
 		// "repo:tag@digest" is refused, so that no reader is misled by a tag that is not what
 		// is pulled.
-		return Reference{}, refuse(RefusalDigestRequired, "", ErrDigestRequired)
+		return Reference{}, refuse(ocipack.RefusalDigestRequired, "", ocipack.ErrDigestRequired)
 	}
 	ref, err := registry.ParseReference(s)
 	if err != nil || ref.ValidateReferenceAsDigest() != nil {
-		return Reference{}, refuse(RefusalInvalidReference, "", ErrInvalidReference)
+		return Reference{}, refuse(ocipack.RefusalInvalidReference, "", ocipack.ErrInvalidReference)
 	}
 	d := digest.Digest(ref.Reference)
 	if d.Validate() != nil || d.Algorithm() != digest.SHA256 {
-		return Reference{}, refuse(RefusalInvalidReference, "", ErrInvalidReference)
+		return Reference{}, refuse(ocipack.RefusalInvalidReference, "", ocipack.ErrInvalidReference)
 	}
 	return Reference{Registry: ref.Registry, Repository: ref.Repository, Digest: d.String()}, nil
 }
@@ -128,7 +118,7 @@ func ParseDigestReference(s string) (Reference, error) {
 func ParseRepository(s string) (Reference, error) {
 	ref, err := registry.ParseReference(s)
 	if err != nil || ref.Reference != "" {
-		return Reference{}, refuse(RefusalInvalidReference, "", ErrInvalidReference)
+		return Reference{}, refuse(ocipack.RefusalInvalidReference, "", ocipack.ErrInvalidReference)
 	}
 	return Reference{Registry: ref.Registry, Repository: ref.Repository}, nil
 }
@@ -155,45 +145,45 @@ func IsLoopbackHost(host string) bool {
 func ParseManifest(b []byte, lim Limits) (*ocispec.Manifest, error) {
 	lim = lim.withDefaults()
 	if int64(len(b)) > lim.MaxManifestBytes {
-		return nil, refuse(RefusalManifestTooLarge, "", ErrManifestTooLarge)
+		return nil, refuse(ocipack.RefusalManifestTooLarge, "", ocipack.ErrManifestTooLarge)
 	}
 	if err := checkJSON(b); err != nil {
-		return nil, refuse(RefusalInvalidPack, "", ErrInvalidPack)
+		return nil, refuse(ocipack.RefusalInvalidPack, "", ocipack.ErrInvalidPack)
 	}
 	var m ocispec.Manifest
 	// Member names match exactly: encoding/json would accept "mediaTYPE" for "mediaType".
 	if err := k8sjson.UnmarshalCaseSensitivePreserveInts(b, &m); err != nil {
-		return nil, refuse(RefusalInvalidPack, "", ErrInvalidPack)
+		return nil, refuse(ocipack.RefusalInvalidPack, "", ocipack.ErrInvalidPack)
 	}
 	switch {
 	case m.SchemaVersion != 2:
-		return nil, refuse(RefusalInvalidPack, "schemaVersion", ErrInvalidPack)
+		return nil, refuse(ocipack.RefusalInvalidPack, "schemaVersion", ocipack.ErrInvalidPack)
 	case m.MediaType != ocispec.MediaTypeImageManifest:
-		return nil, refuse(RefusalInvalidPack, "mediaType", ErrInvalidPack)
-	case m.ArtifactType != PackArtifactType:
-		return nil, refuse(RefusalInvalidPack, "artifactType", ErrInvalidPack)
+		return nil, refuse(ocipack.RefusalInvalidPack, "mediaType", ocipack.ErrInvalidPack)
+	case m.ArtifactType != ocipack.PackArtifactType:
+		return nil, refuse(ocipack.RefusalInvalidPack, "artifactType", ocipack.ErrInvalidPack)
 	case m.Config.MediaType != ocispec.MediaTypeEmptyJSON || m.Config.Digest != ocispec.DescriptorEmptyJSON.Digest || m.Config.Size != ocispec.DescriptorEmptyJSON.Size:
-		return nil, refuse(RefusalInvalidPack, "config", ErrInvalidPack)
+		return nil, refuse(ocipack.RefusalInvalidPack, "config", ocipack.ErrInvalidPack)
 	case len(m.Layers) == 0:
-		return nil, refuse(RefusalInvalidPack, "layers", ErrInvalidPack)
+		return nil, refuse(ocipack.RefusalInvalidPack, "layers", ocipack.ErrInvalidPack)
 	case len(m.Layers) > lim.MaxLayers:
-		return nil, refuse(RefusalTooManyLayers, "layers", ErrTooManyLayers)
+		return nil, refuse(ocipack.RefusalTooManyLayers, "layers", ocipack.ErrTooManyLayers)
 	}
 	var total int64
 	for i, l := range m.Layers {
 		p := fmt.Sprintf("layers[%d]", i)
-		if l.MediaType != ProfileMediaType {
-			return nil, refuse(RefusalInvalidPack, p+".mediaType", ErrInvalidPack)
+		if l.MediaType != ocipack.ProfileMediaType {
+			return nil, refuse(ocipack.RefusalInvalidPack, p+".mediaType", ocipack.ErrInvalidPack)
 		}
 		if l.Digest.Validate() != nil || l.Digest.Algorithm() != digest.SHA256 || l.Size <= 0 {
-			return nil, refuse(RefusalInvalidPack, p+".digest", ErrInvalidPack)
+			return nil, refuse(ocipack.RefusalInvalidPack, p+".digest", ocipack.ErrInvalidPack)
 		}
 		if l.Size > lim.MaxLayerBytes {
-			return nil, refuse(RefusalLayerTooLarge, p, ErrLayerTooLarge)
+			return nil, refuse(ocipack.RefusalLayerTooLarge, p, ocipack.ErrLayerTooLarge)
 		}
 		total += l.Size
 		if total > lim.MaxTotalBytes {
-			return nil, refuse(RefusalPackTooLarge, p, ErrPackTooLarge)
+			return nil, refuse(ocipack.RefusalPackTooLarge, p, ocipack.ErrPackTooLarge)
 		}
 	}
 	return &m, nil
@@ -203,7 +193,7 @@ func ParseManifest(b []byte, lim Limits) (*ocispec.Manifest, error) {
 func checkJSON(b []byte) error {
 	t := bytes.TrimSpace(b)
 	if len(t) == 0 || t[0] != '{' {
-		return ErrInvalidPack
+		return ocipack.ErrInvalidPack
 	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(b, &probe); err != nil {
@@ -211,4 +201,10 @@ func checkJSON(b []byte) error {
 	}
 	_, err := snapshot.Canonicalize(b)
 	return err
+}
+
+// refuse returns the named refusal of the pack format for a failed registry, verification or
+// signing check.
+func refuse(name string, path string, err error) *ocipack.RefusalError {
+	return &ocipack.RefusalError{Name: name, Path: path, Err: err}
 }

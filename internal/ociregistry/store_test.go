@@ -1,10 +1,11 @@
-package ocipack
+package ociregistry
 
 import (
 	"context"
 	"crypto"
 	"errors"
 	"fmt"
+	"github.com/b10x/connector-mcp/ocipack"
 	"maps"
 	"net/http"
 	"reflect"
@@ -329,7 +330,7 @@ func TestStoreContentIsVerifiedAgain(t *testing.T) {
 		w.mode.Store(int32(down503))
 		_, other := keySigner(t)
 		_, _, err := w.restarted(t, Policy{PublicKey: other, Provenance: provenancePolicy()})
-		wantRefusal(t, err, RefusalUntrustedSignature, ErrUntrustedSignature)
+		wantRefusal(t, err, ocipack.RefusalUntrustedSignature, ocipack.ErrUntrustedSignature)
 	})
 	t.Run("other source ref", func(t *testing.T) {
 		w := newStoreWorld(t, true)
@@ -337,7 +338,7 @@ func TestStoreContentIsVerifiedAgain(t *testing.T) {
 		prov := provenancePolicy()
 		prov.SourceRef = "refs/heads/release"
 		_, _, err := w.restarted(t, Policy{PublicKey: w.pub, Provenance: prov})
-		wantRefusal(t, err, RefusalWrongSourceRef, ErrWrongSourceRef)
+		wantRefusal(t, err, ocipack.RefusalWrongSourceRef, ocipack.ErrWrongSourceRef)
 	})
 	t.Run("planted record of an untrusted signer", func(t *testing.T) {
 		// A pack signed by an attacker's key, verified under that key into the attacker's
@@ -363,7 +364,7 @@ func TestStoreContentIsVerifiedAgain(t *testing.T) {
 		victim := newMemStore()
 		victim.recs[ref.String()] = planted
 		_, _, err = NewVerifier(&Client{PlainHTTP: true, Store: victim}, nil).VerifyAndPull(ctx, ref, Policy{PublicKey: trusted, Provenance: provenancePolicy()})
-		wantRefusal(t, err, RefusalUntrustedSignature, ErrUntrustedSignature)
+		wantRefusal(t, err, ocipack.RefusalUntrustedSignature, ocipack.ErrUntrustedSignature)
 	})
 	t.Run("record of another repository", func(t *testing.T) {
 		w := newStoreWorld(t, true)
@@ -426,11 +427,11 @@ func TestStoreContentWithinLimits(t *testing.T) {
 			if fromRegistry == nil || fromStore == nil {
 				t.Fatalf("registry: %v; store: %v; want both refused", fromRegistry, fromStore)
 			}
-			var r *RefusalError
+			var r *ocipack.RefusalError
 			if errors.As(fromRegistry, &r) && outcome(fromStore) != r.Name {
 				t.Fatalf("registry: %v; store: %v; want the same refusal", fromRegistry, fromStore)
 			}
-			if name == "small manifests" && (outcome(fromRegistry) != "registry_unavailable" || outcome(fromStore) != RefusalMissingSignature) {
+			if name == "small manifests" && (outcome(fromRegistry) != "registry_unavailable" || outcome(fromStore) != ocipack.RefusalMissingSignature) {
 				t.Fatalf("registry: %v; store: %v", fromRegistry, fromStore)
 			}
 		})
@@ -439,7 +440,7 @@ func TestStoreContentWithinLimits(t *testing.T) {
 
 // outcome names how a verification failed: its refusal, or registry_error / registry_unavailable.
 func outcome(err error) string {
-	var r *RefusalError
+	var r *ocipack.RefusalError
 	var re *RegistryError
 	switch {
 	case errors.As(err, &r):

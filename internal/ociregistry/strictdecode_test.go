@@ -1,7 +1,8 @@
-package ocipack
+package ociregistry
 
 import (
 	"context"
+	"github.com/b10x/connector-mcp/ocipack"
 	"testing"
 
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -42,7 +43,7 @@ func TestProvenancePredicateIsDecodedExactCase(t *testing.T) {
 				}
 				return
 			}
-			wantRefusal(t, err, tc.refusal, ErrWrongSourceRepository)
+			wantRefusal(t, err, tc.refusal, ocipack.ErrWrongSourceRepository)
 		})
 	}
 }
@@ -66,5 +67,5 @@ func TestDockerConfigIsDecodedExactCase(t *testing.T) {
 		t.Fatalf("a case variant of auths was read: %+v", c)
 	}
 	_, err = CredentialsFromDockerConfig([]byte(`{"auths":{"registry.example.com":{"username":"u"}},"auths":{"registry.example.com":{"username":"v"}}}`))
-	wantRefusal(t, err, "invalid_docker_config", ErrInvalidDockerConfig)
+	wantRefusal(t, err, "invalid_docker_config", ocipack.ErrInvalidDockerConfig)
 }

@@ -1,7 +1,8 @@
-package ocipack
+package ociregistry
 
 import (
 	"context"
+	"github.com/b10x/connector-mcp/ocipack"
 	"os"
 	"testing"
 
@@ -22,7 +23,7 @@ func TestVerifiesBundlesMadeByRealCosign(t *testing.T) {
 		}
 		return b
 	}
-	doc, err := DecodeProfile(read("a.yaml"))
+	doc, err := ocipack.DecodeProfile(read("a.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +63,10 @@ func TestVerifiesBundlesMadeByRealCosign(t *testing.T) {
 		}
 		policy.Provenance.SourceRef = "refs/heads/dev"
 		_, err = NewVerifier(c, nil).Verify(context.Background(), ref, policy)
-		wantRefusal(t, err, "wrong_source_ref", ErrWrongSourceRef)
+		wantRefusal(t, err, "wrong_source_ref", ocipack.ErrWrongSourceRef)
 		_, other := keySigner(t)
 		policy.PublicKey, policy.Provenance.SourceRef = other, "refs/heads/main"
 		_, err = NewVerifier(c, nil).Verify(context.Background(), ref, policy)
-		wantRefusal(t, err, "untrusted_signature", ErrUntrustedSignature)
+		wantRefusal(t, err, "untrusted_signature", ocipack.ErrUntrustedSignature)
 	}
 }
