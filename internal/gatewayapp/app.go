@@ -130,7 +130,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.UpstreamRelistInterval, "upstream-relist-interval", o.UpstreamRelistInterval, "Staleness bound of an upstream's live tool list: the first call after the last check is this old re-lists the tools and is refused live_drift if they changed, so a changed server is called for at most about this long (negative: every call re-lists).")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "Time given to running calls to finish on shutdown.")
 	o.Verify.BindVerifyFlags(fs)
-	// durable: the manager's verified-pack store, read only.
+	// The manager's verified-pack store, read only.
 	fs.StringVar(&o.Verify.VerifiedPackNamespace, "verified-pack-namespace", o.Verify.VerifiedPackNamespace, "Namespace of the manager's verified-pack store, read (never written) so that a gateway restarted during a registry outage serves what the manager verified (default $POD_NAMESPACE; empty: not read).")
 }
 

@@ -100,7 +100,7 @@ type Options struct {
 	MaxTools         int
 	MaxResponseBytes int64
 
-	// review: the optional drift webhook sink.
+	// The optional drift webhook sink.
 	// DriftWebhookURL (--drift-webhook-url) is an https receiver of drift notices (CloudEvents
 	// JSON, structured mode), sent through egress under the freezes' IP policy; empty: none.
 	DriftWebhookURL string
@@ -124,7 +124,7 @@ type Options struct {
 	// judged across shards (the claim index holds every deployment). See docs/operator.md.
 	WatchLabelSelector string
 
-	// durable: the verified-pack store.
+	// The verified-pack store.
 	// VerifiedPackNamespace (--verified-pack-namespace) is the manager's own namespace, where it
 	// keeps the registry content of every pack it verified (one ConfigMap per pack reference,
 	// internal/packstore), so that after a restart a pack verifies again, offline, while its
@@ -160,11 +160,11 @@ func DefaultOptions() Options {
 
 		CredentialRefreshSkew: controllers.DefaultCredentialRefreshSkew,
 
-		// durable: the verified-pack store (its namespace defaults to $POD_NAMESPACE through
+		// The verified-pack store (its namespace defaults to $POD_NAMESPACE through
 		// ApplyEnvDefaults, in the binaries only).
 		VerifiedPackSweepInterval: packstore.DefaultSweepInterval,
 
-		// scale: profile verification in parallel.
+		// Profile verification in parallel.
 		ProfileConcurrency: DefaultProfileConcurrency,
 	}
 }
@@ -180,18 +180,18 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline of protocol era negotiation.")
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "Number of ServiceDeployments reconciled (and frozen) in parallel.")
 	fs.IntVar(&o.MaxTools, "max-tools", o.MaxTools, "Maximum number of tools in one live listing.")
-	// review: drift webhook sink.
+	// Drift webhook sink.
 	fs.StringVar(&o.DriftWebhookURL, "drift-webhook-url", o.DriftWebhookURL, "HTTPS receiver of drift notices (CloudEvents JSON naming the deployment, classes and candidate digest), sent through egress; empty disables it.")
 	fs.StringVar(&o.DriftWebhookBearerFile, "drift-webhook-bearer-file", o.DriftWebhookBearerFile, "File holding a bearer token for the drift webhook, read for each delivery.")
-	// scale: sharding.
+	// Sharding.
 	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Label selector of the McpServiceProfiles and ServiceDeployments this manager reconciles (sharding), e.g. \"sharding.connectors.b10x.io/key in (shard1)\"; empty: all. Collisions are judged across shards.")
 	fs.StringVar(&o.CredentialHashKeyFile, "credential-hash-key-file", o.CredentialHashKeyFile, "File holding the HMAC key (at least 32 bytes) of status.credentialHash; keep it stable across restarts (default: a random key per process).")
-	// scale: profile verification in parallel.
+	// Profile verification in parallel.
 	fs.IntVar(&o.ProfileConcurrency, "profile-concurrency", o.ProfileConcurrency, "Number of McpServiceProfiles verified in parallel (pack pulls and status writes wait on the network).")
 	// OAuth producer (McpCredential).
 	fs.DurationVar(&o.CredentialRefreshSkew, "credential-refresh-skew", o.CredentialRefreshSkew, "How long before expiry the OAuth producer refreshes an McpCredential's access token.")
 	fs.StringSliceVar(&o.AllowedOAuthIssuers, "allowed-oauth-issuers", o.AllowedOAuthIssuers, "OAuth issuer (exact https URL) an McpCredential of every namespace may obtain tokens from (comma-separated or repeatable); McpTrustPolicy spec.oauth.allowedIssuers add per-namespace ones.")
-	// durable: the verified-pack store.
+	// The verified-pack store.
 	fs.StringVar(&o.VerifiedPackNamespace, "verified-pack-namespace", o.VerifiedPackNamespace, "Namespace (the manager's own) of the verified-pack store, which lets packs verify again, offline, after a restart during a registry outage (default $POD_NAMESPACE; empty disables it).")
 	fs.DurationVar(&o.VerifiedPackSweepInterval, "verified-pack-sweep-interval", o.VerifiedPackSweepInterval, "Period of the leader's sweep deleting verified-pack store entries that no McpServiceProfile references.")
 }
@@ -236,7 +236,7 @@ func (o *Options) Validate() error {
 	if o.CredentialRefreshSkew < 0 {
 		errs = append(errs, errors.New("--credential-refresh-skew must not be negative"))
 	}
-	// durable: the verified-pack store.
+	// The verified-pack store.
 	if o.VerifiedPackNamespace != "" && o.VerifiedPackSweepInterval <= 0 {
 		errs = append(errs, errors.New("--verified-pack-sweep-interval must be positive"))
 	}
@@ -266,7 +266,7 @@ func (o *Options) Validate() error {
 	if o.Concurrency < 1 {
 		errs = append(errs, errors.New("--concurrency must be at least 1"))
 	}
-	// scale: profile verification in parallel.
+	// Profile verification in parallel.
 	if o.ProfileConcurrency < 1 {
 		errs = append(errs, ErrProfileConcurrency)
 	}
@@ -285,7 +285,7 @@ func (o *Options) Validate() error {
 	if _, err := k8sbinding.ParseServiceName(o.GatewayService); err != nil {
 		errs = append(errs, fmt.Errorf("--gateway-service: %w", err))
 	}
-	// review: drift webhook sink.
+	// Drift webhook sink.
 	if o.DriftWebhookBearerFile != "" && o.DriftWebhookURL == "" {
 		errs = append(errs, errors.New("--drift-webhook-bearer-file needs --drift-webhook-url"))
 	}
@@ -486,14 +486,14 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 			return nil, err
 		}
 	}
-	// review: the refused gauge is derived from the informer cache at each scrape.
+	// The refused gauge is derived from the informer cache at each scrape.
 	refused := controllers.NewRefusedCollector(mgr.GetCache())
 	if registerMetrics {
 		if err := metrics.Registry.Register(refused); err != nil {
 			return nil, err
 		}
 	}
-	// durable: the verified-pack store.
+	// The verified-pack store.
 	store, err := setupPackStore(mgr, o)
 	if err != nil {
 		return nil, err
@@ -665,7 +665,7 @@ func NewResolver(mgr ctrl.Manager, o Options, m *controllers.Metrics) (*controll
 	if err != nil {
 		return nil, err
 	}
-	// durable: the gateway reads the manager's verified-pack store (never writes it), so that a
+	// The gateway reads the manager's verified-pack store (never writes it), so that a
 	// gateway restarted during a registry outage serves what the manager verified.
 	var store ocipack.BlobStore
 	if o.VerifiedPackNamespace != "" {
@@ -746,7 +746,7 @@ func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbindi
 	}
 	reg := ocipack.Client{HTTPClient: hc, PlainHTTP: o.AllowLoopbackUnsafe}
 	if store != nil {
-		// durable: anonymous pulls read and write the store; a client given a pull secret's
+		// Anonymous pulls read and write the store; a client given a pull secret's
 		// credentials does not use it (ocipack.Client.Store).
 		reg.Store = store
 	}
@@ -777,8 +777,6 @@ func packVerifier(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbindi
 	v.Platform = platform
 	return v, nil
 }
-
-// durable: the verified-pack store.
 
 // EnvPodNamespace is the environment variable (set from the downward API by config/manager,
 // config/gateway) that --verified-pack-namespace defaults to.
