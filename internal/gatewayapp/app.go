@@ -1,5 +1,5 @@
-// Package app wires the connector-mcp gateway: its flags, the informer-fed registry of active
-// surfaces (profiles verified with the manager's policy, via cmd/manager/app), TokenReview
+// Package gatewayapp wires the connector-mcp gateway: its flags, the informer-fed registry of active
+// surfaces (profiles verified with the manager's policy, via internal/managerapp), TokenReview
 // authentication, cached SubjectAccessReview authorization, the egress connector and the HTTP
 // server. cmd/gateway runs it; the envtest user stories run the same wiring.
 package gatewayapp
