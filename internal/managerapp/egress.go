@@ -23,7 +23,24 @@ import (
 // least, verification always on, and the system roots plus the certificates of
 // --ca-bundle-file; nil when no bundle file is given (the system roots). The file is parsed
 // strictly (k8sbinding.ParseCABundle).
+//
+// Validate reads the file once and keeps the result in o (and in the copies of o made after it),
+// so the wiring that follows does not read it again.
 func (o *Options) TLSClientConfig() (*tls.Config, error) {
+	if o.caBundle != nil && o.caBundle.file == o.CABundleFile {
+		return o.caBundle.cfg, nil
+	}
+	return o.readTLSClientConfig()
+}
+
+// caBundle is the TLS configuration read from the --ca-bundle-file named file.
+type caBundle struct {
+	file string
+	cfg  *tls.Config
+}
+
+// readTLSClientConfig reads --ca-bundle-file (see TLSClientConfig).
+func (o *Options) readTLSClientConfig() (*tls.Config, error) {
 	if o.CABundleFile == "" {
 		return nil, nil
 	}

@@ -82,6 +82,8 @@ type Options struct {
 	// system roots, for every TLS connection the process makes: OCI registries, the TUF
 	// repository, authorization servers and MCP endpoints without their own caBundleRef.
 	CABundleFile string
+	// caBundle is what Validate read of CABundleFile (TLSClientConfig).
+	caBundle *caBundle
 	// CredentialRefreshSkew (--credential-refresh-skew) is how long before expiry the OAuth
 	// producer refreshes an McpCredential's access token (spec.refreshSkew overrides it).
 	CredentialRefreshSkew time.Duration

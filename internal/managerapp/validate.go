@@ -90,8 +90,11 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--drift-webhook-url: %w", err))
 		}
 	}
-	if _, err := o.TLSClientConfig(); err != nil {
+	o.caBundle = nil
+	if cfg, err := o.readTLSClientConfig(); err != nil {
 		errs = append(errs, err)
+	} else {
+		o.caBundle = &caBundle{file: o.CABundleFile, cfg: cfg}
 	}
 	return errors.Join(errs...)
 }
