@@ -36,7 +36,7 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-// resil: goroutine-leak checks of the resilience stories (test/envtest).
+// Goroutine-leak checks of the resilience stories (test/envtest).
 require go.uber.org/goleak v1.3.0
 
 require (

@@ -2,6 +2,14 @@
 # Installs the pinned development tools from the Go module proxy into a versioned cache directory
 # outside the repository, reusing what is already there. Tools are never added to go.mod.
 #
+# None of these is a `tool` directive of go.mod: `go get -tool NAME@VERSION` of each one, tried
+# against the module proxy, upgrades modules the operator itself builds with (controller-gen:
+# golang.org/x/crypto, net, sys, text, tools; kustomize: golang.org/x/sys, text and
+# sigs.k8s.io/kustomize/api, kyaml; helm: docker-credential-helpers, evanphx/json-patch;
+# golangci-lint: cel.dev/expr, golang.org/x/crypto, net, sys, text, sirupsen/logrus, felixge/
+# httpsnoop and about twenty more), because go.mod's one module graph serves both. Installed
+# here, each tool keeps its own versions and the binaries' dependencies stay as they are.
+#
 # Usage: hack/tools.sh                  # install (or reuse) every tool
 #        hack/tools.sh controller-gen   # one tool (controller-gen, kustomize, helm, golangci-lint)
 #        hack/tools.sh --path NAME      # print the path of NAME's binary, installing it if missing

@@ -63,7 +63,7 @@ func run() int {
 	zapOpts.BindFlags(flag.CommandLine)
 	fs.AddGoFlagSet(flag.CommandLine)
 	pflag.Parse()
-	opts.Verify.ApplyEnvDefaults(fs, os.Getenv) // durable: --verified-pack-namespace defaults to $POD_NAMESPACE
+	opts.Verify.ApplyEnvDefaults(fs, os.Getenv) // --verified-pack-namespace defaults to $POD_NAMESPACE
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 	if err := opts.Validate(); err != nil {

@@ -39,7 +39,7 @@ func run() int {
 		secureMetrics, enableHTTP2       bool
 		leaderElect                      bool
 		shutdownTimeout                  time.Duration
-		// scale: profiling endpoint.
+		// Profiling endpoint.
 		pprofAddr string
 	)
 	opts := managerapp.DefaultOptions()
@@ -51,14 +51,14 @@ func run() int {
 	fs.BoolVar(&leaderElect, "leader-elect", false, "Enable leader election so that only one replica is active.")
 	fs.StringVar(&leaderNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
 	fs.DurationVar(&shutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "Time given to reconcilers to stop on shutdown.")
-	// scale: profiling endpoint (off by default; see docs/operator.md "Sizing and sharding").
+	// Profiling endpoint (off by default; see docs/operator.md "Sizing and sharding").
 	fs.StringVar(&pprofAddr, "pprof-bind-address", "0", "Address of the net/http/pprof endpoint, unauthenticated: bind it to loopback and reach it with kubectl port-forward (\"0\" disables it).")
 	opts.BindFlags(fs)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	fs.AddGoFlagSet(flag.CommandLine)
 	pflag.Parse()
-	opts.ApplyEnvDefaults(fs, os.Getenv) // durable: --verified-pack-namespace defaults to $POD_NAMESPACE
+	opts.ApplyEnvDefaults(fs, os.Getenv) // --verified-pack-namespace defaults to $POD_NAMESPACE
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 

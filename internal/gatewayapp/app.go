@@ -1,5 +1,5 @@
-// Package app wires the connector-mcp gateway: its flags, the informer-fed registry of active
-// surfaces (profiles verified with the manager's policy, via cmd/manager/app), TokenReview
+// Package gatewayapp wires the connector-mcp gateway: its flags, the informer-fed registry of active
+// surfaces (profiles verified with the manager's policy, via internal/managerapp), TokenReview
 // authentication, cached SubjectAccessReview authorization, the egress connector and the HTTP
 // server. cmd/gateway runs it; the envtest user stories run the same wiring.
 package gatewayapp
@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/b10x/connector-mcp/internal/gateway"
@@ -129,7 +130,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.UpstreamRelistInterval, "upstream-relist-interval", o.UpstreamRelistInterval, "Staleness bound of an upstream's live tool list: the first call after the last check is this old re-lists the tools and is refused live_drift if they changed, so a changed server is called for at most about this long (negative: every call re-lists).")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "Time given to running calls to finish on shutdown.")
 	o.Verify.BindVerifyFlags(fs)
-	// durable: the manager's verified-pack store, read only.
+	// The manager's verified-pack store, read only.
 	fs.StringVar(&o.Verify.VerifiedPackNamespace, "verified-pack-namespace", o.Verify.VerifiedPackNamespace, "Namespace of the manager's verified-pack store, read (never written) so that a gateway restarted during a registry outage serves what the manager verified (default $POD_NAMESPACE; empty: not read).")
 }
 
@@ -271,11 +272,13 @@ func (w *Wired) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: readHeader, ReadTimeout: read, WriteTimeout: write,
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){}}
 	if !w.opts.PlainHTTPUnsafe {
-		cert, err := tls.LoadX509KeyPair(w.opts.TLSCertFile, w.opts.TLSKeyFile)
+		wctx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		getCert, err := watchedCertificate(wctx, w.opts.TLSCertFile, w.opts.TLSKeyFile, 0)
 		if err != nil {
-			return fmt.Errorf("gateway: serving certificate: %w", err)
+			return err
 		}
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+		ln = tls.NewListener(ln, &tls.Config{GetCertificate: getCert, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -290,6 +293,21 @@ func (w *Wired) Serve(ctx context.Context, ln net.Listener) error {
 	serr := srv.Shutdown(dctx)
 	w.Registry.Close()
 	return errors.Join(derr, serr)
+}
+
+// watchedCertificate loads the serving certificate and key and watches their files until ctx is
+// done: a rotated certificate (a renewed Secret mount) is served to new connections without a
+// restart. interval is the polling period beside file events (0: certwatcher's default).
+func watchedCertificate(ctx context.Context, certFile, keyFile string, interval time.Duration) (func(*tls.ClientHelloInfo) (*tls.Certificate, error), error) {
+	cw, err := certwatcher.New(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: serving certificate: %w", err)
+	}
+	if interval > 0 {
+		cw = cw.WithWatchInterval(interval)
+	}
+	go func() { _ = cw.Start(ctx) }()
+	return cw.GetCertificate, nil
 }
 
 // readHeaderTimeout bounds the request line and headers; writeMargin is what WriteTimeout leaves

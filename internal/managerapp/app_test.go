@@ -85,7 +85,7 @@ func TestValidate(t *testing.T) {
 			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/.*$"
 		}, ""},
 		{"issuer without subject", func(o *Options) { o.DefaultIssuer = "https://i" }, "needs --default-identity-subject"},
-		// review: drift webhook sink.
+		// Drift webhook sink.
 		{"drift webhook", func(o *Options) {
 			o.DriftWebhookURL, o.DriftWebhookBearerFile = "https://hooks.example.com/drift", "/etc/token"
 		}, ""},
