@@ -36,6 +36,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/hashicorp/golang-lru/v2 v2.0.7
+
 // Goroutine-leak checks of the resilience stories (test/envtest).
 require go.uber.org/goleak v1.3.0
 
