@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"sort"
 	"strings"
 
@@ -11,7 +12,7 @@ import (
 // checkBindings runs the binding checks that need no cluster access: the deployment's operation
 // set equals the profile's exactly, every operation carries endpointRef "mcp_connection", the
 // exact credential reference of the connection, and at least one grant.
-func checkBindings(doc *v1.ProfileDocument, spec *v1.ServiceDeploymentSpec) *StageError {
+func checkBindings(doc *v1.ProfileDocument, spec *v1.ServiceDeploymentSpec) *activation.StageError {
 	want := make(map[string]bool, len(doc.Operations))
 	for _, o := range doc.Operations {
 		want[o.OperationRef] = true
@@ -42,17 +43,17 @@ func checkBindings(doc *v1.ProfileDocument, spec *v1.ServiceDeploymentSpec) *Sta
 			}
 			msg += " unknown " + quoteList(extra)
 		}
-		return refuse(v1.ConditionBound, v1.ReasonOperationSetMismatch, "%s", msg)
+		return activation.Refuse(v1.ConditionBound, v1.ReasonOperationSetMismatch, "%s", msg)
 	}
 	for _, b := range spec.Operations {
 		if b.EndpointRef != v1.EndpointRefMCPConnection {
-			return refuse(v1.ConditionBound, v1.ReasonEndpointRefInvalid, "operation %q has endpointRef %q; it must be %q", clip(b.OperationRef), clip(b.EndpointRef), v1.EndpointRefMCPConnection)
+			return activation.Refuse(v1.ConditionBound, v1.ReasonEndpointRefInvalid, "operation %q has endpointRef %q; it must be %q", clip(b.OperationRef), clip(b.EndpointRef), v1.EndpointRefMCPConnection)
 		}
 		if !sameCredential(b.CredentialRef, spec.MCPConnection.CredentialRef) {
-			return refuse(v1.ConditionBound, v1.ReasonCredentialRefMismatch, "operation %q must carry exactly the connection's credentialRef (%s)", clip(b.OperationRef), describeCredential(spec.MCPConnection.CredentialRef))
+			return activation.Refuse(v1.ConditionBound, v1.ReasonCredentialRefMismatch, "operation %q must carry exactly the connection's credentialRef (%s)", clip(b.OperationRef), describeCredential(spec.MCPConnection.CredentialRef))
 		}
 		if len(b.GrantRefs) == 0 {
-			return refuse(v1.ConditionBound, v1.ReasonGrantNotFound, "operation %q names no grant", clip(b.OperationRef))
+			return activation.Refuse(v1.ConditionBound, v1.ReasonGrantNotFound, "operation %q names no grant", clip(b.OperationRef))
 		}
 	}
 	return nil

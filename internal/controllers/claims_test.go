@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"slices"
 	"strings"
 	"testing"
@@ -307,7 +308,7 @@ func TestStaleCacheRepeatWritesNothing(t *testing.T) {
 // failingVerifier answers every pack with a transient error (a registry outage).
 type failingVerifier struct{}
 
-func (failingVerifier) VerifyPack(context.Context, VerifyRequest) (*VerifiedSource, error) {
+func (failingVerifier) VerifyPack(context.Context, activation.VerifyRequest) (*activation.VerifiedSource, error) {
 	return nil, errors.New("dial tcp: connection refused")
 }
 

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +38,7 @@ func (a bundleClaim) before(b bundleClaim) bool {
 // deployment that claimed it first; the later one is refused with a reason naming the holder
 // when it is in the same namespace, and saying only "another deployment, in another namespace"
 // otherwise.
-func findCollision(self bundleClaim, all []bundleClaim) *StageError {
+func findCollision(self bundleClaim, all []bundleClaim) *activation.StageError {
 	var holder *bundleClaim
 	var kind, value string
 	consider := func(c *bundleClaim, k, v string) {
@@ -73,9 +74,9 @@ func findCollision(self bundleClaim, all []bundleClaim) *StageError {
 	}
 	if namespaceOf(holder.Key) != namespaceOf(self.Key) {
 		// Nothing of another namespace is named: not its namespace, not its deployment.
-		return refuse(v1.ConditionBound, kind, "%s is held by another deployment, in another namespace", value)
+		return activation.Refuse(v1.ConditionBound, kind, "%s is held by another deployment, in another namespace", value)
 	}
-	return refuse(v1.ConditionBound, kind, "%s is held by ServiceDeployment %s", value, holder.Key)
+	return activation.Refuse(v1.ConditionBound, kind, "%s is held by ServiceDeployment %s", value, holder.Key)
 }
 
 // namespaceOf returns the namespace part of a "namespace/name" claim key.

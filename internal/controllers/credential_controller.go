@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"net/http"
 	"net/url"
 	"slices"
@@ -358,7 +359,7 @@ func tokenFailure(err error) credOutcome {
 		return credOutcome{reason: v1.ReasonReauthorizationRequired, state: v1.ReasonReauthorizationRequired,
 			message: "the authorization server answered invalid_grant: run mcpctl login --to-secret again"}
 	}
-	detail := refusalTextOr(err, "token_request_failed")
+	detail := activation.RefusalText(err, "token_request_failed")
 	var re *oauth.RefreshError
 	if errors.As(err, &re) && re.Code != "" {
 		detail = re.Code // a registered OAuth error code, never the server's description

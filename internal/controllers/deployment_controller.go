@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -41,9 +42,9 @@ type DeploymentReconciler struct {
 	// Events records events whose reasons equal condition reasons. Optional.
 	Events events.EventRecorder
 	// Resolver verifies the referenced profile's source (memoized).
-	Resolver *Resolver
+	Resolver *activation.Resolver
 	// Freezer lists the live tools through egress.
-	Freezer Freezer
+	Freezer activation.Freezer
 	// Clock is injected for tests; nil means the real clock.
 	Clock clock.PassiveClock
 	// ReverifyInterval is the period of live re-verification (re-freeze); jittered per object.
@@ -82,14 +83,32 @@ type DeploymentReconciler struct {
 	written writtenStatus
 }
 
-// deploymentConditions are the stage conditions of deploymentStages, in order.
-var deploymentConditions = conditions(deploymentStages)
+// deploymentStage is one stage of a ServiceDeployment pass: the activation table's condition
+// (internal/activation) and the function that runs it.
+type deploymentStage struct {
+	condition string
+	run       func(r *DeploymentReconciler, ctx context.Context, p *pass) *activation.StageError
+}
+
+// deploymentStages run in a pass in the activation table's order (activation.DeploymentConditions,
+// TestDeploymentStagesFollowTheTable). Binding runs before the live freeze so that an unbound
+// deployment (no grant, a collision, an endpoint beyond its namespace's egress ceiling) never
+// dials its endpoint nor reads its credential.
+var deploymentStages = []deploymentStage{
+	{v1.ConditionProfileVerified, (*DeploymentReconciler).verifyProfile},
+	{v1.ConditionBound, (*DeploymentReconciler).bind},
+	{v1.ConditionSnapshotFrozen, (*DeploymentReconciler).freeze},
+	{v1.ConditionSnapshotMatched, (*DeploymentReconciler).match},
+}
+
+// deploymentConditions are the stage conditions of a pass, in order.
+var deploymentConditions = activation.DeploymentConditions()
 
 // pass is the state of one reconcile pass.
 type pass struct {
 	sd       *v1.ServiceDeployment
 	now      time.Time
-	resolved *Resolved
+	resolved *activation.Resolved
 	credHash string
 	live     *snapshot.ToolSnapshot
 	drift    *snapshot.Diff
@@ -150,7 +169,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 
-	var failed *StageError
+	var failed *activation.StageError
 	for _, s := range deploymentStages {
 		if failed = s.run(r, ctx, p); failed != nil {
 			break
@@ -218,14 +237,14 @@ const profileUnseenGrace = 10 * time.Minute
 
 // waitsForProfile reports a pass that should write nothing: the deployment has no status yet and
 // failed only because its profile, which exists, has not been reconciled yet.
-func waitsForProfile(orig *v1.ServiceDeployment, failed *StageError, p *pass) bool {
+func waitsForProfile(orig *v1.ServiceDeployment, failed *activation.StageError, p *pass) bool {
 	return failed != nil && failed.Reason == v1.ReasonProfileNotReady && failed.Transient && p.profileUnseen &&
 		len(orig.Status.Conditions) == 0 && orig.Status.ObservedGeneration == 0
 }
 
 // result schedules the next pass: an exponential, jittered retry for transient failures, else the next jittered
 // re-verification of the live server.
-func (r *DeploymentReconciler) result(sd *v1.ServiceDeployment, failed *StageError) ctrl.Result {
+func (r *DeploymentReconciler) result(sd *v1.ServiceDeployment, failed *activation.StageError) ctrl.Result {
 	name := client.ObjectKeyFromObject(sd)
 	if failed != nil && failed.Transient {
 		n := r.retries.next(name)

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"slices"
 	"time"
 
@@ -40,16 +41,16 @@ func bindingRequest(sd *v1.ServiceDeployment) k8sbinding.Request {
 
 // verifyProfile: the referenced profile exists, is verified for its current generation, and
 // its document resolves to the verified snapshot digest.
-func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *StageError {
+func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *activation.StageError {
 	prof := &v1.McpServiceProfile{}
 	key := types.NamespacedName{Namespace: p.sd.Namespace, Name: p.sd.Spec.ProfileRef.Name}
 	// A read-only cache view (see Reconcile): the Resolver, too, treats prof as read-only.
 	if err := r.Client.Get(ctx, key, prof, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
-			return &StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotFound, Transient: true,
+			return &activation.StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotFound, Transient: true,
 				Message: fmt.Sprintf("McpServiceProfile %q does not exist in this namespace", key.Name)}
 		}
-		return retry(v1.ConditionProfileVerified, v1.ReasonProfileNotReady, err, "McpServiceProfile %q could not be read", key.Name)
+		return activation.Retry(v1.ConditionProfileVerified, v1.ReasonProfileNotReady, err, "McpServiceProfile %q could not be read", key.Name)
 	}
 	ready := meta.FindStatusCondition(prof.Status.Conditions, v1.ConditionReady)
 	// Unseen: no status yet, in this manager's shard (its reconciler will write one), and young
@@ -57,7 +58,7 @@ func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *Stag
 	p.profileUnseen = len(prof.Status.Conditions) == 0 && prof.Status.ObservedGeneration == 0 && inShard(r.Shard, prof) &&
 		p.now.Sub(prof.CreationTimestamp.Time) < profileUnseenGrace
 	if ready == nil || ready.Status != metav1.ConditionTrue || prof.Status.ObservedGeneration != prof.Generation {
-		serr := &StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotReady, Transient: true,
+		serr := &activation.StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotReady, Transient: true,
 			Message: fmt.Sprintf("McpServiceProfile %q is not verified", key.Name)}
 		if stalled := meta.FindStatusCondition(prof.Status.Conditions, v1.ConditionStalled); stalled != nil && stalled.Status == metav1.ConditionTrue &&
 			prof.Status.ObservedGeneration == prof.Generation {
@@ -68,11 +69,11 @@ func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *Stag
 	}
 	res, serr := r.Resolver.Resolve(ctx, prof)
 	if serr != nil {
-		return &StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotReady, Transient: serr.Transient, Err: serr,
+		return &activation.StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotReady, Transient: serr.Transient, Err: serr,
 			Message: fmt.Sprintf("McpServiceProfile %q does not verify: %s", key.Name, serr.Reason)}
 	}
 	if res.Snapshot.Digest != prof.Status.SnapshotDigest {
-		return &StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotReady, Transient: true,
+		return &activation.StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotReady, Transient: true,
 			Message: fmt.Sprintf("McpServiceProfile %q is being re-verified", key.Name)}
 	}
 	p.resolved = res
@@ -80,7 +81,7 @@ func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *Stag
 }
 
 // bind runs the binding checks, the grant checks against RBAC and the collision rules.
-func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
+func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *activation.StageError {
 	sd, doc := p.sd, p.resolved.Document
 	if serr := checkBindings(doc, &sd.Spec); serr != nil {
 		return serr
@@ -104,14 +105,14 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 	}
 	authority, err := normalizeEndpoint(sd.Spec.MCPConnection.URL)
 	if err != nil {
-		return refuse(v1.ConditionBound, v1.ReasonEndpointRefused, "%s", err.Error())
+		return activation.Refuse(v1.ConditionBound, v1.ReasonEndpointRefused, "%s", err.Error())
 	}
 	// The namespace's egress ceiling and the always-denied literal addresses, every pass and
 	// before anything is dialed (the credential is read by the freeze stage).
 	req := bindingRequest(sd)
 	req.Credential = nil
 	if err := r.binder().Check(ctx, req); err != nil {
-		return classify(v1.ConditionBound, &bindingRules, err, nil)
+		return activation.ClassifyBindingError(v1.ConditionBound, err)
 	}
 	self := r.claim(sd, authority, doc)
 	// Only the claims sharing a full claim key with this one can collide with it; they come
@@ -121,14 +122,14 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *StageError {
 
 // checkGrant checks that RoleBinding name exists in the deployment's namespace and that its
 // role allows invoke on this deployment.
-func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDeployment, name string) *StageError {
+func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDeployment, name string) *activation.StageError {
 	// Read-only cache views (see Reconcile).
 	rb := &rbacv1.RoleBinding{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: name}, rb, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
-			return refuse(v1.ConditionBound, v1.ReasonGrantNotFound, "grant RoleBinding %q does not exist in this namespace", name)
+			return activation.Refuse(v1.ConditionBound, v1.ReasonGrantNotFound, "grant RoleBinding %q does not exist in this namespace", name)
 		}
-		return retry(v1.ConditionBound, v1.ReasonProgressing, err, "grant RoleBinding %q could not be read", name)
+		return activation.Retry(v1.ConditionBound, v1.ReasonProgressing, err, "grant RoleBinding %q could not be read", name)
 	}
 	var rules []rbacv1.PolicyRule
 	var err error
@@ -142,16 +143,16 @@ func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDep
 		err = r.Client.Get(ctx, types.NamespacedName{Name: rb.RoleRef.Name}, role, client.UnsafeDisableDeepCopy)
 		rules = role.Rules
 	default:
-		return refuse(v1.ConditionBound, v1.ReasonGrantDenied, "grant RoleBinding %q refers to an unknown role kind", name)
+		return activation.Refuse(v1.ConditionBound, v1.ReasonGrantDenied, "grant RoleBinding %q refers to an unknown role kind", name)
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return refuse(v1.ConditionBound, v1.ReasonGrantNotFound, "the %s %q of grant RoleBinding %q does not exist", rb.RoleRef.Kind, rb.RoleRef.Name, name)
+			return activation.Refuse(v1.ConditionBound, v1.ReasonGrantNotFound, "the %s %q of grant RoleBinding %q does not exist", rb.RoleRef.Kind, rb.RoleRef.Name, name)
 		}
-		return retry(v1.ConditionBound, v1.ReasonProgressing, err, "the role of grant RoleBinding %q could not be read", name)
+		return activation.Retry(v1.ConditionBound, v1.ReasonProgressing, err, "the role of grant RoleBinding %q could not be read", name)
 	}
 	if !rulesAllowInvoke(rules, sd.Name) {
-		return refuse(v1.ConditionBound, v1.ReasonGrantDenied, "grant RoleBinding %q does not allow verb %q on %s.%s %q", name, invokeVerb, serviceDeploymentsResource, v1.GroupVersion.Group, sd.Name)
+		return activation.Refuse(v1.ConditionBound, v1.ReasonGrantDenied, "grant RoleBinding %q does not allow verb %q on %s.%s %q", name, invokeVerb, serviceDeploymentsResource, v1.GroupVersion.Group, sd.Name)
 	}
 	return nil
 }
@@ -183,16 +184,16 @@ func (r *DeploymentReconciler) otherClaim(ctx context.Context, sd *v1.ServiceDep
 }
 
 // freeze reads the credential fingerprint and, when due, lists the live tools through egress.
-func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError {
+func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *activation.StageError {
 	sd := p.sd
 	if sd.Spec.MCPConnection.CredentialRef != nil {
 		val, err := r.binder().Credential(ctx, bindingRequest(sd))
 		if err != nil {
-			return classify(v1.ConditionSnapshotFrozen, &bindingRules, err, nil)
+			return activation.ClassifyBindingError(v1.ConditionSnapshotFrozen, err)
 		}
 		if len(r.CredentialHashKey) < CredentialHashKeyMinBytes {
 			clear(val)
-			return refuse(v1.ConditionSnapshotFrozen, v1.ReasonCredentialRefused, "the operator has no credential hash key")
+			return activation.Refuse(v1.ConditionSnapshotFrozen, v1.ReasonCredentialRefused, "the operator has no credential hash key")
 		}
 		p.credHash = credentialHash(r.CredentialHashKey, string(sd.UID), val)
 		clear(val)
@@ -208,7 +209,7 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 		defer cancel()
 	}
 	start := time.Now()
-	freq := FreezeRequest{Namespace: sd.Namespace, Name: sd.Name, URL: sd.Spec.MCPConnection.URL,
+	freq := activation.FreezeRequest{Namespace: sd.Namespace, Name: sd.Name, URL: sd.Spec.MCPConnection.URL,
 		Credential: sd.Spec.MCPConnection.CredentialRef, AllowCIDRs: sd.Spec.MCPConnection.Egress.AllowCIDRs,
 		CABundle: sd.Spec.MCPConnection.CABundleRef}
 	live, err := r.Freezer.Freeze(fctx, freq)
@@ -220,7 +221,7 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *StageError 
 		r.Metrics.FreezeDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
 	}
 	if err != nil {
-		return ClassifyFreezeError(freq, err)
+		return activation.ClassifyFreezeError(freq, err)
 	}
 	p.live, p.froze = live, true
 	t := metav1.NewTime(p.now)
@@ -287,7 +288,7 @@ func reverifyRequested(sd *v1.ServiceDeployment, now time.Time) (due bool, wait 
 
 // match compares the live snapshot (or, when no freeze was due, the recorded outcome of the last
 // freeze) with the reviewed snapshot.
-func (r *DeploymentReconciler) match(ctx context.Context, p *pass) *StageError {
+func (r *DeploymentReconciler) match(ctx context.Context, p *pass) *activation.StageError {
 	st := &p.sd.Status
 	if !p.froze {
 		if st.CandidateSnapshotDigest != "" && st.Drift != nil {
@@ -295,7 +296,7 @@ func (r *DeploymentReconciler) match(ctx context.Context, p *pass) *StageError {
 			if c := meta.FindStatusCondition(st.Conditions, v1.ConditionSnapshotMatched); c != nil && c.Reason == v1.ReasonSnapshotDrift {
 				msg = c.Message
 			}
-			return &StageError{Condition: v1.ConditionSnapshotMatched, Reason: v1.ReasonSnapshotDrift, Message: msg}
+			return &activation.StageError{Condition: v1.ConditionSnapshotMatched, Reason: v1.ReasonSnapshotDrift, Message: msg}
 		}
 		return nil
 	}
@@ -308,5 +309,5 @@ func (r *DeploymentReconciler) match(ctx context.Context, p *pass) *StageError {
 	st.CandidateSnapshotDigest = p.live.Digest
 	st.Drift = driftStatus(d.Diff)
 	r.recordReview(ctx, p)
-	return refuse(v1.ConditionSnapshotMatched, v1.ReasonSnapshotDrift, "%s; candidate %s kept for review", driftSummary(d.Diff), p.live.Digest)
+	return activation.Refuse(v1.ConditionSnapshotMatched, v1.ReasonSnapshotDrift, "%s; candidate %s kept for review", driftSummary(d.Diff), p.live.Digest)
 }

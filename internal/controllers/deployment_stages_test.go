@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestFreezeDue(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	frozen := func(mut func(*pass)) *pass {
 		last := metav1.NewTime(t0)
-		p := &pass{now: t0.Add(time.Minute), credHash: "hmac:a", resolved: &Resolved{ProfileDigest: "sha256:p"},
+		p := &pass{now: t0.Add(time.Minute), credHash: "hmac:a", resolved: &activation.Resolved{ProfileDigest: "sha256:p"},
 			sd: &v1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Generation: 2, UID: "uid"},
 				Status: v1.ServiceDeploymentStatus{ObservedGeneration: 2, LastFrozenTime: &last, ProfileDigest: "sha256:p",
 					CredentialHash: "hmac:a", ActiveSnapshotDigest: "sha256:s"}}}

@@ -12,9 +12,11 @@
 // deployment never dials its endpoint nor reads its credential. Only when every stage passes is
 // the deployment Ready with the frozen snapshot digest as its active authority surface.
 //
-// The stages, their conditions and every outcome they can end in are one table (stages.go);
-// one function classifies a library's error (ocipack, egress, internal/k8sbinding, mcpclient) into
-// a stage outcome by sentinel, type or refusal name. docs/concepts.md shows the same table.
+// The stages, their conditions and every outcome they can end in are one table, in package
+// internal/activation, with the Resolver that runs the profile stages and the rulesets that
+// classify a library's error (ocipack, egress, internal/k8sbinding, mcpclient) into a stage
+// outcome by sentinel, type or refusal name; the gateway shares it. docs/concepts.md shows the
+// same table.
 //
 // Conditions are kstatus-compatible (Ready, Reconciling, Stalled; their types and reasons are
 // in api/v1). A transient failure (server unreachable, registry unreachable, missing Secret)
@@ -24,8 +26,8 @@
 // for it. Condition reasons equal event reasons; messages never carry secrets, URL userinfo or
 // query, or server prose.
 //
-// Decisions are pure functions (binding.go, grants.go, collision.go, drift.go, endpoint.go,
-// profile_check.go), tested without a cluster. The outside world is reached only through the
+// Decisions are pure functions (binding.go, grants.go, collision.go, drift.go, endpoint.go),
+// tested without a cluster. The outside world is reached only through the activation package's
 // SourceVerifier and Freezer interfaces, implemented over ocipack, mcpclient and egress by
-// package internal/controllers/adapters and wired in cmd/manager.
+// package internal/controllers/adapters and wired in internal/managerapp.
 package controllers

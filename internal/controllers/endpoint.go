@@ -3,6 +3,7 @@ package controllers
 import (
 	"errors"
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"net"
 	"net/url"
 	"strconv"
@@ -43,13 +44,13 @@ func endpointURLRefusal(raw string) string {
 
 // checkEndpointURL refuses (Bound, EndpointRefused, not retried) an endpoint URL carrying
 // userinfo or a fragment, naming field; the message never repeats the URL.
-func checkEndpointURL(field, raw string) *StageError {
+func checkEndpointURL(field, raw string) *activation.StageError {
 	switch endpointURLRefusal(raw) {
 	case RefusalEndpointUserinfo:
-		return &StageError{Condition: v1.ConditionBound, Reason: v1.ReasonEndpointRefused,
+		return &activation.StageError{Condition: v1.ConditionBound, Reason: v1.ReasonEndpointRefused,
 			Message: fmt.Sprintf("%s: %s must not carry userinfo (user:pass@); configuration names sources, never values: name a bearer with spec.mcpConnection.credentialRef", RefusalEndpointUserinfo, field)}
 	case RefusalEndpointFragment:
-		return &StageError{Condition: v1.ConditionBound, Reason: v1.ReasonEndpointRefused,
+		return &activation.StageError{Condition: v1.ConditionBound, Reason: v1.ReasonEndpointRefused,
 			Message: fmt.Sprintf("%s: %s must not carry a fragment (#...)", RefusalEndpointFragment, field)}
 	}
 	return nil
@@ -120,13 +121,4 @@ func normalizePath(p string) (string, error) {
 
 func isUnreserved(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
-}
-
-// SanitizeURL renders a URL for conditions, events and logs: scheme, host, port and path only.
-func SanitizeURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "(invalid URL)"
-	}
-	return clipN((&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String(), 256)
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"net"
 	"net/url"
 	"strings"
@@ -23,7 +24,7 @@ func FuzzNormalizeEndpoint(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		if s := SanitizeURL(raw); s != "(invalid URL)" && leaks(s) {
+		if s := activation.SanitizeURL(raw); s != "(invalid URL)" && leaks(s) {
 			t.Fatalf("SanitizeURL(%q) = %q keeps userinfo, query or fragment", raw, s)
 		}
 		n, err := normalizeEndpoint(raw)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +94,7 @@ func TestCheckProfile(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(doc)
 			}
-			rec, serr := checkProfile(doc)
+			rec, serr := activation.CheckProfile(doc)
 			if tc.reason == "" {
 				if serr != nil {
 					t.Fatalf("refused: %v", serr)
@@ -109,7 +110,7 @@ func TestCheckProfile(t *testing.T) {
 			if serr.Condition != tc.condition || serr.Reason != tc.reason || serr.Transient {
 				t.Fatalf("got %s/%s transient=%v, want %s/%s", serr.Condition, serr.Reason, serr.Transient, tc.condition, tc.reason)
 			}
-			if !errors.Is(serr, ErrStage) {
+			if !errors.Is(serr, activation.ErrStage) {
 				t.Fatal("not ErrStage")
 			}
 		})
@@ -181,7 +182,7 @@ func TestDriftSummaryCarriesNoDescriptorText(t *testing.T) {
 
 func recorded(t *testing.T, doc *v1.ProfileDocument) *snapshot.ToolSnapshot {
 	t.Helper()
-	rec, serr := checkProfile(doc)
+	rec, serr := activation.CheckProfile(doc)
 	if serr != nil {
 		t.Fatal(serr)
 	}
@@ -390,7 +391,7 @@ func TestNormalizeEndpoint(t *testing.T) {
 }
 
 func TestSanitizeURL(t *testing.T) {
-	got := SanitizeURL("https://user:secret@mcp.example.com:8443/mcp?token=abc#frag")
+	got := activation.SanitizeURL("https://user:secret@mcp.example.com:8443/mcp?token=abc#frag")
 	if got != "https://mcp.example.com:8443/mcp" {
 		t.Fatalf("SanitizeURL = %q", got)
 	}
@@ -460,7 +461,7 @@ func TestBindingStageError(t *testing.T) {
 		{fmt.Errorf("%w: boom", k8sbinding.ErrClusterPolicyUnavailable), v1.ReasonProgressing, true, "could not be read"},
 		{&egress.DestinationError{Addr: "169.254.169.254:80", Reason: "metadata"}, v1.ReasonEndpointRefused, false, "destination_refused"},
 	} {
-		serr := bindingStageError(v1.ConditionBound, c.err)
+		serr := activation.ClassifyBindingError(v1.ConditionBound, c.err)
 		if serr.Reason != c.reason || serr.Transient != c.transient || serr.Condition != v1.ConditionBound || !strings.Contains(serr.Message, c.says) {
 			t.Errorf("%v: got %s transient=%v %q", c.err, serr.Reason, serr.Transient, serr.Message)
 		}

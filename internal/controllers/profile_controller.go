@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"strings"
 	"time"
 
@@ -25,8 +26,8 @@ import (
 	v1 "github.com/b10x/connector-mcp/api/v1"
 )
 
-// profileConditions are the stage conditions of profileStages, in order.
-var profileConditions = conditions(profileStages)
+// profileConditions are the stage conditions of an McpServiceProfile (run by the Resolver), in order.
+var profileConditions = activation.ProfileConditions()
 
 // ProfileReconciler verifies McpServiceProfiles: source verification (pack by digest with a
 // provenance policy, or inline where allowed), strict decode and snapshot digest reconstruction.
@@ -36,7 +37,7 @@ type ProfileReconciler struct {
 	// Events records events whose reasons equal condition reasons. Optional.
 	Events events.EventRecorder
 	// Resolver verifies sources under the cluster policy.
-	Resolver *Resolver
+	Resolver *activation.Resolver
 	// Clock is injected for tests; nil means the real clock.
 	Clock clock.PassiveClock
 	// RefusedRetryInterval re-verifies a refused OCI source (a missing key Secret or signature

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"strings"
 	"sync"
 	"testing"
@@ -35,10 +36,10 @@ type fakeFreezer struct {
 	live  *snapshot.ToolSnapshot
 	err   error
 	calls int
-	last  FreezeRequest
+	last  activation.FreezeRequest
 }
 
-func (f *fakeFreezer) Freeze(_ context.Context, req FreezeRequest) (*snapshot.ToolSnapshot, error) {
+func (f *fakeFreezer) Freeze(_ context.Context, req activation.FreezeRequest) (*snapshot.ToolSnapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
@@ -89,7 +90,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 		WithIndex(&v1.ServiceDeployment{}, indexProfileRef, profileRefIndex).
 		WithObjects(objs...).
 		WithInterceptorFuncs(writecount.Funcs(count)).Build()
-	resolver := &Resolver{}
+	resolver := &activation.Resolver{}
 	h.prof = &ProfileReconciler{Client: h.c, Events: h.events, Resolver: resolver, Clock: h.clock, RetryInterval: 5 * time.Second}
 	h.dep = &DeploymentReconciler{Client: h.c, SecretReader: h.c, CredentialHashKey: testHashKey, Events: h.events, Resolver: resolver, Freezer: h.freezer,
 		Clock: h.clock, ReverifyInterval: time.Hour, ReverifyJitter: 0.1, RetryInterval: 5 * time.Second, FreezeTimeout: time.Second, Metrics: NewMetrics()}

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"github.com/b10x/connector-mcp/internal/activation"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,7 +14,7 @@ import (
 // stage error that stopped it (nil when every stage passed).
 type outcome struct {
 	stages []string
-	failed *StageError
+	failed *activation.StageError
 	// readyReason and readyMessage describe success.
 	readyReason, readyMessage string
 }

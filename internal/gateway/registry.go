@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"sort"
 	"sync"
 	"time"
@@ -17,17 +18,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/invocation"
 )
 
 // ProfileResolver verifies a profile's source and document under the cluster policy;
-// *controllers.Resolver (app.NewResolver) implements it.
+// *activation.Resolver (app.NewResolver) implements it.
 type ProfileResolver interface {
-	Resolve(ctx context.Context, p *apiv1.McpServiceProfile) (*controllers.Resolved, *controllers.StageError)
+	Resolve(ctx context.Context, p *apiv1.McpServiceProfile) (*activation.Resolved, *activation.StageError)
 }
 
-var _ ProfileResolver = (*controllers.Resolver)(nil)
+var _ ProfileResolver = (*activation.Resolver)(nil)
 
 // Registry keeps one invocation.Surface per ServiceDeployment that is Ready for its current
 // generation, in step with the informer cache: a surface is built (from the profile document

@@ -2,6 +2,7 @@ package managerapp
 
 import (
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,7 +22,7 @@ import (
 // one, so a profile verifies in both or in neither. m may be nil. With o.VerifiedPackNamespace set,
 // its verifier reads the manager's verified-pack store (read-only) while a registry is
 // unavailable.
-func NewResolver(mgr ctrl.Manager, o Options, m *controllers.Metrics) (*controllers.Resolver, error) {
+func NewResolver(mgr ctrl.Manager, o Options, m *controllers.Metrics) (*activation.Resolver, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -51,17 +52,21 @@ func NewResolver(mgr ctrl.Manager, o Options, m *controllers.Metrics) (*controll
 
 // newResolver builds the resolver; store, when not nil, is the verified-pack store of the
 // anonymous registry client (the manager's; the gateway has none).
-func newResolver(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, m *controllers.Metrics, store ociregistry.BlobStore) (*controllers.Resolver, error) {
+func newResolver(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, m *controllers.Metrics, store ociregistry.BlobStore) (*activation.Resolver, error) {
 	return newResolverReading(mgr, o, ip, deny, m, store, mgr.GetClient())
 }
 
 // newResolverReading is newResolver whose verifier reads Secrets through secrets.
-func newResolverReading(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, m *controllers.Metrics, store ociregistry.BlobStore, secrets client.Reader) (*controllers.Resolver, error) {
+func newResolverReading(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, m *controllers.Metrics, store ociregistry.BlobStore, secrets client.Reader) (*activation.Resolver, error) {
 	verifier, err := packVerifier(mgr, o, ip, deny, store, secrets)
 	if err != nil {
 		return nil, err
 	}
-	return &controllers.Resolver{Verifier: verifier, RequireProvenance: !o.SkipProvenanceUnsafe, Metrics: m}, nil
+	res := &activation.Resolver{Verifier: verifier, RequireProvenance: !o.SkipProvenanceUnsafe}
+	if m != nil {
+		res.CacheHits, res.CacheMisses = m.VerificationCacheHits, m.VerificationCacheMisses
+	}
+	return res, nil
 }
 
 // packVerifier builds the OCI pack verifier over an egress-guarded registry client.

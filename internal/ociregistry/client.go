@@ -528,6 +528,10 @@ type RegistryError struct {
 	Stored string
 }
 
+// RegistryOp returns Op. It lets the activation table (internal/activation) classify a registry
+// failure without linking the registry client.
+func (e *RegistryError) RegistryOp() string { return e.Op }
+
 // Unavailable reports whether the registry could not serve at all: a transport failure (no
 // connection, reset, broken-off transfer, timeout, TLS or dial-policy failure) or an HTTP 5xx or
 // 429 answer. A 404, an authentication or authorization refusal, other 4xx answers and answers

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"net"
 	"net/http"
 	"os"
@@ -29,7 +30,6 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
-	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/gateway"
 	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/mcpclient"
@@ -142,7 +142,7 @@ func run() error {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(prof, sd).WithStatusSubresource(sd).Build()
 	authz := invocation.AuthorizerFunc(func(context.Context, invocation.Caller, invocation.Target) (bool, error) { return true, nil })
-	reg := &gateway.Registry{Client: c, Resolver: &controllers.Resolver{}, Log: logr.Discard(), Surface: invocation.Options{
+	reg := &gateway.Registry{Client: c, Resolver: &activation.Resolver{}, Log: logr.Discard(), Surface: invocation.Options{
 		Connector:  &invocation.EgressConnector{IP: egress.IPPolicy{Loopback: egress.LoopbackAllowedUnsafe}},
 		Authorizer: authz}}
 	if _, err := reg.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}); err != nil {

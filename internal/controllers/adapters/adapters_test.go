@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"net"
 	"net/netip"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/b10x/connector-mcp/egress"
-	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/mcpclient"
@@ -37,7 +37,7 @@ func TestFreezeRefusalsAreNoOracle(t *testing.T) {
 	freeze := func(ip egress.IPPolicy, url string) error {
 		f := &Freezer{Client: mcpclient.NewClient(nil), Binder: &k8sbinding.Binder{Base: egress.Policy{IP: ip, Timeout: 5 * time.Second}},
 			Limits: mcpclient.Limits{ProbeTimeout: 3 * time.Second, CallTimeout: 5 * time.Second}}
-		_, err := f.Freeze(context.Background(), controllers.FreezeRequest{Namespace: "ns", Name: "sd", URL: url})
+		_, err := f.Freeze(context.Background(), activation.FreezeRequest{Namespace: "ns", Name: "sd", URL: url})
 		return err
 	}
 	if err := freeze(open, srv.URL+"/mcp"); err != nil {
@@ -45,13 +45,13 @@ func TestFreezeRefusalsAreNoOracle(t *testing.T) {
 	}
 	closedURL := fmt.Sprintf("http://localhost:%d/mcp", port)
 	deniedURL := "http://localhost:" + srvPort + "/mcp" // a live server, behind the deny list
-	closed := controllers.ClassifyFreezeError(controllers.FreezeRequest{URL: closedURL}, freeze(open, closedURL))
-	deny := controllers.ClassifyFreezeError(controllers.FreezeRequest{URL: deniedURL}, freeze(denied, deniedURL))
+	closed := activation.ClassifyFreezeError(activation.FreezeRequest{URL: closedURL}, freeze(open, closedURL))
+	deny := activation.ClassifyFreezeError(activation.FreezeRequest{URL: deniedURL}, freeze(denied, deniedURL))
 	if closed == nil || deny == nil {
 		t.Fatal("not stage errors")
 	}
-	norm := func(s *controllers.StageError, url string) string {
-		return fmt.Sprintf("%s %v %s", s.Reason, s.Transient, strings.ReplaceAll(s.Message, controllers.SanitizeURL(url), "URL"))
+	norm := func(s *activation.StageError, url string) string {
+		return fmt.Sprintf("%s %v %s", s.Reason, s.Transient, strings.ReplaceAll(s.Message, activation.SanitizeURL(url), "URL"))
 	}
 	if a, b := norm(closed, closedURL), norm(deny, deniedURL); a != b {
 		t.Fatalf("closed port: %q; denied address: %q", a, b)

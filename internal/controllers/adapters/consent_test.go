@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"strings"
 	"testing"
 
@@ -13,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/ocitest"
@@ -59,11 +59,11 @@ func TestVerifyPackSecretConsentMissing(t *testing.T) {
 		}
 		return v
 	}
-	req := controllers.VerifyRequest{Namespace: "team-a", Ref: pack, PullSecret: &v1.LocalObjectReference{Name: "pull"}}
+	req := activation.VerifyRequest{Namespace: "team-a", Ref: pack, PullSecret: &v1.LocalObjectReference{Name: "pull"}}
 
 	before := reg.Requests()
 	_, err = verifier(true).VerifyPack(ctx, req)
-	serr := controllers.ClassifyVerifyError(req, err)
+	serr := activation.ClassifyVerifyError(req, err)
 	if serr == nil || serr.Reason != v1.ReasonRegistryUnavailable || !serr.Transient ||
 		!strings.Contains(serr.Message, k8sbinding.RefusalCredentialConsentMissing) || strings.Contains(serr.Message, "cannot get") {
 		t.Fatalf("without consent: %v (%+v)", err, serr)

@@ -3,8 +3,8 @@ package adapters
 // StepError is the failure of a step of the adapters' own that no library names (reading a
 // Secret, listing trust policies, building a freeze's binding): Step is one of the
 // controllers.StepX refusal names, Err the cause. It carries no message of its own; the
-// controllers' activation table turns it into a stage outcome (controllers.ClassifyVerifyError,
-// controllers.ClassifyFreezeError).
+// controllers' activation table turns it into a stage outcome (activation.ClassifyVerifyError,
+// activation.ClassifyFreezeError).
 type StepError struct {
 	// Step is the stable refusal name of the step (controllers.StepX).
 	Step string

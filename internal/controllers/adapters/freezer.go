@@ -2,9 +2,9 @@ package adapters
 
 import (
 	"context"
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	"github.com/b10x/connector-mcp/egress"
-	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/snapshot"
@@ -22,16 +22,16 @@ type Freezer struct {
 	Limits mcpclient.Limits
 }
 
-var _ controllers.Freezer = (*Freezer)(nil)
+var _ activation.Freezer = (*Freezer)(nil)
 
 // Freeze connects to req.URL through a fresh egress port bound to that endpoint, negotiates and
 // lists every tool within bounds. Errors are mcpclient's and egress's own; a refusal of the
-// binding is wrapped as the step controllers.StepBinding (controllers.ClassifyFreezeError
+// binding is wrapped as the step activation.StepBinding (activation.ClassifyFreezeError
 // classifies both).
-func (f *Freezer) Freeze(ctx context.Context, req controllers.FreezeRequest) (*snapshot.ToolSnapshot, error) {
+func (f *Freezer) Freeze(ctx context.Context, req activation.FreezeRequest) (*snapshot.ToolSnapshot, error) {
 	tr, err := f.Binder.Transport(ctx, BindingRequest(req))
 	if err != nil {
-		return nil, step(controllers.StepBinding, err)
+		return nil, step(activation.StepBinding, err)
 	}
 	defer tr.CloseIdleConnections()
 	cfg := mcpclient.ServerConfig{HTTP: &mcpclient.HTTPServer{URL: req.URL, HTTPClient: tr.HTTPClient()}, Limits: f.Limits}
@@ -52,7 +52,7 @@ func (f *Freezer) Freeze(ctx context.Context, req controllers.FreezeRequest) (*s
 }
 
 // BindingRequest is the k8sbinding request of a freeze.
-func BindingRequest(req controllers.FreezeRequest) k8sbinding.Request {
+func BindingRequest(req activation.FreezeRequest) k8sbinding.Request {
 	b := k8sbinding.Request{Namespace: req.Namespace, URL: req.URL, AllowCIDRs: req.AllowCIDRs}
 	if req.Credential != nil {
 		b.Credential = &egress.CredentialRef{Name: req.Credential.Name, Key: req.Credential.Key}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"strings"
 	"testing"
 
@@ -12,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/ocitest"
@@ -87,8 +87,8 @@ func TestVerifyPackSecretsOptIn(t *testing.T) {
 		}
 		return v
 	}
-	pull := func(name string) controllers.VerifyRequest {
-		return controllers.VerifyRequest{Namespace: "team-a", Ref: platformPack, PullSecret: &v1.LocalObjectReference{Name: name}}
+	pull := func(name string) activation.VerifyRequest {
+		return activation.VerifyRequest{Namespace: "team-a", Ref: platformPack, PullSecret: &v1.LocalObjectReference{Name: name}}
 	}
 
 	t.Run("an opted-in pull secret naming the registry host is spent", func(t *testing.T) {
@@ -98,7 +98,7 @@ func TestVerifyPackSecretsOptIn(t *testing.T) {
 		}
 	})
 	t.Run("twin: without the pull secret the registry refuses the pull", func(t *testing.T) {
-		_, err := verifier().VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: platformPack})
+		_, err := verifier().VerifyPack(ctx, activation.VerifyRequest{Namespace: "team-a", Ref: platformPack})
 		if serr := staged(err); serr == nil || serr.Reason != v1.ReasonRegistryUnavailable {
 			t.Fatalf("got %v, want %s", err, v1.ReasonRegistryUnavailable)
 		}

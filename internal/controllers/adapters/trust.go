@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"slices"
 	"strings"
 
@@ -17,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/ocipack"
 )
@@ -34,10 +34,10 @@ const (
 	TrustSourcePolicyPrefix = "McpTrustPolicy/"
 	// RefusalNoTrustSource is the refusal when no trust source applies to a profile's namespace
 	// (condition reason UntrustedSigner).
-	RefusalNoTrustSource = controllers.StepNoTrustSource
+	RefusalNoTrustSource = activation.StepNoTrustSource
 	// RefusalProfilePolicy prefixes the refusal when the pack satisfies a trust source but not
 	// the profile's own spec.source.oci.verify (the ocipack refusal name follows).
-	RefusalProfilePolicy = controllers.StepProfilePolicy
+	RefusalProfilePolicy = activation.StepProfilePolicy
 )
 
 // Checks a manager may waive with an unsafe flag, as listed in status.verified.waivedChecks.

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"strings"
 	"testing"
 
@@ -21,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
-	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/ocitest"
 	"github.com/b10x/connector-mcp/ocipack"
@@ -267,8 +267,8 @@ func (w *trustWorld) verifier(t *testing.T, withPlatform bool, policies ...v1.Mc
 }
 
 // staged classifies a VerifyPack error as the profile reconciler does (nil for nil).
-func staged(err error) *controllers.StageError {
-	return controllers.ClassifyVerifyError(controllers.VerifyRequest{}, err)
+func staged(err error) *activation.StageError {
+	return activation.ClassifyVerifyError(activation.VerifyRequest{}, err)
 }
 
 // wantStage asserts a refusal's reason and that its message names want.
@@ -292,15 +292,15 @@ func TestVerifyPackTrustFloor(t *testing.T) {
 	grant := trustPolicy("team-a", map[string]string{"team": "a"}, []v1.TrustedSigner{{Name: "team-key", PublicKeyPEM: w.team.pem}}, prov(teamRepo, mainRef))
 
 	t.Run("finding 1: the tenant's own key and repository are not trust", func(t *testing.T) {
-		_, err := w.verifier(t, true).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: teamPack, Policy: tenantOwn})
+		_, err := w.verifier(t, true).VerifyPack(ctx, activation.VerifyRequest{Namespace: "team-a", Ref: teamPack, Policy: tenantOwn})
 		wantStage(t, err, v1.ReasonVerificationFailed, "untrusted_signature")
 	})
 	t.Run("no trust source at all is refused by name, never the profile's own policy", func(t *testing.T) {
-		_, err := w.verifier(t, false).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: teamPack, Policy: tenantOwn})
+		_, err := w.verifier(t, false).VerifyPack(ctx, activation.VerifyRequest{Namespace: "team-a", Ref: teamPack, Policy: tenantOwn})
 		wantStage(t, err, v1.ReasonUntrustedSigner, RefusalNoTrustSource)
 	})
 	t.Run("a cluster admin's McpTrustPolicy grants the team's signer in its namespace", func(t *testing.T) {
-		vs, err := w.verifier(t, true, grant).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: teamPack, Policy: tenantOwn})
+		vs, err := w.verifier(t, true, grant).VerifyPack(ctx, activation.VerifyRequest{Namespace: "team-a", Ref: teamPack, Policy: tenantOwn})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,53 +309,53 @@ func TestVerifyPackTrustFloor(t *testing.T) {
 		}
 	})
 	t.Run("the grant does not reach another namespace", func(t *testing.T) {
-		_, err := w.verifier(t, true, grant).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-b", Ref: teamPack})
+		_, err := w.verifier(t, true, grant).VerifyPack(ctx, activation.VerifyRequest{Namespace: "team-b", Ref: teamPack})
 		wantStage(t, err, v1.ReasonVerificationFailed, "untrusted_signature")
 	})
 	t.Run("a team's signer is not good for the platform's repository", func(t *testing.T) {
 		ref := w.pack(t, w.team, platformRepo, mainRef)
-		_, err := w.verifier(t, true, grant).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: ref})
+		_, err := w.verifier(t, true, grant).VerifyPack(ctx, activation.VerifyRequest{Namespace: "team-a", Ref: ref})
 		wantStage(t, err, v1.ReasonVerificationFailed, "wrong_source_repository")
 	})
 	t.Run("the platform's signer is not good for the team's repository", func(t *testing.T) {
 		ref := w.pack(t, w.platform, teamRepo, mainRef)
-		_, err := w.verifier(t, true, grant).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: ref})
+		_, err := w.verifier(t, true, grant).VerifyPack(ctx, activation.VerifyRequest{Namespace: "team-a", Ref: ref})
 		wantStage(t, err, v1.ReasonVerificationFailed, "wrong_source_repository")
 	})
 	platformPack := w.pack(t, w.platform, platformRepo, mainRef)
 	t.Run("the platform's own pack verifies with no profile policy", func(t *testing.T) {
-		vs, err := w.verifier(t, true).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-b", Ref: platformPack})
+		vs, err := w.verifier(t, true).VerifyPack(ctx, activation.VerifyRequest{Namespace: "team-b", Ref: platformPack})
 		if err != nil || vs.Provenance.TrustSource != TrustSourcePlatform || vs.Provenance.Signer != "default-key" {
 			t.Fatalf("%+v %v", vs, err)
 		}
 	})
 	t.Run("the profile's own provenance adds a requirement", func(t *testing.T) {
 		own := &v1.VerifyPolicy{Provenance: &v1.ProvenancePolicy{SourceRepository: platformRepo, SourceRef: "refs/heads/release"}}
-		_, err := w.verifier(t, true).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-b", Ref: platformPack, Policy: own})
+		_, err := w.verifier(t, true).VerifyPack(ctx, activation.VerifyRequest{Namespace: "team-b", Ref: platformPack, Policy: own})
 		wantStage(t, err, v1.ReasonVerificationFailed, RefusalProfilePolicy+"/wrong_source_ref")
 	})
 	t.Run("the profile's own key adds a requirement", func(t *testing.T) {
 		own := &v1.VerifyPolicy{PublicKey: &v1.SecretKeyReference{Name: "team-key", Key: "cosign.pub"}}
-		_, err := w.verifier(t, true).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: platformPack, Policy: own})
+		_, err := w.verifier(t, true).VerifyPack(ctx, activation.VerifyRequest{Namespace: "team-a", Ref: platformPack, Policy: own})
 		wantStage(t, err, v1.ReasonVerificationFailed, RefusalProfilePolicy+"/untrusted_signature")
 	})
 	t.Run("an unanchored subject in the profile's policy is refused by name", func(t *testing.T) {
 		own := &v1.VerifyPolicy{Keyless: &v1.KeylessIdentity{Issuer: "https://i", SubjectRegExp: "^https://github.com/team-a/"}}
-		_, err := w.verifier(t, true).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: platformPack, Policy: own})
+		_, err := w.verifier(t, true).VerifyPack(ctx, activation.VerifyRequest{Namespace: "team-a", Ref: platformPack, Policy: own})
 		wantStage(t, err, v1.ReasonVerificationFailed, "unanchored_subject_regexp")
 	})
 	t.Run("a subject anchored in text only (^a|b$) in the profile's policy is refused by name", func(t *testing.T) {
 		own := &v1.VerifyPolicy{Keyless: &v1.KeylessIdentity{Issuer: "https://i", SubjectRegExp: `^https://github\.com/team-a/|x$`}}
-		_, err := w.verifier(t, true).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: platformPack, Policy: own})
+		_, err := w.verifier(t, true).VerifyPack(ctx, activation.VerifyRequest{Namespace: "team-a", Ref: platformPack, Policy: own})
 		wantStage(t, err, v1.ReasonVerificationFailed, "unanchored_subject_regexp")
 	})
 	t.Run("a grant without provenance rules grants nothing", func(t *testing.T) {
 		noRules := trustPolicy("team-a", map[string]string{"team": "a"}, []v1.TrustedSigner{{Name: "team-key", PublicKeyPEM: w.team.pem}})
-		_, err := w.verifier(t, false, noRules).VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: teamPack})
+		_, err := w.verifier(t, false, noRules).VerifyPack(ctx, activation.VerifyRequest{Namespace: "team-a", Ref: teamPack})
 		wantStage(t, err, v1.ReasonUntrustedSigner, RefusalNoTrustSource)
 		v := w.verifier(t, false, noRules)
 		v.SkipProvenanceUnsafe, v.Waived = true, []string{WaivedProvenance}
-		vs, err := v.VerifyPack(ctx, controllers.VerifyRequest{Namespace: "team-a", Ref: teamPack})
+		vs, err := v.VerifyPack(ctx, activation.VerifyRequest{Namespace: "team-a", Ref: teamPack})
 		if err != nil || vs.Provenance.SourceRef != "" || len(vs.Provenance.WaivedChecks) != 1 {
 			t.Fatalf("the unsafe waiver: %+v %v", vs, err)
 		}

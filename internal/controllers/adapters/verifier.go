@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto"
 	"errors"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/b10x/connector-mcp/egress"
-	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/ocipack"
@@ -50,18 +50,18 @@ type PackVerifier struct {
 	Waived []string
 }
 
-var _ controllers.SourceVerifier = (*PackVerifier)(nil)
+var _ activation.SourceVerifier = (*PackVerifier)(nil)
 
 // VerifyPack verifies and pulls one pack. The pack must hold exactly one profile document
 // (ocipack refusal "ambiguous_pack" otherwise).
-func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyRequest) (*controllers.VerifiedSource, error) {
+func (v *PackVerifier) VerifyPack(ctx context.Context, req activation.VerifyRequest) (*activation.VerifiedSource, error) {
 	ref, err := ociregistry.ParseDigestReference(req.Ref)
 	if err != nil {
-		return nil, step(controllers.StepPackReference, err)
+		return nil, step(activation.StepPackReference, err)
 	}
 	sources, _, err := v.trustSources(ctx, req.Namespace)
 	if err != nil {
-		return nil, step(controllers.StepTrustUnavailable, err)
+		return nil, step(activation.StepTrustUnavailable, err)
 	}
 	pols, cands := Candidates(sources, v.SkipProvenanceUnsafe)
 	if len(pols) == 0 {
@@ -76,18 +76,18 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 			return nil, err
 		}
 		if ownKey, err = ociregistry.ParsePublicKey(pem); err != nil {
-			return nil, step(controllers.StepVerifyPolicy, err)
+			return nil, step(activation.StepVerifyPolicy, err)
 		}
 	}
 	if req.Policy != nil && req.Policy.Keyless != nil && req.Policy.Keyless.SubjectRegExp != "" {
 		if err := ociregistry.CheckSubjectRegExp(req.Policy.Keyless.SubjectRegExp); err != nil {
-			return nil, step(controllers.StepVerifyPolicy, err)
+			return nil, step(activation.StepVerifyPolicy, err)
 		}
 	}
 	verifier := v.Verifier
 	if req.PullSecret != nil {
 		if v.NewVerifier == nil {
-			return nil, step(controllers.StepPullSecretsDisabled, nil)
+			return nil, step(activation.StepPullSecretsDisabled, nil)
 		}
 		// The pull secret is sent to the registry the profile names: it must opt in and name
 		// that registry host, like a deployment's credential names its endpoint host.
@@ -97,7 +97,7 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 		}
 		creds, err := ociregistry.CredentialsFromDockerConfig(cfg)
 		if err != nil {
-			return nil, step(controllers.StepPullSecretFormat, err)
+			return nil, step(activation.StepPullSecretFormat, err)
 		}
 		c := v.Registry
 		c.Credentials = creds
@@ -123,18 +123,18 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req controllers.VerifyReq
 	}
 	pd, err := ocipack.ProfileDigest(doc)
 	if err != nil {
-		return nil, step(controllers.StepProfileDigest, err)
+		return nil, step(activation.StepProfileDigest, err)
 	}
 	prov := res.VerifiedProvenance()
 	prov.TrustSource, prov.Signer = cands[i].Source, cands[i].Signer
 	prov.WaivedChecks = slices.Clone(v.Waived)
-	return &controllers.VerifiedSource{Document: doc, Snapshot: snap, PackDigest: ref.Digest, ProfileDigest: pd, Provenance: prov}, nil
+	return &activation.VerifiedSource{Document: doc, Snapshot: snap, PackDigest: ref.Digest, ProfileDigest: pd, Provenance: prov}, nil
 }
 
 // The Secrets the verifier reads, with the refusal names of their steps.
 var (
-	pullSecret      = secretKind{word: "pull", refused: controllers.StepPullSecretRefused, unavailable: controllers.StepPullSecretUnavailable, noKey: controllers.StepPullSecretNoKey}
-	publicKeySecret = secretKind{word: "public-key", refused: controllers.StepPublicKeySecretRefused, unavailable: controllers.StepPublicKeySecretUnavailable, noKey: controllers.StepPublicKeySecretNoKey}
+	pullSecret      = secretKind{word: "pull", refused: activation.StepPullSecretRefused, unavailable: activation.StepPullSecretUnavailable, noKey: activation.StepPullSecretNoKey}
+	publicKeySecret = secretKind{word: "public-key", refused: activation.StepPublicKeySecretRefused, unavailable: activation.StepPublicKeySecretUnavailable, noKey: activation.StepPublicKeySecretNoKey}
 )
 
 // secretKind names one use of a Secret and its steps' refusal names.

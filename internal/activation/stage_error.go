@@ -1,4 +1,4 @@
-package controllers
+package activation
 
 import (
 	"errors"
@@ -36,10 +36,12 @@ func (e *StageError) Unwrap() []error {
 	return []error{ErrStage, e.Err}
 }
 
-func refuse(condition, reason, format string, args ...any) *StageError {
+// Refuse is the outcome of a stage that needs a human: not retried.
+func Refuse(condition, reason, format string, args ...any) *StageError {
 	return &StageError{Condition: condition, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-func retry(condition, reason string, err error, format string, args ...any) *StageError {
+// Retry is the outcome of a stage that failed transiently: retried (Reconciling).
+func Retry(condition, reason string, err error, format string, args ...any) *StageError {
 	return &StageError{Condition: condition, Reason: reason, Message: fmt.Sprintf(format, args...), Transient: true, Err: err}
 }

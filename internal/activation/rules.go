@@ -1,4 +1,4 @@
-package controllers
+package activation
 
 import (
 	"context"
@@ -12,88 +12,10 @@ import (
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
-	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/refusal"
 )
-
-// This file is the activation table: every stage of both pipelines, in the order the code runs
-// it, with its condition, the outcomes the controllers decide themselves, and the rules that
-// turn a library's error into a stage outcome. docs/concepts.md shows the same table
-// (TestConceptsTableMatchesCode).
-
-// stage is one row of the activation table.
-type stage struct {
-	// condition is the stage condition type.
-	condition string
-	// run is the stage of a ServiceDeployment pass; nil for the McpServiceProfile stages, which
-	// the Resolver runs.
-	run func(r *DeploymentReconciler, ctx context.Context, p *pass) *StageError
-	// decides lists the outcomes the controllers decide themselves (not from a library error).
-	decides []decision
-	// classifies lists the rulesets that turn library errors of this stage into outcomes.
-	classifies []*ruleset
-}
-
-// decision is an outcome a stage decides itself.
-type decision struct {
-	reason    string
-	transient bool
-}
-
-// profileStages are the McpServiceProfile's stages, in order (run by the Resolver).
-var profileStages = []stage{
-	{condition: v1.ConditionSourceVerified,
-		decides: []decision{
-			{v1.ReasonInlineSourceRefused, false},
-			{v1.ReasonVerificationFailed, false}, // no pack verifier configured
-			{v1.ReasonProfileInvalid, false},
-		},
-		classifies: []*ruleset{&sourceRules}},
-	{condition: v1.ConditionSnapshotReconstructed,
-		decides: []decision{{v1.ReasonSnapshotDigestMismatch, false}}},
-}
-
-// deploymentStages are the ServiceDeployment's stages, in the order a pass runs them. Binding
-// runs before the live freeze so that an unbound deployment (no grant, a collision, an endpoint
-// beyond its namespace's egress ceiling) never dials its endpoint nor reads its credential.
-var deploymentStages = []stage{
-	{condition: v1.ConditionProfileVerified, run: (*DeploymentReconciler).verifyProfile,
-		decides: []decision{
-			{v1.ReasonProfileNotFound, true},
-			{v1.ReasonProfileNotReady, true},
-			{v1.ReasonProfileNotReady, false}, // the profile is Stalled, or its source is refused
-		}},
-	{condition: v1.ConditionBound, run: (*DeploymentReconciler).bind,
-		decides: []decision{
-			{v1.ReasonOperationSetMismatch, false},
-			{v1.ReasonEndpointRefInvalid, false},
-			{v1.ReasonCredentialRefMismatch, false},
-			{v1.ReasonGrantNotFound, false},
-			{v1.ReasonGrantDenied, false},
-			{v1.ReasonProgressing, true}, // a grant or its role could not be read
-			{v1.ReasonEndpointRefused, false},
-			{v1.ReasonProviderCollision, false},
-			{v1.ReasonAuthorityCollision, false},
-			{v1.ReasonOperationCollision, false},
-		},
-		classifies: []*ruleset{&bindingRules}},
-	{condition: v1.ConditionSnapshotFrozen, run: (*DeploymentReconciler).freeze,
-		decides:    []decision{{v1.ReasonCredentialRefused, false}}, // no credential hash key
-		classifies: []*ruleset{&bindingRules, &freezeRules}},
-	{condition: v1.ConditionSnapshotMatched, run: (*DeploymentReconciler).match,
-		decides: []decision{{v1.ReasonSnapshotDrift, false}}},
-}
-
-// conditions returns the condition types of stages, in order.
-func conditions(stages []stage) []string {
-	out := make([]string, len(stages))
-	for i, s := range stages {
-		out[i] = s.condition
-	}
-	return out
-}
 
 // ruleset turns the errors of one step (binding, live freeze, pack verification) into stage
 // outcomes: the first rule that matches wins, else the fallback.
@@ -186,11 +108,11 @@ func ClassifyFreezeError(req FreezeRequest, err error) *StageError {
 	return classify(v1.ConditionSnapshotFrozen, &freezeRules, err, &classifyContext{where: SanitizeURL(req.URL)})
 }
 
-// bindingStageError maps a refusal of the endpoint binding (internal/k8sbinding: credential
+// ClassifyBindingError maps a refusal of the endpoint binding (internal/k8sbinding: credential
 // opt-in, egress ceiling, cluster policy; egress: literal address, invalid policy) onto a stage
-// outcome of condition cond. It is used before anything is dialed; its messages name refusals
-// and the tenant's own references, never values, ceilings or other namespaces.
-func bindingStageError(cond string, err error) *StageError {
+// outcome of condition cond (nil for nil). It is used before anything is dialed; its messages
+// name refusals and the tenant's own references, never values, ceilings or other namespaces.
+func ClassifyBindingError(cond string, err error) *StageError {
 	return classify(cond, &bindingRules, err, nil)
 }
 
@@ -293,7 +215,7 @@ var bindingRules = ruleset{
 	},
 	fallback: rule{what: "any other error", reason: v1.ReasonEndpointRefused,
 		message: func(err error, _ *classifyContext) string {
-			return "the endpoint is not acceptable to the egress policy: " + refusalTextOr(err, "refused")
+			return "the endpoint is not acceptable to the egress policy: " + RefusalText(err, "refused")
 		}},
 }
 
@@ -406,8 +328,8 @@ func isDialFailure(err error) bool {
 // refusals), or a word for the transport failures that carry none.
 func refusalText(err error) string {
 	switch {
-	case refusalTextOr(err, "") != "":
-		return refusalTextOr(err, "")
+	case RefusalText(err, "") != "":
+		return RefusalText(err, "")
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline_exceeded"
 	case errors.Is(err, mcpclient.ErrConnectionClosed):
@@ -521,19 +443,27 @@ var sourceRules = ruleset{
 	fallback: rule{what: "the pack's own errors", delegate: &packRules},
 }
 
+// registryFailure is a registry failure that is not a refusal (ociregistry.RegistryError),
+// matched by its method so that the activation table, which the gateway links, does not link the
+// registry client and sigstore.
+type registryFailure interface {
+	error
+	RegistryOp() string
+}
+
 // packRules classify ocipack's errors of a pack verification and pull.
 var packRules = ruleset{
 	name: "pack",
 	rules: []rule{
 		{what: "ociregistry.RegistryError", reason: v1.ReasonRegistryUnavailable, transient: true,
 			match: func(err error) bool {
-				var reg *ociregistry.RegistryError
+				var reg registryFailure
 				return errors.As(err, &reg)
 			},
 			message: func(err error, _ *classifyContext) string {
-				var reg *ociregistry.RegistryError
+				var reg registryFailure
 				errors.As(err, &reg)
-				op := reg.Op
+				op := reg.RegistryOp()
 				var te *egress.TLSError
 				if errors.As(err, &te) {
 					// Named, so the platform team knows to give the manager the registry's CA
@@ -564,49 +494,4 @@ var packRules = ruleset{
 	},
 	fallback: rule{what: "any other error", reason: v1.ReasonRegistryUnavailable, transient: true,
 		message: text("the pack could not be fetched; retrying")},
-}
-
-// tableRow is one line of the activation table as docs/concepts.md shows it.
-type tableRow struct {
-	kind, condition, reason string
-	transient               bool
-}
-
-// activationTable lists, for the McpServiceProfile then the ServiceDeployment stages in the
-// order they run, every (reason, transient) outcome of each stage: the ones it decides first,
-// then those of its rulesets (a delegated ruleset's in place), each once.
-func activationTable() []tableRow {
-	var out []tableRow
-	add := func(kind string, s stage) {
-		seen := map[decision]bool{}
-		emit := func(d decision) {
-			if !seen[d] {
-				seen[d] = true
-				out = append(out, tableRow{kind: kind, condition: s.condition, reason: d.reason, transient: d.transient})
-			}
-		}
-		var walk func(rs *ruleset)
-		walk = func(rs *ruleset) {
-			for _, r := range append(rs.rules, rs.fallback) {
-				if r.delegate != nil {
-					walk(r.delegate)
-					continue
-				}
-				emit(decision{r.reason, r.transient})
-			}
-		}
-		for _, d := range s.decides {
-			emit(d)
-		}
-		for _, rs := range s.classifies {
-			walk(rs)
-		}
-	}
-	for _, s := range profileStages {
-		add("McpServiceProfile", s)
-	}
-	for _, s := range deploymentStages {
-		add("ServiceDeployment", s)
-	}
-	return out
 }

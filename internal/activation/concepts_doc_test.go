@@ -1,4 +1,4 @@
-package controllers
+package activation
 
 import (
 	"fmt"
@@ -77,7 +77,7 @@ func diffRows(doc, code []string) string {
 	return ""
 }
 
-// docs/concepts.md shows the activation table exactly as internal/controllers/stages.go has it, in the
+// docs/concepts.md shows the activation table exactly as table.go and rules.go have it, in the
 // order the code runs it. Twin: a doc with two rows swapped, or a retry flag flipped, differs.
 func TestConceptsTableMatchesCode(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "concepts.md"))

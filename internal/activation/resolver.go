@@ -1,9 +1,10 @@
-package controllers
+package activation
 
 import (
 	"context"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
@@ -46,8 +47,9 @@ type Resolver struct {
 	Verifier SourceVerifier
 	// RequireProvenance refuses inline sources (the production default).
 	RequireProvenance bool
-	// Metrics counts verification cache hits and misses of OCI sources. Optional.
-	Metrics *Metrics
+	// CacheHits and CacheMisses count the resolutions of OCI sources answered from the memo and
+	// those verified afresh. Optional.
+	CacheHits, CacheMisses prometheus.Counter
 	// MemoSize bounds the memo of verified profiles (zero or negative: defaultResolverMemoSize).
 	// Read once, on first use.
 	MemoSize int
@@ -89,14 +91,14 @@ func (r *Resolver) Resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 	}
 	if key.uid != "" {
 		if res, ok := r.cache().Get(key); ok {
-			if r.Metrics != nil && p.Spec.Source.OCI != nil {
-				r.Metrics.VerificationCacheHits.Inc()
+			if r.CacheHits != nil && p.Spec.Source.OCI != nil {
+				r.CacheHits.Inc()
 			}
 			return res, nil
 		}
 	}
-	if r.Metrics != nil && p.Spec.Source.OCI != nil {
-		r.Metrics.VerificationCacheMisses.Inc()
+	if r.CacheMisses != nil && p.Spec.Source.OCI != nil {
+		r.CacheMisses.Inc()
 	}
 	res, serr := r.resolve(ctx, p)
 	if serr != nil {
@@ -114,14 +116,14 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 	switch {
 	case src.Inline != nil:
 		if r.RequireProvenance {
-			return nil, refuse(v1.ConditionSourceVerified, v1.ReasonInlineSourceRefused,
+			return nil, Refuse(v1.ConditionSourceVerified, v1.ReasonInlineSourceRefused,
 				"the cluster requires pack provenance; inline profiles are for development clusters only")
 		}
 		// A private copy: p may be a read-only view of the informer cache.
 		res.Document = src.Inline.DeepCopy()
 	case src.OCI != nil:
 		if r.Verifier == nil {
-			return nil, refuse(v1.ConditionSourceVerified, v1.ReasonVerificationFailed, "this manager has no pack verifier configured")
+			return nil, Refuse(v1.ConditionSourceVerified, v1.ReasonVerificationFailed, "this manager has no pack verifier configured")
 		}
 		req := VerifyRequest{Namespace: p.Namespace, Ref: src.OCI.Ref, PullSecret: src.OCI.PullSecretRef, Policy: src.OCI.Verify}
 		vs, err := r.Verifier.VerifyPack(ctx, req)
@@ -132,11 +134,11 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 		prov := vs.Provenance
 		res.Provenance = &prov
 	default:
-		return nil, refuse(v1.ConditionSourceVerified, v1.ReasonProfileInvalid, "the profile names no source")
+		return nil, Refuse(v1.ConditionSourceVerified, v1.ReasonProfileInvalid, "the profile names no source")
 	}
 	// A pack's document was checked, and its snapshot reconstructed, when it was pulled.
 	if res.Snapshot == nil {
-		rec, serr := checkProfile(res.Document)
+		rec, serr := CheckProfile(res.Document)
 		if serr != nil {
 			return nil, serr
 		}
@@ -145,7 +147,7 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 	if res.ProfileDigest == "" {
 		d, err := ocipack.ProfileDigest(res.Document)
 		if err != nil {
-			return nil, &StageError{Condition: v1.ConditionSourceVerified, Reason: v1.ReasonProfileInvalid, Err: err, Message: "the profile document does not encode: " + refusalTextOr(err, "invalid")}
+			return nil, &StageError{Condition: v1.ConditionSourceVerified, Reason: v1.ReasonProfileInvalid, Err: err, Message: "the profile document does not encode: " + RefusalText(err, "invalid")}
 		}
 		res.ProfileDigest = d
 	}

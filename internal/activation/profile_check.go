@@ -1,4 +1,4 @@
-package controllers
+package activation
 
 import (
 	"errors"
@@ -9,33 +9,33 @@ import (
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
-// checkProfile decides whether a profile document is a complete, reviewed profile whose recorded
+// CheckProfile decides whether a profile document is a complete, reviewed profile whose recorded
 // digests reconstruct, using the ocipack checks (the same ones a pack layer is held to). It
 // returns the recorded snapshot on success. Refusals carry the SourceVerified condition (fields,
 // mapping, effects; reason ProfileInvalid) or SnapshotReconstructed (digests; reason
 // SnapshotDigestMismatch).
-func checkProfile(doc *v1.ProfileDocument) (*snapshot.ToolSnapshot, *StageError) {
+func CheckProfile(doc *v1.ProfileDocument) (*snapshot.ToolSnapshot, *StageError) {
 	if doc == nil {
-		return nil, refuse(v1.ConditionSourceVerified, v1.ReasonProfileInvalid, "the profile has no document")
+		return nil, Refuse(v1.ConditionSourceVerified, v1.ReasonProfileInvalid, "the profile has no document")
 	}
 	for _, check := range []ocipack.Check{ocipack.ValidateFields, ocipack.ValidateMapping, ocipack.ValidateEffects} {
 		if err := check(doc); err != nil {
 			return nil, &StageError{Condition: v1.ConditionSourceVerified, Reason: v1.ReasonProfileInvalid, Err: err,
-				Message: "the profile document is refused: " + refusalTextOr(err, "invalid")}
+				Message: "the profile document is refused: " + RefusalText(err, "invalid")}
 		}
 	}
 	rec, err := ocipack.SnapshotOf(doc)
 	if err != nil {
 		return nil, &StageError{Condition: v1.ConditionSnapshotReconstructed, Reason: v1.ReasonSnapshotDigestMismatch, Err: err,
-			Message: "the recorded snapshot does not reconstruct: " + refusalTextOr(err, "invalid")}
+			Message: "the recorded snapshot does not reconstruct: " + RefusalText(err, "invalid")}
 	}
 	return rec, nil
 }
 
-// refusalTextOr renders err for a condition message: the stable refusal name (with the document
+// RefusalText renders err for a condition message: the stable refusal name (with the document
 // path for ocipack refusals, as "name at path"), clipped, never document or server text;
 // fallback when err carries no refusal name.
-func refusalTextOr(err error, fallback string) string {
+func RefusalText(err error, fallback string) string {
 	var r *ocipack.RefusalError
 	if errors.As(err, &r) {
 		if r.Path != "" {

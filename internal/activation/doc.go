@@ -1,0 +1,12 @@
+// Package activation is the activation domain the reconcilers and the gateway share: the stage
+// table of both pipelines (table.go), the rulesets that turn a library's error into a stage
+// outcome (rules.go), the StageError every stage ends in, the requests of the two ports to the
+// outside world (SourceVerifier, Freezer) and the Resolver, which runs an McpServiceProfile's
+// stages (source verification, snapshot reconstruction) and memoizes verified profiles.
+//
+// It holds no reconciler and links neither the registry client nor sigstore: the ports are
+// implemented in internal/controllers/adapters, and the gateway resolves profiles through the
+// same Resolver the manager uses. docs/concepts.md shows the activation table
+// (TestConceptsTableMatchesCode); TestStageDecisionsDeclared checks that every outcome a stage
+// builds itself, here or in internal/controllers, is declared in the table.
+package activation
