@@ -33,9 +33,15 @@ type registryFlags struct {
 }
 
 func (f *registryFlags) register(fs *pflag.FlagSet) {
+	f.registerRegistry(fs)
+	f.egress.register(fs)
+}
+
+// registerRegistry adds the registry flags without the egress flags, for a command whose egress
+// flags are registered once for the registry and the MCP server alike (serve).
+func (f *registryFlags) registerRegistry(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.plainHTTP, "plain-http", false, "reach a loopback registry without TLS (refused for any other host)")
 	fs.StringVar(&f.registryConfig, "registry-config", "", "Docker config file with registry credentials (default $DOCKER_CONFIG/config.json or ~/.docker/config.json when present)")
-	f.egress.register(fs)
 }
 
 // client returns the registry client for registry host, refusing plain HTTP off loopback.
@@ -322,6 +328,20 @@ type verifyFlags struct {
 	tlog                                                       int
 }
 
+// register registers the verification flags of "pack verify" (also used by "serve --pack").
+func (vf *verifyFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&vf.key, "key", "", "PEM public key (cosign.pub)")
+	fs.StringVar(&vf.identity, "certificate-identity", "", "exact certificate subject (keyless)")
+	fs.StringVar(&vf.identityRE, "certificate-identity-regexp", "", "certificate subject regular expression (keyless)")
+	fs.StringVar(&vf.issuer, "certificate-oidc-issuer", "", "exact OIDC issuer (keyless)")
+	fs.StringVar(&vf.trustedRoot, "trusted-root", "", "sigstore trusted_root.json (self-hosted or public-good)")
+	fs.StringVar(&vf.policyPath, "policy", "", "policy file (JSON or YAML): keyless, publicKeyFile, trustedRoot, provenance")
+	fs.BoolVar(&vf.skipProv, "skip-provenance-unsafe", false, "accept a signature without a provenance attestation (drops the merge verification)")
+	fs.IntVar(&vf.tlog, "tlog-threshold", 0, "require this many verified transparency-log entries per bundle")
+	fs.BoolVar(&vf.keylessWithoutTlog, "keyless-without-tlog-unsafe", false,
+		"accept keyless bundles with no transparency-log entry (a signed timestamp then suffices); by default a keyless bundle needs one")
+}
+
 func newPackVerifyCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify REPO@sha256:DIGEST (--key cosign.pub | --certificate-identity[-regexp] ID --certificate-oidc-issuer URL --trusted-root FILE) [--provenance-...] [--policy FILE]",
@@ -333,17 +353,7 @@ func newPackVerifyCmd(env *cliEnv) *cobra.Command {
 	var pf provenanceFlags
 	pf.register(cmd.Flags(), false)
 	var vf verifyFlags
-	fs := cmd.Flags()
-	fs.StringVar(&vf.key, "key", "", "PEM public key (cosign.pub)")
-	fs.StringVar(&vf.identity, "certificate-identity", "", "exact certificate subject (keyless)")
-	fs.StringVar(&vf.identityRE, "certificate-identity-regexp", "", "certificate subject regular expression (keyless)")
-	fs.StringVar(&vf.issuer, "certificate-oidc-issuer", "", "exact OIDC issuer (keyless)")
-	fs.StringVar(&vf.trustedRoot, "trusted-root", "", "sigstore trusted_root.json (self-hosted or public-good)")
-	fs.StringVar(&vf.policyPath, "policy", "", "policy file (JSON or YAML): keyless, publicKeyFile, trustedRoot, provenance")
-	fs.BoolVar(&vf.skipProv, "skip-provenance-unsafe", false, "accept a signature without a provenance attestation (drops the merge verification)")
-	fs.IntVar(&vf.tlog, "tlog-threshold", 0, "require this many verified transparency-log entries per bundle")
-	fs.BoolVar(&vf.keylessWithoutTlog, "keyless-without-tlog-unsafe", false,
-		"accept keyless bundles with no transparency-log entry (a signed timestamp then suffices); by default a keyless bundle needs one")
+	vf.register(cmd.Flags())
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		if err := usageArgs(cmd, args, 1, 1); err != nil {
 			return err
@@ -354,20 +364,34 @@ func newPackVerifyCmd(env *cliEnv) *cobra.Command {
 }
 
 func packVerify(ctx context.Context, env *cliEnv, rf *registryFlags, pf *provenanceFlags, vf *verifyFlags, arg string) error {
+	res, p, err := verifyPack(ctx, env, rf, pf, vf, arg)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Verified *ociregistry.Result `json:"verified"`
+		Profiles []pulledProfile     `json:"profiles"`
+	}{Verified: res, Profiles: pullOutput(p, false).Profiles}
+	return writeJSON(env.stdout, out)
+}
+
+// verifyPack verifies the pack arg (REPO@sha256:DIGEST) against the policy the flags and the
+// --policy file name, then pulls it: the one verification of "pack verify" and "serve --pack".
+func verifyPack(ctx context.Context, env *cliEnv, rf *registryFlags, pf *provenanceFlags, vf *verifyFlags, arg string) (*ociregistry.Result, *ociregistry.Pack, error) {
 	key, identity, identityRE, issuer := &vf.key, &vf.identity, &vf.identityRE, &vf.issuer
 	trustedRoot, policyPath, skipProv, tlog := &vf.trustedRoot, &vf.policyPath, &vf.skipProv, &vf.tlog
 	ref, err := ociregistry.ParseDigestReference(arg)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	var file policyFile
 	if *policyPath != "" {
 		b, err := readBounded(*policyPath, 1<<20)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if err := yaml.UnmarshalStrict(b, &file); err != nil {
-			return usagef("--policy %s: %v", *policyPath, err)
+			return nil, nil, usagef("--policy %s: %v", *policyPath, err)
 		}
 		base := filepath.Dir(*policyPath)
 		rel := func(p string) string {
@@ -406,18 +430,18 @@ func packVerify(ctx context.Context, env *cliEnv, rf *registryFlags, pf *provena
 	if file.PublicKeyFile != "" {
 		b, err := readBounded(file.PublicKeyFile, 64<<10)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if policy.PublicKey, err = ociregistry.ParsePublicKey(b); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	if err := policy.Validate(); err != nil {
-		return err
+		return nil, nil, err
 	}
 	c, err := rf.client(env, ref.Registry)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	// Keyless verification is strict, as in the manager: an anchored subject expression, the
 	// source the certificate certified, and a transparency-log entry unless waived.
@@ -434,23 +458,19 @@ func packVerify(ctx context.Context, env *cliEnv, rf *registryFlags, pf *provena
 	if file.TrustedRoot != "" {
 		tr, err := ociregistry.LoadTrustedRoot(file.TrustedRoot)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		v = ociregistry.NewVerifier(c, tr, opts...)
 	} else {
 		if policy.Keyless != nil {
-			return usagef("keyless verification needs --trusted-root (public-good Sigstore is trusted only when its trusted_root.json is given)")
+			return nil, nil, usagef("keyless verification needs --trusted-root (public-good Sigstore is trusted only when its trusted_root.json is given)")
 		}
 		v = ociregistry.NewVerifier(c, nil, opts...)
 	}
 	res, p, err := v.VerifyAndPull(ctx, ref, policy)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	fmt.Fprintln(env.stderr, "verified", ref.String())
-	out := struct {
-		Verified *ociregistry.Result `json:"verified"`
-		Profiles []pulledProfile     `json:"profiles"`
-	}{Verified: res, Profiles: pullOutput(p, false).Profiles}
-	return writeJSON(env.stdout, out)
+	return res, p, nil
 }

@@ -27,6 +27,8 @@ type serverFlags struct {
 	bearerFile string
 	limits     mcpclient.Limits
 	egress     egressFlags
+	// watchToolList asks the session to report notifications/tools/list_changed (serve).
+	watchToolList bool
 }
 
 // newServerFlags registers the server-selection flags on fs.
@@ -71,6 +73,7 @@ func (f *serverFlags) config(ctx context.Context, env *cliEnv, args []string, da
 		return cfg, usagef("--timeout and --probe-timeout must be positive")
 	}
 	cfg.Limits = f.limits
+	cfg.WatchToolListChanged = f.watchToolList
 	switch {
 	case f.url != "" && len(argv) > 0:
 		return cfg, usagef("give either --url or -- CMD ARGS..., not both")

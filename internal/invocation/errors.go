@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/b10x/connector-mcp/argschema"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/refusal"
 )
@@ -64,10 +65,10 @@ var (
 	// ErrStaleLease means the lease does not match this snapshot, caller seed, operation and Connection.
 	ErrStaleLease = errors.New("stale lease")
 	// ErrInvalidSchema means the frozen input schema does not compile.
-	ErrInvalidSchema = errors.New("invalid input schema")
+	ErrInvalidSchema = argschema.ErrInvalidSchema
 	// ErrRemoteReference means the input schema refers to a resource outside itself; nothing is ever
 	// loaded from a file or the network.
-	ErrRemoteReference = errors.New("input schema refers to an external resource")
+	ErrRemoteReference = argschema.ErrRemoteReference
 	// ErrInvalidArguments means the arguments are not a JSON object or violate the input schema.
 	ErrInvalidArguments = errors.New("invalid arguments")
 	// ErrArgumentTooLarge means the arguments exceed the argument bound.

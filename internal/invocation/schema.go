@@ -1,24 +1,13 @@
 package invocation
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"github.com/b10x/connector-mcp/argschema"
 	"github.com/b10x/connector-mcp/internal/lru"
 )
-
-// schemaLocation is the base URL every input schema is compiled under. Relative references
-// resolve against it and are then refused by the loader, like every other external reference.
-// It is a hierarchical URL on a reserved name (.invalid): with a "urn:" base the library resolves
-// a relative reference such as "s.json" to the root schema itself instead of refusing it.
-const schemaLocation = "https://input-schema.invalid/schema.json"
 
 // DefaultSchemaCacheSize is the number of compiled input schemas a SchemaCache from
 // NewSchemaCache holds before it evicts the least recently used one.
@@ -39,7 +28,7 @@ type schemaKey struct{ snapshot, tool string }
 
 type schemaEntry struct {
 	once   sync.Once
-	schema *jsonschema.Schema
+	schema *argschema.Schema
 	err    error
 }
 
@@ -67,7 +56,7 @@ func (c *SchemaCache) Forget(snapshotDigest string) {
 }
 
 // get returns the compiled input schema of tool in snapshot, compiling raw once while cached.
-func (c *SchemaCache) get(snapshotDigest, tool string, raw json.RawMessage) (*jsonschema.Schema, error) {
+func (c *SchemaCache) get(snapshotDigest, tool string, raw json.RawMessage) (*argschema.Schema, error) {
 	e, _ := c.entries.GetOrAdd(schemaKey{snapshotDigest, tool}, func() *schemaEntry { return &schemaEntry{} })
 	e.once.Do(func() {
 		c.count.Add(1)
@@ -76,67 +65,6 @@ func (c *SchemaCache) get(snapshotDigest, tool string, raw json.RawMessage) (*js
 	return e.schema, e.err
 }
 
-// refusingLoader loads nothing: an input schema is self-contained. The JSON Schema meta-schemas
-// are embedded in the library and never reach a loader. It counts the attempts, since the
-// library's load error does not unwrap.
-type refusingLoader struct{ attempts int }
-
-func (l *refusingLoader) Load(string) (any, error) {
-	l.attempts++
-	return nil, ErrRemoteReference
-}
-
-// compileSchema compiles one input schema (draft 2020-12 unless it says otherwise, the MCP
-// default), with no file or network loading.
-func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, ErrInvalidSchema
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, ErrInvalidSchema
-	}
-	if _, ok := doc.(map[string]any); !ok {
-		return nil, ErrInvalidSchema
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	loader := &refusingLoader{}
-	c.UseLoader(loader)
-	if err := c.AddResource(schemaLocation, doc); err != nil {
-		return nil, ErrInvalidSchema
-	}
-	s, err := c.Compile(schemaLocation)
-	if err != nil {
-		// The library's message may quote the schema; only the sentinel surfaces.
-		if loader.attempts > 0 {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, ErrRemoteReference)
-		}
-		return nil, ErrInvalidSchema
-	}
-	return s, nil
-}
-
-// validationFailure reduces a validation error to the first leaf failure: the JSON Pointer of
-// the instance location and the keyword path. Values are never taken from the error.
-func validationFailure(err error) (pointer, keyword string) {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return "", "schema"
-	}
-	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
-	}
-	var b strings.Builder
-	for _, tok := range ve.InstanceLocation {
-		b.WriteByte('/')
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(tok))
-	}
-	if ve.ErrorKind != nil {
-		keyword = strings.Join(ve.ErrorKind.KeywordPath(), "/")
-	}
-	if keyword == "" {
-		keyword = "schema"
-	}
-	return b.String(), keyword
-}
+// compileSchema compiles one input schema with argschema.Compile (the shared rules: draft
+// 2020-12 by default, nothing ever loaded).
+func compileSchema(raw json.RawMessage) (*argschema.Schema, error) { return argschema.Compile(raw) }

@@ -11,11 +11,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/clock"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/argschema"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/snapshot"
@@ -409,31 +409,19 @@ func (s *Surface) checkArguments(op *operation, ref string, raw json.RawMessage)
 	if len(raw) > s.opts.MaxArgumentBytes {
 		return nil, refuse(RefusalArgumentTooLarge, ref, ErrArgumentTooLarge)
 	}
-	args := bytes.TrimSpace(raw)
-	if len(args) == 0 {
-		args = json.RawMessage(`{}`)
-	}
 	sch, err := s.opts.Schemas.get(s.digest, op.mapping.RemoteName, op.inputSchema)
 	if err != nil {
 		return nil, refuse(RefusalInvalidSchema, ref, err)
 	}
-	// Duplicate keys, invalid UTF-8 and trailing data are refused before the schema sees the
-	// value: a schema validator and the server could otherwise read two different objects.
-	if args[0] != '{' || snapshot.Validate(args) != nil {
-		return nil, &InvalidArgumentsError{Operation: ref}
-	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	// The shared argument rules (argschema.Schema.Check): one JSON object, no duplicate keys,
+	// invalid UTF-8 or trailing data, no member names equal under case folding, then the schema.
+	args, err := sch.Check(raw)
 	if err != nil {
+		var v *argschema.Violation
+		if errors.As(err, &v) {
+			return nil, &InvalidArgumentsError{Operation: ref, Pointer: v.Pointer, Keyword: v.Keyword}
+		}
 		return nil, &InvalidArgumentsError{Operation: ref}
-	}
-	// Member names equal under case folding ("amount", "Amount") are refused at every level: a
-	// server decoding case-insensitively could read the one the schema did not constrain.
-	if ptr, ambiguous := ambiguousKeys(v); ambiguous {
-		return nil, &InvalidArgumentsError{Operation: ref, Pointer: ptr, Keyword: KeywordAmbiguousKeys}
-	}
-	if err := sch.Validate(v); err != nil {
-		ptr, kw := validationFailure(err)
-		return nil, &InvalidArgumentsError{Operation: ref, Pointer: ptr, Keyword: kw}
 	}
 	return args, nil
 }

@@ -1,12 +1,12 @@
-// Package review explains a snapshot drift to a human reviewer: a field-level diff of every
+// Package drift explains a snapshot drift to a human reviewer: a field-level diff of every
 // changed tool (JSON Pointer paths with old and new values), a class per change (text_only,
 // schema_widened, schema_narrowed, annotation_changed, new_tool, removed_tool, protocol_change,
 // other_field) and the warnings a reviewer must not miss (invisible or bidi Unicode, URLs added).
-// It also rebuilds a reviewed profile document against a candidate snapshot (Repin).
 //
 // Classes only inform review. Any drift refuses activation, whatever its class: nothing here
-// decides anything.
-package review
+// decides anything. The package is pure (no I/O, no Kubernetes): the operator's review loop and
+// a local consumer (package admission, mcpctl serve) build the same classified diff with it.
+package drift
 
 import (
 	"bytes"

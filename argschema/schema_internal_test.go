@@ -1,4 +1,4 @@
-package invocation
+package argschema
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ func FuzzCompileSchema(f *testing.F) {
 	f.Add([]byte(`{"type":"object","pattern":"(a"}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		s, err := compileSchema(raw)
+		s, err := Compile(raw)
 		switch {
 		case err == nil && s == nil:
 			t.Fatal("no schema and no error")

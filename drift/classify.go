@@ -1,4 +1,4 @@
-package review
+package drift
 
 import (
 	"encoding/json"
