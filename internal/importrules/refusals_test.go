@@ -18,7 +18,7 @@ import (
 // refusalDirs are the packages whose refusal names are all exported constants: no refusal name is
 // spelt as a literal where a refusal is built (issue 11: "Every library exports its refusal names
 // as constants; no literals in callers").
-var refusalDirs = []string{"refusal", "snapshot", "mcpclient", "ocipack", "internal/ocitest", "egress", "internal/review", "mcpclient/oauth", "internal/k8sbinding", "internal/invocation", "cmd/mcpctl"}
+var refusalDirs = []string{"refusal", "snapshot", "mcpclient", "ocipack", "egress", "admission", "argschema", "internal/review", "mcpclient/oauth", "internal/k8sbinding", "internal/invocation", "cmd/mcpctl"}
 
 // literalRefusals reports, for the non-test Go files of dir, every place a refusal is built from a
 // string literal: refuse("name", ...), a composite literal with Name: or Feature: "name", a
