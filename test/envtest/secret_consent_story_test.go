@@ -105,7 +105,7 @@ func chartServiceAccounts(t *testing.T, ns string) (manager, gateway, consentRol
 			continue
 		}
 		switch {
-		case o.GetKind() == "ServiceAccount" && o.GetLabels()["managerapp.kubernetes.io/component"] == "gateway":
+		case o.GetKind() == "ServiceAccount" && o.GetLabels()["app.kubernetes.io/component"] == "gateway":
 			gateway = o.GetName()
 		case o.GetKind() == "ServiceAccount":
 			manager = o.GetName()
