@@ -25,8 +25,8 @@ var publicPackages = []string{"api/v1", "snapshot", "mcpclient", "mcpclient/oaut
 // becomes used elsewhere, or whose name no longer exists, fails TestPublicSurfaceIsUsed, so the
 // list stays exact.
 var librarySurface = map[string]string{
-	"mcpclient.EraLegacy": "the protocol era a consumer reads from Session.Era or pins in its options, matched beside EraModern",
-	"mcpclient.EraModern": "the protocol era a consumer reads from Session.Era or pins in its options, matched beside EraLegacy",
+	"mcpclient.EraLegacy":           "the protocol era a consumer reads from Session.Era or pins in its options, matched beside EraModern",
+	"mcpclient.EraModern":           "the protocol era a consumer reads from Session.Era or pins in its options, matched beside EraLegacy",
 	"api/v1.SchemeBuilder":          "kubebuilder's registration builder behind AddToScheme, the conventional export of an API package",
 	"egress.DefaultFallbackDelay":   "the Happy Eyeballs delay a zero Dialer.FallbackDelay takes, named in its doc",
 	"egress.DefaultMaxRequestBytes": "the bound a zero Policy.MaxRequestBytes takes, named in its doc",
