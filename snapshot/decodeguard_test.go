@@ -20,19 +20,19 @@ var plainDecodes = map[string]string{ //nolint:gosec // G101: reasons, not crede
 	"mcpclient/capture.go:deliverRaw":      "a batch into []json.RawMessage: no struct field to case-fold onto",
 	"mcpclient/capture.go:RoundTrip":       "the outgoing request the SDK wrote (not server data), and its id into any",
 	"mcpclient/session.go:parsePageTokens": "token by token with exact member names and its own duplicate check; values into []json.RawMessage and *string",
-	"ocipack/pack.go:checkJSON":            "a probe into map[string]json.RawMessage (no struct field to case-fold onto), then snapshot.Canonicalize refuses duplicates",
+	"ociregistry/pack.go:checkJSON":        "a probe into map[string]json.RawMessage (no struct field to case-fold onto), then snapshot.Canonicalize refuses duplicates",
 	"ocipack/profile.go:yamlToJSON":        "yaml.v3 nodes only, to count documents; the document is then converted with YAMLToJSONStrict and decoded with UnmarshalStrict",
 	"ocipack/profile.go:canonicalToYAML":   "canonical JSON this package produced, into any (no struct field)",
 }
 
 // TestServerDataDecodesAreExactCase walks the consumer packages' sources (invocation, mcpclient,
-// ocipack, snapshot) and fails on any
+// ocipack, internal/ociregistry, snapshot) and fails on any
 // encoding/json decode (json.Unmarshal, Decoder.Decode) not allowed above, and on an allowance
 // that no longer matches a decode.
 func TestServerDataDecodesAreExactCase(t *testing.T) {
 	fset := token.NewFileSet()
 	used := map[string]bool{}
-	for _, dir := range []string{"../internal/invocation", "../mcpclient", "../ocipack", "."} {
+	for _, dir := range []string{"../internal/invocation", "../mcpclient", "../ocipack", "../internal/ociregistry", "."} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("%s: %v", dir, err)

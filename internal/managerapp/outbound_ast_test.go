@@ -29,17 +29,17 @@ var constructorPackages = map[string]bool{
 // binary may make outside the constructor, each with its reason. The entries inside egress are
 // the constructor itself.
 var outboundAllowList = map[string]string{
-	"egress NewHTTPClient http.Client":                               "the constructor: the client around egress's guarded transport",
-	"egress NewTransport http.Transport":                             "the constructor: the one http.Transport, dialing only through the guarded Dialer (Policy.Deny at dial time)",
-	"egress NewTransport http.Client":                                "the constructor: the port's internal client over that transport",
-	"egress Transport.HTTPClient http.Client":                        "an adapter whose RoundTripper is the port itself; it dials nothing of its own",
-	"egress Dialer.DialContext net.Dialer":                           "the guarded dialer: its Control is IPPolicy.Control, with the deny list read for this dial",
-	"mcpclient boundClient http.DefaultTransport":                    "mcpctl's workstation path when no client is given; the manager and the gateway always pass the client of a k8sbinding.Binder port, whose Transport is set",
-	"mcpclient boundClient http.Client":                              "a copy of the given client (the binaries always give the Binder port's), or mcpctl's own default when none is given",
-	"mcpclient/oauth refusalRecorder.wrap http.DefaultTransport":     "a fallback for a client without a Transport (mcpctl login); the producer's client comes from k8sbinding.NewClient and has one",
-	"mcpclient/oauth registrationCapture.wrap http.DefaultTransport": "as refusalRecorder.wrap",
-	"ocipack Client.repository http.DefaultClient":                   "mcpctl pack pull/push on a workstation (no HTTPClient); the binaries set HTTPClient from k8sbinding.NewClient (registryHTTPClient)",
-	"ocipack contentCheckTransport.RoundTrip http.DefaultTransport":  "only for a caller's client without a Transport (mcpctl); the binaries' registry client has one",
+	"egress NewHTTPClient http.Client":                                           "the constructor: the client around egress's guarded transport",
+	"egress NewTransport http.Transport":                                         "the constructor: the one http.Transport, dialing only through the guarded Dialer (Policy.Deny at dial time)",
+	"egress NewTransport http.Client":                                            "the constructor: the port's internal client over that transport",
+	"egress Transport.HTTPClient http.Client":                                    "an adapter whose RoundTripper is the port itself; it dials nothing of its own",
+	"egress Dialer.DialContext net.Dialer":                                       "the guarded dialer: its Control is IPPolicy.Control, with the deny list read for this dial",
+	"mcpclient boundClient http.DefaultTransport":                                "mcpctl's workstation path when no client is given; the manager and the gateway always pass the client of a k8sbinding.Binder port, whose Transport is set",
+	"mcpclient boundClient http.Client":                                          "a copy of the given client (the binaries always give the Binder port's), or mcpctl's own default when none is given",
+	"mcpclient/oauth refusalRecorder.wrap http.DefaultTransport":                 "a fallback for a client without a Transport (mcpctl login); the producer's client comes from k8sbinding.NewClient and has one",
+	"mcpclient/oauth registrationCapture.wrap http.DefaultTransport":             "as refusalRecorder.wrap",
+	"internal/ociregistry Client.repository http.DefaultClient":                  "mcpctl pack pull/push on a workstation (no HTTPClient); the binaries set HTTPClient from k8sbinding.NewClient (registryHTTPClient)",
+	"internal/ociregistry contentCheckTransport.RoundTrip http.DefaultTransport": "only for a caller's client without a Transport (mcpctl); the binaries' registry client has one",
 }
 
 // typeNames are the guarded names that are types: only their construction counts (a composite
