@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
+	"github.com/b10x/connector-mcp/internal/mcptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // tsServeClient lists the tools of "mcpctl serve" and calls one with the TypeScript SDK's Client,
@@ -39,42 +36,7 @@ await client.close().catch(() => {});
 // runTSServe installs the pinned SDK (hack/ts-sdk.sh, as the gateway's interop test) and runs
 // tsServeClient with node. Node and npm are required; their absence fails the test.
 func runTSServe(t *testing.T, argv ...string) map[string]json.RawMessage {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.CommandContext(context.Background(), "bash", filepath.Join(root, "hack", "ts-sdk.sh")).Output()
-	if err != nil {
-		t.Fatalf("hack/ts-sdk.sh (needs npm): %v", err)
-	}
-	modules := strings.TrimSpace(string(out))
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is required for the TypeScript interop test")
-	}
-	script, err := os.CreateTemp(filepath.Dir(modules), "serve-interop-*.mjs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.Remove(script.Name()) })
-	if _, err := script.WriteString(tsServeClient); err != nil {
-		t.Fatal(err)
-	}
-	_ = script.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, node, append([]string{script.Name()}, argv...)...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.String())
-	}
-	var res map[string]json.RawMessage
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("node output %q: %v", stdout.String(), err)
-	}
-	return res
+	return mcptest.RunTypeScript(t, filepath.Join("..", ".."), tsServeClient, argv...)
 }
 
 // checkTSResult: the TypeScript client saw the reviewed names and titles and the upstream's result.

@@ -1,15 +1,10 @@
 package gateway
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -38,44 +33,7 @@ await client.close().catch(() => {});
 // runTS installs the pinned SDK (hack/ts-sdk.sh) and runs tsClient with node. Node and npm are
 // required (CI installs them); their absence fails the test.
 func runTS(t *testing.T, url, token, tool, args string) map[string]json.RawMessage {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.CommandContext(context.Background(), "bash", filepath.Join(root, "hack", "ts-sdk.sh")).Output()
-	if err != nil {
-		t.Fatalf("hack/ts-sdk.sh (needs npm): %v", err)
-	}
-	modules := strings.TrimSpace(string(out))
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is required for the TypeScript interop test")
-	}
-	// ESM resolves packages from the script's directory: put the script beside node_modules.
-	dir := filepath.Dir(modules)
-	script, err := os.CreateTemp(dir, "gateway-interop-*.mjs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.Remove(script.Name()) })
-	if _, err := script.WriteString(tsClient); err != nil {
-		t.Fatal(err)
-	}
-	_ = script.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, node, script.Name(), url, token, tool, args)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.String())
-	}
-	var res map[string]json.RawMessage
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("node output %q: %v", stdout.String(), err)
-	}
-	return res
+	return mcptest.RunTypeScript(t, filepath.Join("..", ".."), tsClient, url, token, tool, args)
 }
 
 // TestTypeScriptClientInterop: the TypeScript SDK client (an independent implementation, era
