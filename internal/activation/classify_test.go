@@ -67,7 +67,10 @@ func TestClassifyEveryRule(t *testing.T) {
 		{&sourceRules, &stepErr{StepPullSecretFormat, errors.New("json")}, StepPullSecretFormat},
 		{&sourceRules, &stepErr{StepProfilePolicy, &ocipack.RefusalError{Name: "wrong_source_ref", Err: ocipack.ErrWrongSourceRef}}, StepProfilePolicy},
 		{&sourceRules, &stepErr{StepProfileDigest, errors.New("json")}, StepProfileDigest},
-		{&sourceRules, &stepErr{StepPullSecretRefused, &k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialNotOptedIn}}, StepPullSecretRefused},
+		{&sourceRules, &ocipack.RefusalError{Name: "untrusted_signature", Err: ocipack.ErrUntrustedSignature}, "ocipack.ErrUntrustedSignature, ErrWrongIdentity, ErrWrongIssuer"},
+		{&sourceRules, &stepErr{StepPullSecretRefused, &k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialNotOptedIn}}, StepPullSecretRefused + " (not opted in)"},
+		{&sourceRules, &stepErr{StepPullSecretRefused, &k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialHostNotAllowed}}, StepPullSecretRefused},
+		{&sourceRules, &stepErr{StepPublicKeySecretRefused, &k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialNotOptedIn}}, StepPublicKeySecretRefused + " (not opted in)"},
 		{&sourceRules, &stepErr{StepPullSecretUnavailable, errors.New("timeout")}, StepPullSecretUnavailable},
 		{&sourceRules, &stepErr{StepPullSecretNoKey, nil}, StepPullSecretNoKey},
 		{&sourceRules, &stepErr{StepPublicKeySecretRefused, &k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialServiceAccountToken}}, StepPublicKeySecretRefused},
@@ -118,8 +121,33 @@ func TestClassifyPassesDecisions(t *testing.T) {
 
 // The verifier's steps name the tenant's own references from the request, never a Secret's
 // data; the profile-policy step keeps the inner outcome's reason and retry (twin: a transient
-// inner failure keeps its own message).
+// inner failure keeps its own message). What another object of the same apply can remove waits
+// (no trust source, a signer no trust source names, a key Secret not yet present); the twins
+// with the same sentinels under the profile's own policy, or a Secret that exists but is
+// refused, do not.
 func TestClassifyVerifySteps(t *testing.T) {
+	notOptedIn := &k8sbinding.CredentialRefusal{Ref: egress.CredentialRef{Name: "team-key", Key: "cosign.pub"}, Name: k8sbinding.RefusalCredentialNotOptedIn}
+	for _, c := range []struct {
+		err     error
+		reason  string
+		waiting bool
+	}{
+		{&stepErr{StepNoTrustSource, errors.New("none")}, v1.ReasonUntrustedSigner, true},
+		{&ocipack.RefusalError{Name: "untrusted_signature", Err: ocipack.ErrUntrustedSignature}, v1.ReasonVerificationFailed, true},
+		{&ocipack.RefusalError{Name: "wrong_identity", Err: ocipack.ErrWrongIdentity}, v1.ReasonVerificationFailed, true},
+		{&stepErr{StepPublicKeySecretRefused, notOptedIn}, v1.ReasonCredentialNotFound, true},
+		{&stepErr{StepPullSecretRefused, notOptedIn}, v1.ReasonCredentialNotFound, true},
+		{&stepErr{StepProfilePolicy, &ocipack.RefusalError{Name: "untrusted_signature", Err: ocipack.ErrUntrustedSignature}}, v1.ReasonVerificationFailed, false},
+		{&ocipack.RefusalError{Name: "wrong_source_ref", Err: ocipack.ErrWrongSourceRef}, v1.ReasonVerificationFailed, false},
+		{&stepErr{StepPublicKeySecretRefused, &k8sbinding.CredentialRefusal{Name: k8sbinding.RefusalCredentialServiceAccountToken}}, v1.ReasonCredentialRefused, false},
+		{&ocipack.RefusalError{Name: "blob_digest_mismatch", Err: ocipack.ErrBlobDigestMismatch}, v1.ReasonPackInvalid, false},
+	} {
+		serr := ClassifyVerifyError(VerifyRequest{}, c.err)
+		if serr.Reason != c.reason || serr.Waiting != c.waiting || serr.Transient {
+			t.Errorf("%v: got %s waiting=%v transient=%v, want %s waiting=%v", c.err, serr.Reason, serr.Waiting, serr.Transient, c.reason, c.waiting)
+		}
+	}
+
 	req := VerifyRequest{Namespace: "team-a", PullSecret: &v1.LocalObjectReference{Name: "regcred"},
 		Policy: &v1.VerifyPolicy{PublicKey: &v1.SecretKeyReference{Name: "team-key", Key: "cosign.pub"}}}
 	ref := egress.CredentialRef{Name: "regcred", Key: ".dockerconfigjson"}
@@ -135,6 +163,8 @@ func TestClassifyVerifySteps(t *testing.T) {
 		{&stepErr{StepPublicKeySecretUnavailable, errors.New("etcd timeout")}, v1.ReasonRegistryUnavailable, true, `public-key Secret "team-key" could not be read`},
 		{&stepErr{StepPullSecretFormat, errors.New("invalid character")}, v1.ReasonVerificationFailed, false, `pull secret "regcred" is not a docker config`},
 		{&stepErr{StepNoTrustSource, errors.New("none")}, v1.ReasonUntrustedSigner, false, "refused (no_trust_source)"},
+		{&stepErr{StepPublicKeySecretRefused, &k8sbinding.CredentialRefusal{Ref: ref, Name: k8sbinding.RefusalCredentialNotOptedIn}}, v1.ReasonCredentialNotFound, false,
+			`public-key Secret "team-key" (credential_not_opted_in): no Secret of that name labelled connectors.b10x.io/credential=true in this namespace`},
 		{&stepErr{StepProfilePolicy, &ocipack.RefusalError{Name: "wrong_source_ref", Err: ocipack.ErrWrongSourceRef}}, v1.ReasonVerificationFailed, false,
 			"not the profile's own verify policy (profile_policy/wrong_source_ref)"},
 		{&stepErr{StepProfilePolicy, &ociregistry.RegistryError{Op: "fetch", Err: errors.New("boom")}}, v1.ReasonRegistryUnavailable, true,

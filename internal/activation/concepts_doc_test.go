@@ -9,7 +9,7 @@ import (
 )
 
 // docTableRows parses the activation table of docs/concepts.md (between its markers) into
-// "kind|stage|condition|reason|transient" rows, header and separator left out.
+// "kind|stage|condition|reason|class" rows, header and separator left out.
 func docTableRows(doc string) ([]string, error) {
 	_, rest, ok := strings.Cut(doc, "<!-- activation-table:begin -->")
 	if !ok {
@@ -41,7 +41,7 @@ func docTableRows(doc string) ([]string, error) {
 }
 
 // codeTableRows renders activationTable the way the doc writes it: stages numbered per kind in
-// the order they run, transient as yes or no.
+// the order they run, with the outcome class (retried, waiting, refused).
 func codeTableRows() []string {
 	var rows []string
 	n := map[string]int{}
@@ -51,11 +51,7 @@ func codeTableRows() []string {
 			n[r.kind]++
 			last[r.kind] = r.condition
 		}
-		tr := "no"
-		if r.transient {
-			tr = "yes"
-		}
-		rows = append(rows, fmt.Sprintf("%s|%d|%s|%s|%s", r.kind, n[r.kind], r.condition, r.reason, tr))
+		rows = append(rows, fmt.Sprintf("%s|%d|%s|%s|%s", r.kind, n[r.kind], r.condition, r.reason, r.class))
 	}
 	return rows
 }
@@ -78,7 +74,7 @@ func diffRows(doc, code []string) string {
 }
 
 // docs/concepts.md shows the activation table exactly as table.go and rules.go have it, in the
-// order the code runs it. Twin: a doc with two rows swapped, or a retry flag flipped, differs.
+// order the code runs it. Twin: a doc with two rows swapped, or a class changed, differs.
 func TestConceptsTableMatchesCode(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "concepts.md"))
 	if err != nil {
@@ -98,11 +94,11 @@ func TestConceptsTableMatchesCode(t *testing.T) {
 	if diffRows(swapped, code) == "" {
 		t.Fatal("twin: swapped rows were not noticed")
 	}
-	flipped := strings.Replace(string(raw), "| `ServerUnreachable` | yes |", "| `ServerUnreachable` | no |", 1)
+	flipped := strings.Replace(string(raw), "| `ServerUnreachable` | retried |", "| `ServerUnreachable` | refused |", 1)
 	if flipped == string(raw) {
 		t.Fatal("twin: the doc has no ServerUnreachable row to flip")
 	}
 	if rows, err := docTableRows(flipped); err != nil || diffRows(rows, code) == "" {
-		t.Fatalf("twin: a flipped retry flag was not noticed (%v)", err)
+		t.Fatalf("twin: a changed class was not noticed (%v)", err)
 	}
 }

@@ -32,9 +32,11 @@ type rule struct {
 	// what names the errors matched, for tests and docs.
 	what  string
 	match func(err error) bool
-	// reason and transient are the outcome; ignored when delegate is set.
+	// reason, transient and waiting are the outcome (StageError's); ignored when delegate is
+	// set.
 	reason    string
 	transient bool
+	waiting   bool
 	// message renders the safe condition message: refusal names, the tenant's own references
 	// and the sanitized endpoint, never a value, server prose or another namespace.
 	message func(err error, c *classifyContext) string
@@ -82,7 +84,7 @@ func classify(cond string, rs *ruleset, err error, c *classifyContext) *StageErr
 		}
 		return out
 	}
-	return &StageError{Condition: cond, Reason: r.reason, Transient: r.transient, Err: err, Message: r.message(err, c)}
+	return &StageError{Condition: cond, Reason: r.reason, Transient: r.transient, Waiting: r.waiting, Err: err, Message: r.message(err, c)}
 }
 
 // find returns the first rule of rs matching err, or the fallback.
@@ -373,11 +375,27 @@ var secretUses = []secretUse{
 		}},
 }
 
+// notOptedIn matches a step named name whose cause is a Secret that does not exist or is not
+// labelled yet (k8sbinding.RefusalCredentialNotOptedIn).
+func notOptedIn(name string) func(error) bool {
+	return func(err error) bool {
+		var r *k8sbinding.CredentialRefusal
+		return refusal.Has(err, name) && errors.As(err, &r) && r.Name == k8sbinding.RefusalCredentialNotOptedIn
+	}
+}
+
 // secretRules are the rules of the Secrets the pack verifier reads.
 func secretRules() []rule {
 	var out []rule
 	for _, u := range secretUses {
 		out = append(out,
+			// The Secret may be created, or labelled, in the same apply.
+			rule{what: u.refused + " (not opted in)", match: notOptedIn(u.refused), reason: v1.ReasonCredentialNotFound, waiting: true,
+				message: func(_ error, c *classifyContext) string {
+					name, _ := u.ref(c.verify)
+					return fmt.Sprintf("%s Secret %q (%s): no Secret of that name labelled %s=true in this namespace",
+						u.kind, name, k8sbinding.RefusalCredentialNotOptedIn, v1.CredentialLabel)
+				}},
 			rule{what: u.refused, match: named(u.refused), reason: v1.ReasonCredentialRefused,
 				message: func(err error, c *classifyContext) string {
 					name, _ := u.ref(c.verify)
@@ -418,7 +436,8 @@ var sourceRules = ruleset{
 			}},
 		{what: StepTrustUnavailable, match: named(StepTrustUnavailable), reason: v1.ReasonVerificationFailed, transient: true,
 			message: text("the cluster trust policies could not be read; retrying")},
-		{what: StepNoTrustSource, match: named(StepNoTrustSource), reason: v1.ReasonUntrustedSigner,
+		// An McpTrustPolicy (or a namespace label it selects) may arrive in the same apply.
+		{what: StepNoTrustSource, match: named(StepNoTrustSource), reason: v1.ReasonUntrustedSigner, waiting: true,
 			message: text(fmt.Sprintf("refused (%s): no trust source with a signer and a provenance rule applies to this namespace; a cluster administrator grants one with an McpTrustPolicy", StepNoTrustSource))},
 		{what: StepVerifyPolicy, match: named(StepVerifyPolicy), reason: v1.ReasonVerificationFailed,
 			message: func(err error, _ *classifyContext) string {
@@ -438,6 +457,14 @@ var sourceRules = ruleset{
 		{what: StepProfileDigest, match: named(StepProfileDigest), reason: v1.ReasonPackInvalid,
 			message: func(err error, _ *classifyContext) string {
 				return "the profile document does not encode: " + causeText(err)
+			}},
+		// The pack is signed, but by a signer no trust source that applies names (yet): an
+		// McpTrustPolicy naming it may arrive in the same apply. The profile's own policy is
+		// matched above (StepProfilePolicy) and is refused at once.
+		{what: "ocipack.ErrUntrustedSignature, ErrWrongIdentity, ErrWrongIssuer", reason: v1.ReasonVerificationFailed, waiting: true,
+			match: is(ocipack.ErrUntrustedSignature, ocipack.ErrWrongIdentity, ocipack.ErrWrongIssuer),
+			message: func(err error, _ *classifyContext) string {
+				return "the pack's signer is named by no trust source that applies to this namespace: " + refusalText(err)
 			}},
 	}, secretRules()...),
 	fallback: rule{what: "the pack's own errors", delegate: &packRules},

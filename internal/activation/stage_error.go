@@ -20,6 +20,12 @@ type StageError struct {
 	// Transient marks failures that are retried (Reconciling) rather than needing a human
 	// (Stalled).
 	Transient bool
+	// Waiting marks a refusal that another object can remove (a trust source naming the
+	// signer, a key Secret, a grant that may still arrive in the same apply): it reads
+	// Reconciling, and is re-verified as soon as such an object arrives, until the manager's
+	// wait grace period has passed since the object started waiting; then it reads Stalled.
+	// Never set together with Transient.
+	Waiting bool
 	// Err is the underlying cause, for logs and errors.Is; never shown in conditions.
 	Err error
 }
@@ -39,6 +45,11 @@ func (e *StageError) Unwrap() []error {
 // Refuse is the outcome of a stage that needs a human: not retried.
 func Refuse(condition, reason, format string, args ...any) *StageError {
 	return &StageError{Condition: condition, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wait is the outcome of a stage refused until another object arrives (see StageError.Waiting).
+func Wait(condition, reason, format string, args ...any) *StageError {
+	return &StageError{Condition: condition, Reason: reason, Message: fmt.Sprintf(format, args...), Waiting: true}
 }
 
 // Retry is the outcome of a stage that failed transiently: retried (Reconciling).

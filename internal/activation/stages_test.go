@@ -17,8 +17,8 @@ import (
 type outcomeSite struct {
 	pos               string
 	condition, reason string
-	// transient is "true", "false" or "either" (computed at run time).
-	transient string
+	// class is classRetried, classWaiting, classRefused or "either" (computed at run time).
+	class string
 }
 
 // apiConstants maps the names of api/v1/conditions.go to their values.
@@ -83,9 +83,12 @@ func outcomeSites(t *testing.T, consts map[string]string) []outcomeSite {
 }
 
 // computedOutcomes are the functions that build outcomes from values computed elsewhere: the
-// constructors Refuse and Retry, classify (the rulesets' reasons), and the reconcilers'
+// constructors Refuse, Wait and Retry, classify (the rulesets' reasons), and the reconcilers'
 // findCollision (one of the three collision reasons, declared under Bound).
-var computedOutcomes = map[string]bool{"Refuse": true, "Retry": true, "classify": true, "findCollision": true}
+var computedOutcomes = map[string]bool{"Refuse": true, "Wait": true, "Retry": true, "classify": true, "findCollision": true}
+
+// constructorClass is the outcome class of each outcome constructor.
+var constructorClass = map[string]string{"Refuse": classRefused, "Wait": classWaiting, "Retry": classRetried}
 
 // localName is the name of an identifier or of a selector of package activation
 // (activation.Refuse, activation.StageError), else "".
@@ -107,26 +110,37 @@ func sitesIn(fset *token.FileSet, fd *ast.FuncDecl, val func(ast.Expr) string) [
 	ast.Inspect(fd, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.CallExpr:
-			if name := localName(n.Fun); (name == "Refuse" || name == "Retry") && len(n.Args) >= 2 {
+			if class, ok := constructorClass[localName(n.Fun)]; ok && len(n.Args) >= 2 {
 				out = append(out, outcomeSite{pos: fset.Position(n.Pos()).String(), condition: val(n.Args[0]), reason: val(n.Args[1]),
-					transient: strconv.FormatBool(name == "Retry")})
+					class: class})
 			}
 		case *ast.CompositeLit:
 			if localName(n.Type) == "StageError" {
-				s := outcomeSite{pos: fset.Position(n.Pos()).String(), transient: "false"}
+				s := outcomeSite{pos: fset.Position(n.Pos()).String(), class: classRefused}
+				// flags holds the literal values of Transient and Waiting ("" when absent,
+				// "either" when computed).
+				flags := map[string]string{}
 				for _, el := range n.Elts {
 					kv := el.(*ast.KeyValueExpr)
-					switch kv.Key.(*ast.Ident).Name {
+					switch key := kv.Key.(*ast.Ident).Name; key {
 					case "Condition":
 						s.condition = val(kv.Value)
 					case "Reason":
 						s.reason = val(kv.Value)
-					case "Transient":
-						s.transient = "either"
+					case "Transient", "Waiting":
+						flags[key] = "either"
 						if b, ok := kv.Value.(*ast.Ident); ok && (b.Name == "true" || b.Name == "false") {
-							s.transient = b.Name
+							flags[key] = b.Name
 						}
 					}
+				}
+				switch {
+				case flags["Transient"] == "either" || flags["Waiting"] == "either":
+					s.class = "either"
+				case flags["Transient"] == "true":
+					s.class = classRetried
+				case flags["Waiting"] == "true":
+					s.class = classWaiting
 				}
 				out = append(out, s)
 			}
@@ -139,21 +153,19 @@ func sitesIn(fset *token.FileSet, fd *ast.FuncDecl, val func(ast.Expr) string) [
 // undeclared returns the sites whose outcome is not a decision of its stage in the activation
 // table (or names no constant condition and reason).
 func undeclared(sites []outcomeSite) []outcomeSite {
-	declared := map[decision]map[string]bool{}
+	type outcome struct{ condition, reason, class string }
+	declared := map[outcome]bool{}
 	for _, s := range append(append([]stage(nil), profileStages...), deploymentStages...) {
 		for _, d := range s.decides {
-			if declared[d] == nil {
-				declared[d] = map[string]bool{}
-			}
-			declared[d][s.condition] = true
+			declared[outcome{s.condition, d.reason, d.class()}] = true
 		}
 	}
 	var out []outcomeSite
 	for _, s := range sites {
 		ok := false
-		for _, tr := range []bool{false, true} {
-			if s.transient == "either" || s.transient == strconv.FormatBool(tr) {
-				ok = ok || declared[decision{s.reason, tr}][s.condition]
+		for _, class := range []string{classRetried, classWaiting, classRefused} {
+			if s.class == "either" || s.class == class {
+				ok = ok || declared[outcome{s.condition, s.reason, class}]
 			}
 		}
 		if !ok {
@@ -172,11 +184,12 @@ func TestStageDecisionsDeclared(t *testing.T) {
 		t.Fatalf("found only %d outcome sites; the scan is broken", len(sites))
 	}
 	for _, s := range undeclared(sites) {
-		t.Errorf("%s: outcome %s/%s (transient %s) is not declared in the activation table", s.pos, s.condition, s.reason, s.transient)
+		t.Errorf("%s: outcome %s/%s (%s) is not declared in the activation table", s.pos, s.condition, s.reason, s.class)
 	}
-	bogus := []outcomeSite{{pos: "twin", condition: v1.ConditionBound, reason: v1.ReasonSnapshotDrift, transient: "false"},
-		{pos: "twin", condition: v1.ConditionProfileVerified, reason: v1.ReasonProfileNotFound, transient: "false"}}
-	if got := undeclared(bogus); len(got) != 2 {
+	bogus := []outcomeSite{{pos: "twin", condition: v1.ConditionBound, reason: v1.ReasonSnapshotDrift, class: classRefused},
+		{pos: "twin", condition: v1.ConditionProfileVerified, reason: v1.ReasonProfileNotFound, class: classRefused},
+		{pos: "twin", condition: v1.ConditionBound, reason: v1.ReasonGrantDenied, class: classWaiting}}
+	if got := undeclared(bogus); len(got) != 3 {
 		t.Fatalf("twin: undeclared outcomes passed: %+v", got)
 	}
 }

@@ -24,19 +24,21 @@ type stage struct {
 type decision struct {
 	reason    string
 	transient bool
+	// waiting: a refusal another object can remove (StageError.Waiting).
+	waiting bool
 }
 
 // profileStages are the McpServiceProfile's stages, in order (run by the Resolver).
 var profileStages = []stage{
 	{condition: v1.ConditionSourceVerified,
 		decides: []decision{
-			{v1.ReasonInlineSourceRefused, false},
-			{v1.ReasonVerificationFailed, false}, // no pack verifier configured
-			{v1.ReasonProfileInvalid, false},
+			{reason: v1.ReasonInlineSourceRefused},
+			{reason: v1.ReasonVerificationFailed}, // no pack verifier configured
+			{reason: v1.ReasonProfileInvalid},
 		},
 		classifies: []*ruleset{&sourceRules}},
 	{condition: v1.ConditionSnapshotReconstructed,
-		decides: []decision{{v1.ReasonSnapshotDigestMismatch, false}}},
+		decides: []decision{{reason: v1.ReasonSnapshotDigestMismatch}}},
 }
 
 // deploymentStages are the ServiceDeployment's stages, in the order a pass runs them. Binding
@@ -45,29 +47,31 @@ var profileStages = []stage{
 var deploymentStages = []stage{
 	{condition: v1.ConditionProfileVerified,
 		decides: []decision{
-			{v1.ReasonProfileNotFound, true},
-			{v1.ReasonProfileNotReady, true},
-			{v1.ReasonProfileNotReady, false}, // the profile is Stalled, or its source is refused
+			{reason: v1.ReasonProfileNotFound, transient: true},
+			{reason: v1.ReasonProfileNotReady, transient: true},
+			{reason: v1.ReasonProfileNotReady, waiting: true}, // its source waits for a trust source or Secret
+			{reason: v1.ReasonProfileNotReady},                // the profile is Stalled, or its source is refused
 		}},
 	{condition: v1.ConditionBound,
 		decides: []decision{
-			{v1.ReasonOperationSetMismatch, false},
-			{v1.ReasonEndpointRefInvalid, false},
-			{v1.ReasonCredentialRefMismatch, false},
-			{v1.ReasonGrantNotFound, false},
-			{v1.ReasonGrantDenied, false},
-			{v1.ReasonProgressing, true}, // a grant or its role could not be read
-			{v1.ReasonEndpointRefused, false},
-			{v1.ReasonProviderCollision, false},
-			{v1.ReasonAuthorityCollision, false},
-			{v1.ReasonOperationCollision, false},
+			{reason: v1.ReasonOperationSetMismatch},
+			{reason: v1.ReasonEndpointRefInvalid},
+			{reason: v1.ReasonCredentialRefMismatch},
+			{reason: v1.ReasonGrantNotFound},                // an operation names no grant
+			{reason: v1.ReasonGrantNotFound, waiting: true}, // the RoleBinding or its role does not exist yet
+			{reason: v1.ReasonGrantDenied},
+			{reason: v1.ReasonProgressing, transient: true}, // a grant or its role could not be read
+			{reason: v1.ReasonEndpointRefused},
+			{reason: v1.ReasonProviderCollision},
+			{reason: v1.ReasonAuthorityCollision},
+			{reason: v1.ReasonOperationCollision},
 		},
 		classifies: []*ruleset{&bindingRules}},
 	{condition: v1.ConditionSnapshotFrozen,
-		decides:    []decision{{v1.ReasonCredentialRefused, false}}, // no credential hash key
+		decides:    []decision{{reason: v1.ReasonCredentialRefused}}, // no credential hash key
 		classifies: []*ruleset{&bindingRules, &freezeRules}},
 	{condition: v1.ConditionSnapshotMatched,
-		decides: []decision{{v1.ReasonSnapshotDrift, false}}},
+		decides: []decision{{reason: v1.ReasonSnapshotDrift}}},
 }
 
 // ProfileConditions returns the condition types of the McpServiceProfile stages, in the order
@@ -87,14 +91,38 @@ func conditions(stages []stage) []string {
 	return out
 }
 
+// Outcome classes of the activation table, as docs/concepts.md names them.
+const (
+	// classRetried: Reconciling, retried with backoff (and at once when a watched object
+	// changes); never Stalled.
+	classRetried = "retried"
+	// classWaiting: Reconciling until the wait grace period has passed, then Stalled;
+	// re-verified at once when an object that can remove the refusal arrives.
+	classWaiting = "waiting"
+	// classRefused: Stalled at once; a human must change something.
+	classRefused = "refused"
+)
+
+// class returns the outcome class of a decision.
+func (d decision) class() string {
+	switch {
+	case d.transient:
+		return classRetried
+	case d.waiting:
+		return classWaiting
+	}
+	return classRefused
+}
+
 // tableRow is one line of the activation table as docs/concepts.md shows it.
 type tableRow struct {
 	kind, condition, reason string
-	transient               bool
+	// class is classRetried, classWaiting or classRefused.
+	class string
 }
 
 // activationTable lists, for the McpServiceProfile then the ServiceDeployment stages in the
-// order they run, every (reason, transient) outcome of each stage: the ones it decides first,
+// order they run, every (reason, class) outcome of each stage: the ones it decides first,
 // then those of its rulesets (a delegated ruleset's in place), each once.
 func activationTable() []tableRow {
 	var out []tableRow
@@ -103,7 +131,7 @@ func activationTable() []tableRow {
 		emit := func(d decision) {
 			if !seen[d] {
 				seen[d] = true
-				out = append(out, tableRow{kind: kind, condition: s.condition, reason: d.reason, transient: d.transient})
+				out = append(out, tableRow{kind: kind, condition: s.condition, reason: d.reason, class: d.class()})
 			}
 		}
 		var walk func(rs *ruleset)
@@ -113,7 +141,7 @@ func activationTable() []tableRow {
 					walk(r.delegate)
 					continue
 				}
-				emit(decision{r.reason, r.transient})
+				emit(decision{reason: r.reason, transient: r.transient, waiting: r.waiting})
 			}
 		}
 		for _, d := range s.decides {

@@ -69,6 +69,10 @@ type DeploymentReconciler struct {
 	// RetryMaxInterval caps the exponential retry delay of transient failures (zero:
 	// defaultRetryMaxInterval). See retryBackoff.
 	RetryMaxInterval time.Duration
+	// WaitGracePeriod is how long a waiting refusal (a grant RoleBinding or its role not yet
+	// present, a profile that waits: activation.StageError.Waiting) reads Reconciling before it
+	// reads Stalled; zero means defaultWaitGracePeriod.
+	WaitGracePeriod time.Duration
 
 	// claims is the claim index of every deployment (see claims.go).
 	claims claimIndex
@@ -121,6 +125,8 @@ type pass struct {
 	// created less than profileUnseenGrace ago and its reconciler has not written its status
 	// yet (no condition, observedGeneration 0).
 	profileUnseen bool
+	// waitLeft is how long a waiting refusal may still read Reconciling (see waitState).
+	waitLeft time.Duration
 }
 
 // Reconcile runs the activation pipeline once and writes status once, only when it changed.
@@ -176,6 +182,9 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 	o := outcome{stages: deploymentConditions, failed: failed, readyReason: v1.ReasonActivated}
+	if failed != nil && failed.Waiting {
+		o.waitOver, p.waitLeft = waitState(orig.Status.Conditions, sd.Generation, p.now, r.WaitGracePeriod)
+	}
 	st := &sd.Status
 	if failed == nil {
 		st.ActiveSnapshotDigest = p.resolved.Snapshot.Digest
@@ -198,13 +207,13 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		// A new deployment whose profile was not looked at yet: the profile's first status
 		// write enqueues it (byProfile), so no transient ProfileNotReady is written in between
 		// (one write per object to Ready). The retry is a safety net only.
-		return r.result(sd, failed), nil
+		return r.result(sd, o, p.waitLeft), nil
 	}
 	if !equality.Semantic.DeepEqual(orig.Status, sd.Status) {
 		if r.written.staleRepeat(orig, sd) {
 			// This very status was written by the previous pass and the cache has not caught
 			// up: its watch event brings the next pass. No second write, no second event.
-			return r.result(sd, failed), nil
+			return r.result(sd, o, p.waitLeft), nil
 		}
 		// Optimistic lock: a pass that read a stale cached object (its own previous write not yet
 		// seen) must not overwrite the newer status nor announce a second time. The watch event of
@@ -221,7 +230,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.written.record(sd)
 		r.announce(ctx, sd, orig, o, p)
 	}
-	res := r.result(sd, failed)
+	res := r.result(sd, o, p.waitLeft)
 	if w := p.reverifyWait; w > 0 && (res.RequeueAfter == 0 || w < res.RequeueAfter) {
 		res.RequeueAfter = w
 	}
@@ -244,15 +253,15 @@ func waitsForProfile(orig *v1.ServiceDeployment, failed *activation.StageError, 
 
 // result schedules the next pass: an exponential, jittered retry for transient failures, else the next jittered
 // re-verification of the live server.
-func (r *DeploymentReconciler) result(sd *v1.ServiceDeployment, failed *activation.StageError) ctrl.Result {
+func (r *DeploymentReconciler) result(sd *v1.ServiceDeployment, o outcome, waitLeft time.Duration) ctrl.Result {
 	name := client.ObjectKeyFromObject(sd)
-	if failed != nil && failed.Transient {
+	if o.reconciling() {
 		n := r.retries.next(name)
 		maxDelay := r.RetryMaxInterval
 		if maxDelay <= 0 {
 			maxDelay = defaultRetryMaxInterval
 		}
-		return ctrl.Result{RequeueAfter: retryBackoff(r.retryInterval(), maxDelay, n, retryJitter(sd.UID, n))}
+		return ctrl.Result{RequeueAfter: retryAfter(o, retryBackoff(r.retryInterval(), maxDelay, n, retryJitter(sd.UID, n)), waitLeft)}
 	}
 	r.retries.reset(name)
 	if r.ReverifyInterval <= 0 || sd.Status.LastFrozenTime == nil {

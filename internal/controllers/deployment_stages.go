@@ -69,7 +69,7 @@ func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *acti
 	}
 	res, serr := r.Resolver.Resolve(ctx, prof)
 	if serr != nil {
-		return &activation.StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotReady, Transient: serr.Transient, Err: serr,
+		return &activation.StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotReady, Transient: serr.Transient, Waiting: serr.Waiting, Err: serr,
 			Message: fmt.Sprintf("McpServiceProfile %q does not verify: %s", key.Name, serr.Reason)}
 	}
 	if res.Snapshot.Digest != prof.Status.SnapshotDigest {
@@ -127,7 +127,8 @@ func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDep
 	rb := &rbacv1.RoleBinding{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: name}, rb, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
-			return activation.Refuse(v1.ConditionBound, v1.ReasonGrantNotFound, "grant RoleBinding %q does not exist in this namespace", name)
+			// It may arrive in the same apply (its watch brings the next pass).
+			return activation.Wait(v1.ConditionBound, v1.ReasonGrantNotFound, "grant RoleBinding %q does not exist in this namespace", name)
 		}
 		return activation.Retry(v1.ConditionBound, v1.ReasonProgressing, err, "grant RoleBinding %q could not be read", name)
 	}
@@ -147,7 +148,7 @@ func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDep
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return activation.Refuse(v1.ConditionBound, v1.ReasonGrantNotFound, "the %s %q of grant RoleBinding %q does not exist", rb.RoleRef.Kind, rb.RoleRef.Name, name)
+			return activation.Wait(v1.ConditionBound, v1.ReasonGrantNotFound, "the %s %q of grant RoleBinding %q does not exist", rb.RoleRef.Kind, rb.RoleRef.Name, name)
 		}
 		return activation.Retry(v1.ConditionBound, v1.ReasonProgressing, err, "the role of grant RoleBinding %q could not be read", name)
 	}

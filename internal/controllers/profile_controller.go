@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"strings"
 	"time"
 
@@ -11,19 +10,23 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/activation"
 )
 
 // profileConditions are the stage conditions of an McpServiceProfile (run by the Resolver), in order.
@@ -46,6 +49,10 @@ type ProfileReconciler struct {
 	// RetryInterval is the first step of the exponential, jittered retry of a transient failure
 	// (see retryBackoff; capped at defaultRetryMaxInterval).
 	RetryInterval time.Duration
+	// WaitGracePeriod is how long a waiting refusal (no trust source names the signer yet, a
+	// key or pull Secret not yet present: activation.StageError.Waiting) reads Reconciling
+	// before it reads Stalled; zero means defaultWaitGracePeriod.
+	WaitGracePeriod time.Duration
 	// Metrics is optional.
 	Metrics *Metrics
 	// Shard selects the profiles this manager verifies (--watch-label-selector); nil means all.
@@ -69,18 +76,97 @@ func (r *ProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Named("mcpserviceprofile").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
-		Watches(&v1.McpTrustPolicy{}, handler.EnqueueRequestsFromMapFunc(r.packProfiles),
+		Watches(&v1.McpTrustPolicy{}, r.trustPolicyEvents(),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})). // not on its own status writes
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.packProfilesIn),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bySecret)).
 		Complete(r)
 }
 
-// packProfiles enqueues every pack-sourced profile: a granted, changed or revoked McpTrustPolicy
-// may change which of them verify (its old selector is not known any more, so all are checked;
-// the resolver answers unchanged trust from its memo).
-func (r *ProfileReconciler) packProfiles(ctx context.Context, _ client.Object) []reconcile.Request {
-	return r.packProfilesMatching(ctx)
+// bySecret enqueues the pack-sourced profiles of the Secret's namespace that name it as their
+// pull secret or their own verify policy's public key (the manager sees only opted-in Secrets,
+// so this fires on creation, labelling, rotation and unlabelling).
+func (r *ProfileReconciler) bySecret(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &v1.McpServiceProfileList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "Unable to list profiles for a Secret change")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if oci := list.Items[i].Spec.Source.OCI; oci != nil && namesSecret(oci, o.GetName()) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
+
+// namesSecret reports whether an OCI source reads Secret name (pull secret or public key).
+func namesSecret(oci *v1.OCISource, name string) bool {
+	if oci.PullSecretRef != nil && oci.PullSecretRef.Name == name {
+		return true
+	}
+	return oci.Verify != nil && oci.Verify.PublicKey != nil && oci.Verify.PublicKey.Name == name
+}
+
+// trustPolicyEvents enqueues the pack-sourced profiles of the namespaces that a created,
+// changed or deleted McpTrustPolicy selects, before or after the change: exactly the profiles
+// whose trust it may change.
+func (r *ProfileReconciler) trustPolicyEvents() handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], policies ...client.Object) {
+		for _, req := range r.profilesSelectedBy(ctx, policies...) {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+	}
+}
+
+// profilesSelectedBy returns the pack-sourced profiles of the namespaces any of policies
+// selects. A policy that selects every namespace, or whose selector does not parse (the
+// verifier then ignores it, but its previous version may have granted), brings all of them.
+func (r *ProfileReconciler) profilesSelectedBy(ctx context.Context, policies ...client.Object) []reconcile.Request {
+	var sels []labels.Selector
+	for _, o := range policies {
+		p, ok := o.(*v1.McpTrustPolicy)
+		if !ok {
+			return r.packProfilesMatching(ctx)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&p.Spec.NamespaceSelector)
+		if err != nil || sel.Empty() {
+			return r.packProfilesMatching(ctx)
+		}
+		sels = append(sels, sel)
+	}
+	namespaces := &corev1.NamespaceList{}
+	if err := r.Client.List(ctx, namespaces); err != nil {
+		log.FromContext(ctx).Error(err, "Unable to list namespaces for a trust change")
+		return r.packProfilesMatching(ctx)
+	}
+	var out []reconcile.Request
+	for i := range namespaces.Items {
+		ns := &namespaces.Items[i]
+		for _, sel := range sels {
+			if sel.Matches(labels.Set(ns.Labels)) {
+				out = append(out, r.packProfilesMatching(ctx, client.InNamespace(ns.Name))...)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // packProfilesIn enqueues the pack-sourced profiles of a namespace whose labels changed (an
@@ -121,6 +207,10 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 
 	resolved, failed := r.Resolver.Resolve(ctx, p)
 	o := outcome{stages: profileConditions, failed: failed, readyReason: v1.ReasonVerified}
+	var waitLeft time.Duration
+	if failed != nil && failed.Waiting {
+		o.waitOver, waitLeft = waitState(orig.Status.Conditions, p.Generation, now, r.WaitGracePeriod)
+	}
 	st := &p.Status
 	if failed == nil {
 		st.PackDigest = resolved.PackDigest
@@ -161,15 +251,16 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	}
 
 	name := client.ObjectKeyFromObject(p)
-	if failed == nil || !failed.Transient {
+	if !o.reconciling() {
 		r.retries.reset(name)
 	}
 	switch {
-	case failed != nil && failed.Transient:
+	case o.reconciling():
 		// Exponential, jittered per profile (retryBackoff): a registry outage is not retried by
-		// every profile at once, every RetryInterval.
+		// every profile at once, every RetryInterval. A waiting refusal is also re-verified at
+		// once when a trust policy, a namespace's labels or a Secret it names changes.
 		n := r.retries.next(name)
-		return ctrl.Result{RequeueAfter: retryBackoff(r.retryInterval(), defaultRetryMaxInterval, n, retryJitter(p.UID, n))}, nil
+		return ctrl.Result{RequeueAfter: retryAfter(o, retryBackoff(r.retryInterval(), defaultRetryMaxInterval, n, retryJitter(p.UID, n)), waitLeft)}, nil
 	case failed != nil && p.Spec.Source.OCI != nil:
 		if r.RefusedRetryInterval > 0 {
 			return ctrl.Result{RequeueAfter: r.RefusedRetryInterval}, nil

@@ -428,9 +428,11 @@ func TestBindingRefusals(t *testing.T) {
 		name   string
 		mutate func(objs []client.Object) []client.Object
 		reason string
+		// waits: the refusal reads Reconciling until the wait grace period has passed.
+		waits bool
 	}{
-		{"missing grant RoleBinding", func(objs []client.Object) []client.Object { return without[*rbacv1.RoleBinding](objs) }, v1.ReasonGrantNotFound},
-		{"missing role", func(objs []client.Object) []client.Object { return without[*rbacv1.Role](objs) }, v1.ReasonGrantNotFound},
+		{"missing grant RoleBinding", func(objs []client.Object) []client.Object { return without[*rbacv1.RoleBinding](objs) }, v1.ReasonGrantNotFound, true},
+		{"missing role", func(objs []client.Object) []client.Object { return without[*rbacv1.Role](objs) }, v1.ReasonGrantNotFound, true},
 		{"role allows another name", func(objs []client.Object) []client.Object {
 			for _, o := range objs {
 				if r, ok := o.(*rbacv1.Role); ok {
@@ -438,19 +440,19 @@ func TestBindingRefusals(t *testing.T) {
 				}
 			}
 			return objs
-		}, v1.ReasonGrantDenied},
+		}, v1.ReasonGrantDenied, false},
 		{"wrong endpoint ref", func(objs []client.Object) []client.Object {
 			sdOf(objs).Spec.Operations[0].EndpointRef = "elsewhere"
 			return objs
-		}, v1.ReasonEndpointRefInvalid},
+		}, v1.ReasonEndpointRefInvalid, false},
 		{"wrong credential ref", func(objs []client.Object) []client.Object {
 			sdOf(objs).Spec.Operations[1].CredentialRef.Key = "other"
 			return objs
-		}, v1.ReasonCredentialRefMismatch},
+		}, v1.ReasonCredentialRefMismatch, false},
 		{"operation set differs", func(objs []client.Object) []client.Object {
 			sdOf(objs).Spec.Operations = sdOf(objs).Spec.Operations[:1]
 			return objs
-		}, v1.ReasonOperationSetMismatch},
+		}, v1.ReasonOperationSetMismatch, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -458,8 +460,18 @@ func TestBindingRefusals(t *testing.T) {
 			h := newHarness(t, tc.mutate(objs)...)
 			h.freezer.set(liveSnapshot(t, "2026-07-28", toolA, toolB), nil)
 			h.reconcileProfile("svc")
-			h.reconcileDeployment("sd")
+			res := h.reconcileDeployment("sd")
 			sd := h.deployment("sd")
+			if tc.waits {
+				// Another object of the same apply may still bring the grant: Reconciling, and
+				// retried before the grace period ends; Stalled once it has passed.
+				if kstatusOf(t, sd) != status.InProgressStatus || res.RequeueAfter <= 0 || res.RequeueAfter > defaultWaitGracePeriod+waitMargin {
+					t.Fatalf("within the wait grace period: kstatus %s, requeue %v", kstatusOf(t, sd), res.RequeueAfter)
+				}
+				h.clock.SetTime(h.clock.Now().Add(defaultWaitGracePeriod))
+				h.reconcileDeployment("sd")
+				sd = h.deployment("sd")
+			}
 			if c := cond(sd.Status.Conditions, v1.ConditionBound); c.Status != metav1.ConditionFalse || c.Reason != tc.reason {
 				t.Fatalf("Bound = %+v", c)
 			}

@@ -138,7 +138,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	}
 	w.Profiles = &controllers.ProfileReconciler{
 		Client: mgr.GetClient(), Events: mgr.GetEventRecorder("connector-mcp"), Resolver: resolver,
-		RetryInterval: o.RetryInterval, Metrics: m, Shard: shard,
+		RetryInterval: o.RetryInterval, WaitGracePeriod: o.WaitGracePeriod, Metrics: m, Shard: shard,
 		MaxConcurrentReconciles: o.ProfileConcurrency,
 	}
 	if err := w.Profiles.SetupWithManager(mgr); err != nil {
@@ -147,7 +147,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	w.Deployments = &controllers.DeploymentReconciler{
 		Client: mgr.GetClient(), SecretReader: mgr.GetClient(), Binder: binder, CredentialHashKey: key, Events: mgr.GetEventRecorder("connector-mcp"),
 		Resolver: resolver, Freezer: freezer, ReverifyInterval: o.ReverifyInterval, ReverifyJitter: o.ReverifyJitter,
-		FreezeTimeout: o.FreezeTimeout, RetryInterval: o.RetryInterval, Metrics: m, MaxConcurrentReconciles: o.Concurrency,
+		FreezeTimeout: o.FreezeTimeout, RetryInterval: o.RetryInterval, WaitGracePeriod: o.WaitGracePeriod, Metrics: m, MaxConcurrentReconciles: o.Concurrency,
 		Shard: shard,
 	}
 	if err := setupDriftWebhook(mgr, o, ip, deny, w, registerMetrics); err != nil {

@@ -59,6 +59,9 @@ type Options struct {
 	ReverifyJitter   float64
 	// RetryInterval is the delay before retrying a transient failure.
 	RetryInterval time.Duration
+	// WaitGracePeriod is how long a waiting refusal (one another object can remove) reads
+	// Reconciling before it reads Stalled.
+	WaitGracePeriod time.Duration
 	// FreezeTimeout bounds one live freeze; ProbeTimeout the era negotiation; ExchangeTimeout
 	// one HTTP exchange.
 	FreezeTimeout, ProbeTimeout, ExchangeTimeout time.Duration
@@ -120,6 +123,7 @@ func DefaultOptions() Options {
 		ReverifyInterval: 10 * time.Minute,
 		ReverifyJitter:   0.1,
 		RetryInterval:    30 * time.Second,
+		WaitGracePeriod:  2 * time.Minute,
 		FreezeTimeout:    60 * time.Second,
 		ProbeTimeout:     mcpclient.DefaultProbeTimeout,
 		ExchangeTimeout:  egress.DefaultTimeout,

@@ -36,10 +36,16 @@ func secretFixture(name string, typ corev1.SecretType, opted bool, hosts string,
 func wantSecretRefused(t *testing.T, err error, name string, secretData ...string) {
 	t.Helper()
 	serr := staged(err)
+	// A Secret that does not exist or is not labelled yet may arrive in the same apply: the
+	// profile waits for it (CredentialNotFound); any other refusal stands (CredentialRefused).
+	reason, waits := v1.ReasonCredentialRefused, name == k8sbinding.RefusalCredentialNotOptedIn
+	if waits {
+		reason = v1.ReasonCredentialNotFound
+	}
 	var cr *k8sbinding.CredentialRefusal
-	if serr == nil || serr.Reason != v1.ReasonCredentialRefused || serr.Transient ||
+	if serr == nil || serr.Reason != reason || serr.Transient || serr.Waiting != waits ||
 		!strings.Contains(serr.Message, "("+name+")") || !errors.As(err, &cr) || cr.Name != name {
-		t.Fatalf("got %v (%+v), want %s (%s)", err, serr, v1.ReasonCredentialRefused, name)
+		t.Fatalf("got %v (%+v), want %s (%s)", err, serr, reason, name)
 	}
 	for _, d := range secretData {
 		if strings.Contains(serr.Message, d) || strings.Contains(err.Error(), d) {
