@@ -84,6 +84,10 @@ func devOptions() managerapp.Options {
 	o.ProbeTimeout = 3 * time.Second
 	o.ExchangeTimeout = 5 * time.Second
 	o.ReverifyInterval = 0
+	// Waiting refusals (docs/concepts.md: a missing grant, a signer no trust source names yet)
+	// read Stalled after a second, so the refusal stories see their final state at once; the
+	// GitOps bootstrap stories set the production default.
+	o.WaitGracePeriod = time.Second
 	return o
 }
 

@@ -222,8 +222,10 @@ func TestStoryPackRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			prof := tc.prepare(t)
 			mustCreate(t, prof)
+			// Settled: a refusal that waits for a trust source (another key's signature) reads
+			// Stalled once the wait grace period has passed; the others at once.
 			prof = waitObj(t, prof, storyTimeout, "refusal "+tc.reason, func(p *apiv1.McpServiceProfile) bool {
-				return hasCondition(p, apiv1.ConditionSourceVerified, metav1.ConditionFalse, "")
+				return hasCondition(p, apiv1.ConditionSourceVerified, metav1.ConditionFalse, "") && hasCondition(p, apiv1.ConditionStalled, metav1.ConditionTrue, "")
 			})
 			c := condOf(prof, apiv1.ConditionSourceVerified)
 			if c.Reason != tc.reason || !strings.Contains(c.Message, tc.message) {

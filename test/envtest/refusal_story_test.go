@@ -54,7 +54,10 @@ func TestStoryBindingRefusals(t *testing.T) {
 	// Missing grant: refused, then granted.
 	missing := newDeployment(ns, "missing-grant", "missing-grant", "p1", live.URL, profile("missing-grant"), cred, "later")
 	mustCreate(t, missing)
-	missing = refusedWith(t, missing, apiv1.ReasonGrantNotFound)
+	// The RoleBinding might still arrive (waiting): Stalled once the grace period has passed.
+	missing = waitObj(t, missing, storyTimeout, "Stalled GrantNotFound", func(sd *apiv1.ServiceDeployment) bool {
+		return hasCondition(sd, apiv1.ConditionStalled, metav1.ConditionTrue, apiv1.ReasonGrantNotFound)
+	})
 	if !hasCondition(missing, apiv1.ConditionBound, metav1.ConditionFalse, apiv1.ReasonGrantNotFound) ||
 		!strings.Contains(condOf(missing, apiv1.ConditionBound).Message, `"later"`) || kstatusOf(t, missing) != status.FailedStatus {
 		t.Fatalf("missing grant: %+v kstatus %s", missing.Status.Conditions, kstatusOf(t, missing))
