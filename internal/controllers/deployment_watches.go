@@ -38,7 +38,7 @@ const (
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcptrustpolicies,verbs=get;list;watch
 
 // SetupWithManager registers the reconciler, its indexes and its watches: deployments,
-// the profiles they reference, the RoleBindings and Roles their grants name, and the other
+// the profiles they reference, the RoleBindings their grants name and the roles those bind, the other
 // deployments they collide with.
 func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ctx := context.Background()
@@ -57,7 +57,8 @@ func (r *DeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Watches(&v1.McpServiceProfile{}, handler.EnqueueRequestsFromMapFunc(r.byProfile)).
 		Watches(&rbacv1.RoleBinding{}, handler.EnqueueRequestsFromMapFunc(r.byGrant)).
-		Watches(&rbacv1.Role{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
+		Watches(&rbacv1.Role{}, handler.EnqueueRequestsFromMapFunc(r.byRole)).
+		Watches(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(r.byRole)).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &v1.ServiceDeployment{}, r.claimWatch())).
 		WatchesRawSource(source.Channel(r.claimEvents, &handler.TypedEnqueueRequestForObject[*v1.ServiceDeployment]{})).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byCredential)).
@@ -110,12 +111,28 @@ func (r *DeploymentReconciler) byGrant(ctx context.Context, o client.Object) []r
 	return requests(list.Items)
 }
 
-func (r *DeploymentReconciler) inNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	var list v1.ServiceDeploymentList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+// byRole enqueues the deployments whose grants name a RoleBinding of the Role (in its
+// namespace) or ClusterRole (in any namespace): a role created, changed or deleted may make a
+// grant exist, allow or deny.
+func (r *DeploymentReconciler) byRole(ctx context.Context, o client.Object) []reconcile.Request {
+	kind := "Role"
+	var opts []client.ListOption
+	if _, ok := o.(*rbacv1.ClusterRole); ok {
+		kind = "ClusterRole"
+	} else {
+		opts = append(opts, client.InNamespace(o.GetNamespace()))
+	}
+	var bindings rbacv1.RoleBindingList
+	if err := r.Client.List(ctx, &bindings, opts...); err != nil {
 		return nil
 	}
-	return requests(list.Items)
+	var out []reconcile.Request
+	for i := range bindings.Items {
+		if rb := &bindings.Items[i]; rb.RoleRef.Kind == kind && rb.RoleRef.Name == o.GetName() {
+			out = append(out, r.byGrant(ctx, rb)...)
+		}
+	}
+	return out
 }
 
 // byCredential enqueues the deployments of the Secret's namespace that name it (the manager
