@@ -519,26 +519,12 @@ func credentialConditions(reason, message string, transient bool) []metav1.Condi
 // writeStatus patches the status when anything observable changed (a no-op pass writes nothing).
 func (r *CredentialReconciler) writeStatus(ctx context.Context, c *v1.McpCredential, o credOutcome) error {
 	want := credentialConditions(o.reason, o.message, o.transient)
-	st := c.Status
 	var exp *metav1.Time
 	if !o.expiry.IsZero() {
 		exp = &metav1.Time{Time: o.expiry.UTC().Truncate(time.Second)}
 	}
-	unchanged := st.ObservedGeneration == c.Generation && conditionsEqual(st.Conditions, want) && !o.refreshed &&
-		equalStrings(st.MissingScopes, o.missing) && (o.inputs == "" || st.ObservedSecretVersions == o.inputs)
-	if unchanged {
-		return nil
-	}
 	before := c.DeepCopy()
-	for _, t := range []string{v1.ConditionReady, v1.ConditionStalled, v1.ConditionReconciling} {
-		if !hasType(want, t) {
-			meta.RemoveStatusCondition(&c.Status.Conditions, t)
-		}
-	}
-	for _, w := range want {
-		w.ObservedGeneration = c.Generation
-		meta.SetStatusCondition(&c.Status.Conditions, w)
-	}
+	setConditions(&c.Status.Conditions, want, c.Generation)
 	c.Status.ObservedGeneration = c.Generation
 	c.Status.MissingScopes = o.missing
 	if o.inputs != "" {
@@ -551,8 +537,8 @@ func (r *CredentialReconciler) writeStatus(ctx context.Context, c *v1.McpCredent
 		c.Status.Expiry = exp
 		c.Status.LastRefreshTime = &metav1.Time{Time: r.now().UTC().Truncate(time.Second)}
 	}
-	if err := r.Client.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
-		return client.IgnoreNotFound(err)
+	if w, err := patchStatus(ctx, r.Client, c, before, false); err != nil || w != statusWritten {
+		return err
 	}
 	typ := corev1.EventTypeNormal
 	if o.reason != v1.ReasonTokenFresh {
@@ -565,18 +551,3 @@ func (r *CredentialReconciler) writeStatus(ctx context.Context, c *v1.McpCredent
 	return nil
 }
 
-func hasType(cs []metav1.Condition, t string) bool {
-	return meta.FindStatusCondition(cs, t) != nil
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}

@@ -6,7 +6,6 @@ import (
 	"github.com/b10x/connector-mcp/internal/activation"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
@@ -209,24 +208,19 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		// (one write per object to Ready). The retry is a safety net only.
 		return r.result(sd, o, p.waitLeft), nil
 	}
-	if !equality.Semantic.DeepEqual(orig.Status, sd.Status) {
-		if r.written.staleRepeat(orig, sd) {
-			// This very status was written by the previous pass and the cache has not caught
-			// up: its watch event brings the next pass. No second write, no second event.
-			return r.result(sd, o, p.waitLeft), nil
-		}
-		// Optimistic lock: a pass that read a stale cached object (its own previous write not yet
-		// seen) must not overwrite the newer status nor announce a second time. The watch event of
-		// the newer object brings the next pass.
-		if err := r.Client.Status().Patch(ctx, sd, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsNotFound(err) {
-				return ctrl.Result{}, nil
-			}
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
-			}
-			return ctrl.Result{}, err
-		}
+	if statusChanged(sd, orig) && r.written.staleRepeat(orig, sd) {
+		// This very status was written by the previous pass and the cache has not caught up:
+		// its watch event brings the next pass. No second write, no second event.
+		return r.result(sd, o, p.waitLeft), nil
+	}
+	switch w, err := patchStatus(ctx, r.Client, sd, orig, true); {
+	case err != nil:
+		return ctrl.Result{}, err
+	case w == statusGone:
+		return ctrl.Result{}, nil
+	case w == statusConflict:
+		return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
+	case w == statusWritten:
 		r.written.record(sd)
 		r.announce(ctx, sd, orig, o, p)
 	}

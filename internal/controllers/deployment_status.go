@@ -4,10 +4,8 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
@@ -65,11 +63,8 @@ func (r *DeploymentReconciler) suspend(ctx context.Context, sd *v1.ServiceDeploy
 		Reason: v1.ReasonSuspended, Message: msg, ObservedGeneration: sd.Generation, LastTransitionTime: metav1.NewTime(r.now())})
 	meta.RemoveStatusCondition(&st.Conditions, v1.ConditionReconciling)
 	meta.RemoveStatusCondition(&st.Conditions, v1.ConditionStalled)
-	if equality.Semantic.DeepEqual(orig.Status, sd.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, sd, client.MergeFrom(orig)); err != nil {
-		return client.IgnoreNotFound(err)
+	if w, err := patchStatus(ctx, r.Client, sd, orig, false); err != nil || w != statusWritten {
+		return err
 	}
 	if readyReason(orig.Status.Conditions) != v1.ReasonSuspended {
 		log.FromContext(ctx).Info("Deployment suspended")

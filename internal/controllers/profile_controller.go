@@ -7,8 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -234,19 +232,14 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		st.ObservedGeneration = p.Generation
 	}
 
-	if !equality.Semantic.DeepEqual(orig.Status, p.Status) {
-		// Optimistic lock: a pass that read a stale cached profile (its own previous write not
-		// yet seen) neither overwrites the newer status nor announces a second time; the watch
-		// event of the newer object brings the next pass.
-		if err := r.Client.Status().Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsNotFound(err) {
-				return ctrl.Result{}, nil
-			}
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
-			}
-			return ctrl.Result{}, err
-		}
+	switch w, err := patchStatus(ctx, r.Client, p, orig, true); {
+	case err != nil:
+		return ctrl.Result{}, err
+	case w == statusGone:
+		return ctrl.Result{}, nil
+	case w == statusConflict:
+		return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
+	case w == statusWritten:
 		r.announce(ctx, p, readyReason(orig.Status.Conditions), o)
 	}
 

@@ -119,3 +119,19 @@ func readyReason(conds []metav1.Condition) string {
 	}
 	return ""
 }
+
+// setConditions writes want, for generation, as the kstatus conditions of conds: each of Ready,
+// Stalled and Reconciling that want does not hold is removed, and LastTransitionTime changes only
+// with a condition's status (the writer of the credential and trust-policy reconcilers, whose
+// outcomes are their whole condition set).
+func setConditions(conds *[]metav1.Condition, want []metav1.Condition, generation int64) {
+	for _, t := range []string{v1.ConditionReady, v1.ConditionStalled, v1.ConditionReconciling} {
+		if meta.FindStatusCondition(want, t) == nil {
+			meta.RemoveStatusCondition(conds, t)
+		}
+	}
+	for _, w := range want {
+		w.ObservedGeneration = generation
+		meta.SetStatusCondition(conds, w)
+	}
+}

@@ -3,8 +3,6 @@ package controllers
 import (
 	"context"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -36,22 +34,10 @@ func (r *TrustPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	want := trustPolicyConditions(r.Validate(p))
-	if p.Status.ObservedGeneration == p.Generation && conditionsEqual(p.Status.Conditions, want) {
-		return ctrl.Result{}, nil
-	}
 	before := p.DeepCopy()
-	for _, c := range want {
-		c.ObservedGeneration = p.Generation
-		meta.SetStatusCondition(&p.Status.Conditions, c)
-	}
-	if len(want) == 1 {
-		meta.RemoveStatusCondition(&p.Status.Conditions, v1.ConditionStalled)
-	}
+	setConditions(&p.Status.Conditions, want, p.Generation)
 	p.Status.ObservedGeneration = p.Generation
-	if err := r.Client.Status().Patch(ctx, p, client.MergeFrom(before)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, nil
-		}
+	if w, err := patchStatus(ctx, r.Client, p, before, false); err != nil || w != statusWritten {
 		return ctrl.Result{}, err
 	}
 	if len(want) > 1 {
@@ -72,21 +58,6 @@ func trustPolicyConditions(invalid error) []metav1.Condition {
 		{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1.ReasonInvalidGrant, Message: msg},
 		{Type: v1.ConditionStalled, Status: metav1.ConditionTrue, Reason: v1.ReasonInvalidGrant, Message: msg},
 	}
-}
-
-// conditionsEqual reports whether have holds exactly the conditions of want (type, status,
-// reason, message), and no other.
-func conditionsEqual(have, want []metav1.Condition) bool {
-	if len(have) != len(want) {
-		return false
-	}
-	for _, w := range want {
-		h := meta.FindStatusCondition(have, w.Type)
-		if h == nil || h.Status != w.Status || h.Reason != w.Reason || h.Message != w.Message {
-			return false
-		}
-	}
-	return true
 }
 
 // SetupWithManager watches McpTrustPolicies (spec changes only: not its own status writes).

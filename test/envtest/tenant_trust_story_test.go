@@ -180,11 +180,14 @@ func TestStoryTenantTrust(t *testing.T) {
 	for _, tc := range []struct {
 		name, refusal string
 		src           apiv1.OCISource
+		// reason: an unlabelled Secret may still be labelled (waiting, CredentialNotFound); a
+		// Secret for another host is refused (CredentialRefused).
+		reason string
 	}{
 		{"unlabelled-key", k8sbinding.RefusalCredentialNotOptedIn, apiv1.OCISource{Ref: ref.String(),
-			Verify: &apiv1.VerifyPolicy{PublicKey: &apiv1.SecretKeyReference{Name: unlabelled.Name, Key: "cosign.pub"}}}},
+			Verify: &apiv1.VerifyPolicy{PublicKey: &apiv1.SecretKeyReference{Name: unlabelled.Name, Key: "cosign.pub"}}}, apiv1.ReasonCredentialNotFound},
 		{"pull-elsewhere", k8sbinding.RefusalCredentialHostNotAllowed, apiv1.OCISource{Ref: ref.String(),
-			PullSecretRef: &apiv1.LocalObjectReference{Name: pull.Name}}},
+			PullSecretRef: &apiv1.LocalObjectReference{Name: pull.Name}}, apiv1.ReasonCredentialRefused},
 	} {
 		p := &apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: teamNS, Name: tc.name},
 			Spec: apiv1.McpServiceProfileSpec{Source: apiv1.ProfileSource{OCI: &tc.src}}}
@@ -192,7 +195,7 @@ func TestStoryTenantTrust(t *testing.T) {
 			t.Fatalf("tenant creates profile %s: %v", tc.name, err)
 		}
 		p = waitObj(t, p, storyTimeout, tc.name+" refused", func(p *apiv1.McpServiceProfile) bool {
-			return hasCondition(p, apiv1.ConditionSourceVerified, metav1.ConditionFalse, apiv1.ReasonCredentialRefused)
+			return hasCondition(p, apiv1.ConditionSourceVerified, metav1.ConditionFalse, tc.reason)
 		})
 		if c := condOf(p, apiv1.ConditionSourceVerified); !strings.Contains(c.Message, "("+tc.refusal+")") ||
 			strings.Contains(c.Message, "pull-password") || strings.Contains(c.Message, "PUBLIC KEY") {
