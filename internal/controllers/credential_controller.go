@@ -550,4 +550,3 @@ func (r *CredentialReconciler) writeStatus(ctx context.Context, c *v1.McpCredent
 	}
 	return nil
 }
-
