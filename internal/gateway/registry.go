@@ -40,7 +40,8 @@ type Registry struct {
 	Resolver ProfileResolver
 	// Surface configures every surface (Connector, Authorizer, Schemas, bounds, Audit).
 	Surface invocation.Options
-	// RetryInterval is the delay before retrying a transient verification failure (zero: 30s).
+	// RetryInterval is the delay before retrying a transient or waiting verification failure
+	// (zero: 30s).
 	RetryInterval time.Duration
 	// Log receives registry changes (nil: discard).
 	Log logr.Logger
@@ -204,7 +205,10 @@ func (r *Registry) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if serr != nil {
 		r.Remove(req.NamespacedName)
 		r.Log.Info("Profile does not verify here; deployment not served", "namespace", sd.Namespace, "name", sd.Name, "reason", serr.Reason)
-		if serr.Transient {
+		if serr.Transient || serr.Waiting {
+			// A waiting refusal (a trust policy or key Secret this gateway's cache has not seen
+			// yet, while the manager already has) clears with an arrival this registry does not
+			// watch: retried like a transient failure.
 			return ctrl.Result{RequeueAfter: r.retryInterval()}, nil
 		}
 		return ctrl.Result{}, nil

@@ -1,0 +1,60 @@
+package gateway
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/activation"
+)
+
+// refusingResolver answers every profile with one stage outcome.
+type refusingResolver struct{ serr *activation.StageError }
+
+func (f refusingResolver) Resolve(context.Context, *apiv1.McpServiceProfile) (*activation.Resolved, *activation.StageError) {
+	return nil, f.serr
+}
+
+// A deployment the manager activated but whose profile does not verify in this gateway is not
+// served; the registry retries a transient failure and a waiting refusal (a trust policy or key
+// Secret its cache has not seen yet), not a refusal that needs a human.
+func TestRegistryRetriesWaitingRefusals(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := apiv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	sd := &apiv1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sd", Generation: 1},
+		Spec: apiv1.ServiceDeploymentSpec{ProfileRef: apiv1.LocalObjectReference{Name: "p"}},
+		Status: apiv1.ServiceDeploymentStatus{ObservedGeneration: 1, ActiveSnapshotDigest: "sha256:00",
+			Conditions: []metav1.Condition{{Type: apiv1.ConditionReady, Status: metav1.ConditionTrue, Reason: apiv1.ReasonActivated}}}}
+	prof := &apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(sd, prof).Build()
+	const retry = 7 * time.Second
+	for _, tc := range []struct {
+		name string
+		serr *activation.StageError
+		want time.Duration
+	}{
+		{"waiting", activation.Wait(apiv1.ConditionSourceVerified, apiv1.ReasonUntrustedSigner, "no trust source"), retry},
+		{"transient", activation.Retry(apiv1.ConditionSourceVerified, apiv1.ReasonRegistryUnavailable, nil, "registry down"), retry},
+		{"refused", activation.Refuse(apiv1.ConditionSourceVerified, apiv1.ReasonPackInvalid, "tampered"), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Registry{Client: c, Resolver: refusingResolver{tc.serr}, RetryInterval: retry}
+			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "sd"}})
+			if err != nil || res.RequeueAfter != tc.want {
+				t.Fatalf("requeue %v (%v), want %v", res.RequeueAfter, err, tc.want)
+			}
+			if _, ok := r.Lookup("ns", "sd"); ok {
+				t.Fatal("a deployment whose profile does not verify is served")
+			}
+		})
+	}
+}
