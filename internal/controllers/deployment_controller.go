@@ -124,8 +124,6 @@ type pass struct {
 	// created less than profileUnseenGrace ago and its reconciler has not written its status
 	// yet (no condition, observedGeneration 0).
 	profileUnseen bool
-	// waitLeft is how long a waiting refusal may still read Reconciling (see waitState).
-	waitLeft time.Duration
 }
 
 // Reconcile runs the activation pipeline once and writes status once, only when it changed.
@@ -181,9 +179,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 	o := outcome{stages: deploymentConditions, failed: failed, readyReason: v1.ReasonActivated}
-	if failed != nil && failed.Waiting {
-		o.waitOver, p.waitLeft = waitState(orig.Status.Conditions, sd.Generation, p.now, r.WaitGracePeriod)
-	}
+	o.waiting(orig.Status.Conditions, sd.Generation, p.now, r.WaitGracePeriod)
 	st := &sd.Status
 	if failed == nil {
 		st.ActiveSnapshotDigest = p.resolved.Snapshot.Digest
@@ -206,25 +202,25 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		// A new deployment whose profile was not looked at yet: the profile's first status
 		// write enqueues it (byProfile), so no transient ProfileNotReady is written in between
 		// (one write per object to Ready). The retry is a safety net only.
-		return r.result(sd, o, p.waitLeft), nil
+		return r.result(sd, o), nil
 	}
 	if statusChanged(sd, orig) && r.written.staleRepeat(orig, sd) {
 		// This very status was written by the previous pass and the cache has not caught up:
 		// its watch event brings the next pass. No second write, no second event.
-		return r.result(sd, o, p.waitLeft), nil
+		return r.result(sd, o), nil
 	}
-	switch w, err := patchStatus(ctx, r.Client, sd, orig, true); {
-	case err != nil:
+	w, err := patchStatus(ctx, r.Client, sd, orig, true)
+	if err != nil {
 		return ctrl.Result{}, err
-	case w == statusGone:
-		return ctrl.Result{}, nil
-	case w == statusConflict:
-		return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
-	case w == statusWritten:
+	}
+	if res, stop := w.stopsPass(r.RetryInterval); stop {
+		return res, nil
+	}
+	if w == statusWritten {
 		r.written.record(sd)
 		r.announce(ctx, sd, orig, o, p)
 	}
-	res := r.result(sd, o, p.waitLeft)
+	res := r.result(sd, o)
 	if w := p.reverifyWait; w > 0 && (res.RequeueAfter == 0 || w < res.RequeueAfter) {
 		res.RequeueAfter = w
 	}
@@ -247,7 +243,7 @@ func waitsForProfile(orig *v1.ServiceDeployment, failed *activation.StageError, 
 
 // result schedules the next pass: an exponential, jittered retry for transient failures, else the next jittered
 // re-verification of the live server.
-func (r *DeploymentReconciler) result(sd *v1.ServiceDeployment, o outcome, waitLeft time.Duration) ctrl.Result {
+func (r *DeploymentReconciler) result(sd *v1.ServiceDeployment, o outcome) ctrl.Result {
 	name := client.ObjectKeyFromObject(sd)
 	if o.reconciling() {
 		n := r.retries.next(name)
@@ -255,7 +251,7 @@ func (r *DeploymentReconciler) result(sd *v1.ServiceDeployment, o outcome, waitL
 		if maxDelay <= 0 {
 			maxDelay = defaultRetryMaxInterval
 		}
-		return ctrl.Result{RequeueAfter: retryAfter(o, retryBackoff(r.retryInterval(), maxDelay, n, retryJitter(sd.UID, n)), waitLeft)}
+		return ctrl.Result{RequeueAfter: o.retryAfter(retryBackoff(r.retryInterval(), maxDelay, n, retryJitter(sd.UID, n)))}
 	}
 	r.retries.reset(name)
 	if r.ReverifyInterval <= 0 || sd.Status.LastFrozenTime == nil {

@@ -205,10 +205,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 
 	resolved, failed := r.Resolver.Resolve(ctx, p)
 	o := outcome{stages: profileConditions, failed: failed, readyReason: v1.ReasonVerified}
-	var waitLeft time.Duration
-	if failed != nil && failed.Waiting {
-		o.waitOver, waitLeft = waitState(orig.Status.Conditions, p.Generation, now, r.WaitGracePeriod)
-	}
+	o.waiting(orig.Status.Conditions, p.Generation, now, r.WaitGracePeriod)
 	st := &p.Status
 	if failed == nil {
 		st.PackDigest = resolved.PackDigest
@@ -232,14 +229,14 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		st.ObservedGeneration = p.Generation
 	}
 
-	switch w, err := patchStatus(ctx, r.Client, p, orig, true); {
-	case err != nil:
+	w, err := patchStatus(ctx, r.Client, p, orig, true)
+	if err != nil {
 		return ctrl.Result{}, err
-	case w == statusGone:
-		return ctrl.Result{}, nil
-	case w == statusConflict:
-		return ctrl.Result{RequeueAfter: r.RetryInterval}, nil
-	case w == statusWritten:
+	}
+	if res, stop := w.stopsPass(r.RetryInterval); stop {
+		return res, nil
+	}
+	if w == statusWritten {
 		r.announce(ctx, p, readyReason(orig.Status.Conditions), o)
 	}
 
@@ -253,7 +250,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		// every profile at once, every RetryInterval. A waiting refusal is also re-verified at
 		// once when a trust policy, a namespace's labels or a Secret it names changes.
 		n := r.retries.next(name)
-		return ctrl.Result{RequeueAfter: retryAfter(o, retryBackoff(r.retryInterval(), defaultRetryMaxInterval, n, retryJitter(p.UID, n)), waitLeft)}, nil
+		return ctrl.Result{RequeueAfter: o.retryAfter(retryBackoff(r.retryInterval(), defaultRetryMaxInterval, n, retryJitter(p.UID, n)))}, nil
 	case failed != nil && p.Spec.Source.OCI != nil:
 		if r.RefusedRetryInterval > 0 {
 			return ctrl.Result{RequeueAfter: r.RefusedRetryInterval}, nil

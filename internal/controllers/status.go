@@ -18,8 +18,18 @@ type outcome struct {
 	// readyReason and readyMessage describe success.
 	readyReason, readyMessage string
 	// waitOver is set when failed is Waiting and the wait grace period has passed (see
-	// waitState): the refusal then reads Stalled.
+	// waitState): the refusal then reads Stalled. Otherwise waitLeft is how long it may still
+	// read Reconciling.
 	waitOver bool
+	waitLeft time.Duration
+}
+
+// waiting records, for a pass that stopped on a waiting refusal, whether its grace period has
+// passed (from the conditions conds written before this pass).
+func (o *outcome) waiting(conds []metav1.Condition, generation int64, now time.Time, grace time.Duration) {
+	if o.failed != nil && o.failed.Waiting {
+		o.waitOver, o.waitLeft = waitState(conds, generation, now, grace)
+	}
 }
 
 // reconciling reports whether the pass stopped on a refusal that reads Reconciling: a transient
@@ -40,11 +50,11 @@ const defaultWaitGracePeriod = 2 * time.Minute
 const waitMargin = 50 * time.Millisecond
 
 // retryAfter is the delay before the next pass of an outcome that reads Reconciling: the
-// exponential, jittered backoff d, or, for a waiting refusal, the end of its grace period (left)
-// when that comes first, so that it reads Stalled on time.
-func retryAfter(o outcome, d, left time.Duration) time.Duration {
-	if o.failed != nil && o.failed.Waiting && left+waitMargin < d {
-		return left + waitMargin
+// exponential, jittered backoff d, or, for a waiting refusal, the end of its grace period when
+// that comes first, so that it reads Stalled on time.
+func (o outcome) retryAfter(d time.Duration) time.Duration {
+	if o.failed != nil && o.failed.Waiting && o.waitLeft+waitMargin < d {
+		return o.waitLeft + waitMargin
 	}
 	return d
 }

@@ -20,7 +20,7 @@ func TestWaitingRefusalGracePeriod(t *testing.T) {
 	var conds []metav1.Condition
 	pass := func(gen int64, now time.Time) outcome {
 		o := waiting
-		o.waitOver, _ = waitState(conds, gen, now, grace)
+		o.waiting(conds, gen, now, grace)
 		applyConditions(&conds, gen, now, o)
 		return o
 	}

@@ -3,9 +3,11 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
@@ -25,6 +27,19 @@ const (
 	// object's watch event brings the next pass.
 	statusConflict
 )
+
+// stopsPass reports whether the write ends the pass, with the result to return: the object is
+// gone (nothing to retry), or the lock was lost (retry after retry; the newer object's event
+// usually comes first).
+func (w statusWrite) stopsPass(retry time.Duration) (ctrl.Result, bool) {
+	switch w {
+	case statusGone:
+		return ctrl.Result{}, true
+	case statusConflict:
+		return ctrl.Result{RequeueAfter: retry}, true
+	}
+	return ctrl.Result{}, false
+}
 
 // statusOf returns the status of one of the kinds the reconcilers write.
 func statusOf(o client.Object) any {

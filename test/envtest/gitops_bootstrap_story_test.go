@@ -15,12 +15,7 @@ package envtest
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	mrand "math/rand/v2"
 	"slices"
@@ -54,29 +49,6 @@ const bootstrapReadyBound = 12 * time.Second
 
 // bootstrapOrders is the number of random apply orders, besides the reverse dependency order.
 const bootstrapOrders = 20
-
-// teamSigner is a team's signing key: the signer and the PEM of its public half.
-type teamSigner struct {
-	signer *ociregistry.Signer
-	pem    string
-}
-
-func newTeamSigner(t *testing.T) teamSigner {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kp, err := ociregistry.NewKeypair(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(priv.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return teamSigner{signer: &ociregistry.Signer{Keypair: kp}, pem: string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))}
-}
 
 // traceEntry is one observed state of an object: every watch event of the profile and the
 // deployment, with what kstatus, the Flux expressions and the Argo CD script make of it.

@@ -65,27 +65,16 @@ func newPackWorldWithServer(t *testing.T, ns string) (*packWorld, *mcp.Server) {
 	t.Helper()
 	reg := ocitest.New(ocitest.Options{Referrers: true})
 	t.Cleanup(reg.Close)
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kp, err := ociregistry.NewKeypair(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(priv.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-	mustCreate(t, newSecret(ns, "signing-key", "cosign.pub", string(pubPEM)))
+	key := newTeamSigner(t)
+	pubPEM := []byte(key.pem)
+	mustCreate(t, newSecret(ns, "signing-key", "cosign.pub", key.pem))
 	keyPath := filepath.Join(t.TempDir(), "platform.pub")
 	if err := os.WriteFile(keyPath, pubPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	srv, h := modernServer(mcptest.DefaultTools())
 	live := startSwitchable(t, h)
-	return &packWorld{reg: reg, client: &ociregistry.Client{PlainHTTP: true}, signer: &ociregistry.Signer{Keypair: kp},
+	return &packWorld{reg: reg, client: &ociregistry.Client{PlainHTTP: true}, signer: key.signer,
 		doc: reviewedProfile(t, live.URL), url: live.URL, keyPath: keyPath}, srv
 }
 
@@ -109,6 +98,29 @@ func (w *packWorld) sign(t *testing.T, ref ociregistry.Reference, sourceRef stri
 		SourceRepository: packRepo, SourceRef: sourceRef, SourceRevision: packRevision, BuilderID: "https://ci.example/builder"}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// teamSigner is a signing key: the signer and the PEM of its public half.
+type teamSigner struct {
+	signer *ociregistry.Signer
+	pem    string
+}
+
+func newTeamSigner(t *testing.T) teamSigner {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := ociregistry.NewKeypair(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(priv.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return teamSigner{signer: &ociregistry.Signer{Keypair: kp}, pem: string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))}
 }
 
 func packProfile(ns, name string, ref ociregistry.Reference, prov *apiv1.ProvenancePolicy) *apiv1.McpServiceProfile {
@@ -210,9 +222,7 @@ func TestStoryPackRefusals(t *testing.T) {
 		}, apiv1.ReasonVerificationFailed, "profile_policy/wrong_source_ref"},
 		{"signature by another key", func(t *testing.T) *apiv1.McpServiceProfile {
 			ref := w.push(t, "team/otherkey")
-			priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-			kp, _ := ociregistry.NewKeypair(priv)
-			if _, err := (&ociregistry.Signer{Keypair: kp}).Sign(context.Background(), w.client, ref, &ociregistry.Provenance{SourceRepository: packRepo, SourceRef: packRef}); err != nil {
+			if _, err := newTeamSigner(t).signer.Sign(context.Background(), w.client, ref, &ociregistry.Provenance{SourceRepository: packRepo, SourceRef: packRef}); err != nil {
 				t.Fatal(err)
 			}
 			return packProfile(ns, "otherkey", ref, mainPolicy())

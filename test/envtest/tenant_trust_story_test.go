@@ -8,11 +8,6 @@ package envtest
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"strings"
 	"testing"
 
@@ -76,26 +71,15 @@ func TestStoryTenantTrust(t *testing.T) {
 	startOperatorIn(t, cfg, []string{teamNS, otherNS}, o)
 
 	// The team signs a reviewed pack with its own key, with provenance from its own repository.
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kp, err := ociregistry.NewKeypair(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(priv.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	teamPEM := string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+	team := newTeamSigner(t)
+	teamPEM := team.pem
 	// The tenant's endpoint is a counting server; its reviewed profile is the pack's document.
 	_, h := modernServer(mcptest.DefaultTools())
 	live := startSwitchable(t, h)
 	w.doc = reviewedProfile(t, live.URL)
 	reviewHits := live.hits.Load()
 	ref := w.push(t, "team-a/demo")
-	if _, err := (&ociregistry.Signer{Keypair: kp}).Sign(ctx, w.client, ref, &ociregistry.Provenance{
+	if _, err := team.signer.Sign(ctx, w.client, ref, &ociregistry.Provenance{
 		SourceRepository: teamRepo, SourceRef: packRef, SourceRevision: packRevision}); err != nil {
 		t.Fatal(err)
 	}
