@@ -213,7 +213,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if res, stop := w.stopsPass(r.RetryInterval); stop {
+	if res, stop := w.stopsPass(); stop {
 		return res, nil
 	}
 	if w == statusWritten {

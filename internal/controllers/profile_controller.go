@@ -233,7 +233,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if res, stop := w.stopsPass(r.RetryInterval); stop {
+	if res, stop := w.stopsPass(); stop {
 		return res, nil
 	}
 	if w == statusWritten {

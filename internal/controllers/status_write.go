@@ -28,15 +28,21 @@ const (
 	statusConflict
 )
 
+// conflictRetry is how soon a pass whose status write lost the optimistic lock runs again. The
+// lock is lost when the pass read a cached object older than one already written (typically this
+// reconciler's own previous write, milliseconds ago), so the cache catches up almost at once. It
+// must be short: the profile reconciler does not watch its own status writes, so no event brings
+// the next pass, and the pass that lost may have been the one that saw a dependency arrive.
+const conflictRetry = 100 * time.Millisecond
+
 // stopsPass reports whether the write ends the pass, with the result to return: the object is
-// gone (nothing to retry), or the lock was lost (retry after retry; the newer object's event
-// usually comes first).
-func (w statusWrite) stopsPass(retry time.Duration) (ctrl.Result, bool) {
+// gone (nothing to retry), or the lock was lost (run again after conflictRetry).
+func (w statusWrite) stopsPass() (ctrl.Result, bool) {
 	switch w {
 	case statusGone:
 		return ctrl.Result{}, true
 	case statusConflict:
-		return ctrl.Result{RequeueAfter: retry}, true
+		return ctrl.Result{RequeueAfter: conflictRetry}, true
 	}
 	return ctrl.Result{}, false
 }

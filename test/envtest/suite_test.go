@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/go-logr/logr"
+
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +22,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/devcluster"
@@ -50,6 +53,9 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: envtest setup: "+format+"\n", args...)
 		return 1
 	}
+	// The stories give each manager its own logger where they read its logs; the global one is
+	// set so controller-runtime does not print its "SetLogger was never called" stack trace.
+	ctrllog.SetLogger(logr.Discard())
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return fail("scheme: %v", err)
