@@ -94,8 +94,8 @@ func TestClassifyEveryRule(t *testing.T) {
 			covered[tc.rs] = map[string]bool{}
 		}
 		covered[tc.rs][got.what] = true
-		serr := classify(v1.ConditionSnapshotFrozen, tc.rs, tc.err, &classifyContext{where: "https://mcp.example.com/mcp"})
-		if serr == nil || serr.Reason == "" || serr.Message == "" || !errors.Is(serr, tc.err) {
+		serr := classifyWith(v1.ConditionSnapshotFrozen, tc.rs, tc.err, &classifyContext{where: "https://mcp.example.com/mcp"})
+		if serr == nil || serr.Reason() == "" || serr.Message() == "" || !errors.Is(serr, tc.err) {
 			t.Errorf("%s %q: outcome %+v", tc.rs.name, tc.what, serr)
 		}
 	}
@@ -110,7 +110,7 @@ func TestClassifyEveryRule(t *testing.T) {
 
 // A StageError passes classify unchanged; nil classifies to nil.
 func TestClassifyPassesDecisions(t *testing.T) {
-	decided := &StageError{Condition: v1.ConditionSnapshotFrozen, Reason: v1.ReasonFreezeRefused, Message: "decided"}
+	decided := NoCredentialHashKey.New("decided")
 	if got := ClassifyFreezeError(FreezeRequest{URL: "https://h/mcp"}, fmt.Errorf("wrapped: %w", decided)); got != decided {
 		t.Fatalf("got %+v", got)
 	}
@@ -143,8 +143,8 @@ func TestClassifyVerifySteps(t *testing.T) {
 		{&ocipack.RefusalError{Name: "blob_digest_mismatch", Err: ocipack.ErrBlobDigestMismatch}, v1.ReasonPackInvalid, false},
 	} {
 		serr := ClassifyVerifyError(VerifyRequest{}, c.err)
-		if serr.Reason != c.reason || serr.Waiting != c.waiting || serr.Transient {
-			t.Errorf("%v: got %s waiting=%v transient=%v, want %s waiting=%v", c.err, serr.Reason, serr.Waiting, serr.Transient, c.reason, c.waiting)
+		if serr.Reason() != c.reason || serr.Waiting() != c.waiting || serr.Transient() {
+			t.Errorf("%v: got %s waiting=%v transient=%v, want %s waiting=%v", c.err, serr.Reason(), serr.Waiting(), serr.Transient(), c.reason, c.waiting)
 		}
 	}
 
@@ -173,11 +173,11 @@ func TestClassifyVerifySteps(t *testing.T) {
 			"the profile's verify policy is refused: unanchored_subject_regexp at keyless.subjectRegExp"},
 	} {
 		serr := ClassifyVerifyError(req, c.err)
-		if serr.Condition != v1.ConditionSourceVerified || serr.Reason != c.reason || serr.Transient != c.transient || !strings.Contains(serr.Message, c.msg) {
-			t.Errorf("%v: got %s transient=%v %q, want %s %q", c.err, serr.Reason, serr.Transient, serr.Message, c.reason, c.msg)
+		if serr.Condition() != v1.ConditionSourceVerified || serr.Reason() != c.reason || serr.Transient() != c.transient || !strings.Contains(serr.Message(), c.msg) {
+			t.Errorf("%v: got %s transient=%v %q, want %s %q", c.err, serr.Reason(), serr.Transient(), serr.Message(), c.reason, c.msg)
 		}
-		if strings.Contains(serr.Message, "etcd") || strings.Contains(serr.Message, "invalid character") {
-			t.Errorf("%v: the message carries the cause's text: %q", c.err, serr.Message)
+		if strings.Contains(serr.Message(), "etcd") || strings.Contains(serr.Message(), "invalid character") {
+			t.Errorf("%v: the message carries the cause's text: %q", c.err, serr.Message())
 		}
 	}
 }
@@ -217,14 +217,14 @@ func TestClassifyFreezeErrors(t *testing.T) {
 			if serr == nil {
 				t.Fatal("not a StageError")
 			}
-			if serr.Reason != tc.reason || serr.Transient != tc.transient || serr.Condition != v1.ConditionSnapshotFrozen {
-				t.Fatalf("got %s transient=%v", serr.Reason, serr.Transient)
+			if serr.Reason() != tc.reason || serr.Transient() != tc.transient || serr.Condition() != v1.ConditionSnapshotFrozen {
+				t.Fatalf("got %s transient=%v", serr.Reason(), serr.Transient())
 			}
-			if strings.Contains(serr.Message, "127.0.0.1:1") || strings.Contains(serr.Message, "connection refused") {
-				t.Fatalf("message carries a raw transport error: %q", serr.Message)
+			if strings.Contains(serr.Message(), "127.0.0.1:1") || strings.Contains(serr.Message(), "connection refused") {
+				t.Fatalf("message carries a raw transport error: %q", serr.Message())
 			}
-			if tc.name == "insufficient scope" && !strings.Contains(serr.Message, "requires scope repo:write") {
-				t.Fatalf("the step-up message does not name the scope: %q", serr.Message)
+			if tc.name == "insufficient scope" && !strings.Contains(serr.Message(), "requires scope repo:write") {
+				t.Fatalf("the step-up message does not name the scope: %q", serr.Message())
 			}
 		})
 	}
@@ -247,17 +247,17 @@ func TestClassifyPackErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		serr := classifyPack(tc.err)
-		if serr == nil || serr.Reason != tc.reason || serr.Transient != tc.transient || serr.Condition != v1.ConditionSourceVerified {
+		if serr == nil || serr.Reason() != tc.reason || serr.Transient() != tc.transient || serr.Condition() != v1.ConditionSourceVerified {
 			t.Errorf("%v: got %+v, want %s", tc.err, serr, tc.reason)
 		}
 	}
 	// A registry behind a CA the manager does not trust: retried, and the TLS refusal is named
 	// (twin: a plain registry failure names none).
 	tlsErr := &ociregistry.RegistryError{Op: "fetch", Err: fmt.Errorf("get: %w", &egress.TLSError{Name: egress.RefusalTLSUnknownAuthority})}
-	if serr := classifyPack(tlsErr); serr == nil || !strings.Contains(serr.Message, egress.RefusalTLSUnknownAuthority) {
+	if serr := classifyPack(tlsErr); serr == nil || !strings.Contains(serr.Message(), egress.RefusalTLSUnknownAuthority) {
 		t.Errorf("registry TLS refusal: %+v", serr)
 	}
-	if serr := classifyPack(&ociregistry.RegistryError{Op: "fetch", Err: errors.New("boom")}); serr == nil || strings.Contains(serr.Message, "tls_") {
+	if serr := classifyPack(&ociregistry.RegistryError{Op: "fetch", Err: errors.New("boom")}); serr == nil || strings.Contains(serr.Message(), "tls_") {
 		t.Errorf("plain registry failure: %+v", serr)
 	}
 }

@@ -7,6 +7,8 @@
 // It holds no reconciler and links neither the registry client nor sigstore: the ports are
 // implemented in internal/controllers/adapters, and the gateway resolves profiles through the
 // same Resolver the manager uses. docs/concepts.md shows the activation table
-// (TestConceptsTableMatchesCode); TestStageDecisionsDeclared checks that every outcome a stage
-// builds itself, here or in internal/controllers, is declared in the table.
+// (TestConceptsTableMatchesCode). The table is the source of truth by construction: a
+// StageError is built only from an Outcome the table declares (ProfileNotFound, GrantDenied, …)
+// or by one of its classifiers, and TestDeclaredOutcomesAreInTheirRows holds every declared
+// Outcome and classifier to the row of its own condition.
 package activation

@@ -16,18 +16,16 @@ import (
 // SnapshotDigestMismatch).
 func CheckProfile(doc *v1.ProfileDocument) (*snapshot.ToolSnapshot, *StageError) {
 	if doc == nil {
-		return nil, Refuse(v1.ConditionSourceVerified, v1.ReasonProfileInvalid, "the profile has no document")
+		return nil, ProfileInvalid.New("the profile has no document")
 	}
 	for _, check := range []ocipack.Check{ocipack.ValidateFields, ocipack.ValidateMapping, ocipack.ValidateEffects} {
 		if err := check(doc); err != nil {
-			return nil, &StageError{Condition: v1.ConditionSourceVerified, Reason: v1.ReasonProfileInvalid, Err: err,
-				Message: "the profile document is refused: " + RefusalText(err, "invalid")}
+			return nil, ProfileInvalid.Wrap(err, "the profile document is refused: %s", RefusalText(err, "invalid"))
 		}
 	}
 	rec, err := ocipack.SnapshotOf(doc)
 	if err != nil {
-		return nil, &StageError{Condition: v1.ConditionSnapshotReconstructed, Reason: v1.ReasonSnapshotDigestMismatch, Err: err,
-			Message: "the recorded snapshot does not reconstruct: " + RefusalText(err, "invalid")}
+		return nil, SnapshotDigestMismatch.Wrap(err, "the recorded snapshot does not reconstruct: %s", RefusalText(err, "invalid"))
 	}
 	return rec, nil
 }

@@ -116,14 +116,14 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 	switch {
 	case src.Inline != nil:
 		if r.RequireProvenance {
-			return nil, Refuse(v1.ConditionSourceVerified, v1.ReasonInlineSourceRefused,
+			return nil, InlineSourceRefused.New(
 				"the cluster requires pack provenance; inline profiles are for development clusters only")
 		}
 		// A private copy: p may be a read-only view of the informer cache.
 		res.Document = src.Inline.DeepCopy()
 	case src.OCI != nil:
 		if r.Verifier == nil {
-			return nil, Refuse(v1.ConditionSourceVerified, v1.ReasonVerificationFailed, "this manager has no pack verifier configured")
+			return nil, NoPackVerifier.New("this manager has no pack verifier configured")
 		}
 		req := VerifyRequest{Namespace: p.Namespace, Ref: src.OCI.Ref, PullSecret: src.OCI.PullSecretRef, Policy: src.OCI.Verify}
 		vs, err := r.Verifier.VerifyPack(ctx, req)
@@ -134,7 +134,7 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 		prov := vs.Provenance
 		res.Provenance = &prov
 	default:
-		return nil, Refuse(v1.ConditionSourceVerified, v1.ReasonProfileInvalid, "the profile names no source")
+		return nil, ProfileInvalid.New("the profile names no source")
 	}
 	// A pack's document was checked, and its snapshot reconstructed, when it was pulled.
 	if res.Snapshot == nil {
@@ -147,7 +147,7 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 	if res.ProfileDigest == "" {
 		d, err := ocipack.ProfileDigest(res.Document)
 		if err != nil {
-			return nil, &StageError{Condition: v1.ConditionSourceVerified, Reason: v1.ReasonProfileInvalid, Err: err, Message: "the profile document does not encode: " + RefusalText(err, "invalid")}
+			return nil, ProfileInvalid.Wrap(err, "the profile document does not encode: %s", RefusalText(err, "invalid"))
 		}
 		res.ProfileDigest = d
 	}

@@ -55,10 +55,14 @@ type classifyContext struct {
 	verify *VerifyRequest
 }
 
-// classify turns err into the outcome of the stage of condition cond under rs. A *StageError
-// (an outcome a stage decided itself, or an implementation that classified its own error)
-// passes unchanged.
-func classify(cond string, rs *ruleset, err error, c *classifyContext) *StageError {
+// classify turns err into the outcome of cl's stage under its ruleset. A *StageError (an outcome a
+// stage decided itself) passes unchanged.
+func classify(cl classifier, err error, c *classifyContext) *StageError {
+	return classifyWith(cl.condition, cl.rules, err, c)
+}
+
+// classifyWith is classify under rs, a classifier's ruleset or one it delegates to.
+func classifyWith(cond string, rs *ruleset, err error, c *classifyContext) *StageError {
 	if err == nil {
 		return nil
 	}
@@ -77,14 +81,15 @@ func classify(cond string, rs *ruleset, err error, c *classifyContext) *StageErr
 				inner = u
 			}
 		}
-		out := classify(cond, r.delegate, inner, c)
-		out.Err = err
-		if r.message != nil && !out.Transient {
-			out.Message = r.message(err, c)
+		out := classifyWith(cond, r.delegate, inner, c)
+		out.err = err
+		if r.message != nil && !out.Transient() {
+			out.message = r.message(err, c)
 		}
 		return out
 	}
-	return &StageError{Condition: cond, Reason: r.reason, Transient: r.transient, Waiting: r.waiting, Err: err, Message: r.message(err, c)}
+	o := Outcome{condition: cond, reason: r.reason, transient: r.transient, waiting: r.waiting}
+	return o.Wrap(err, "%s", r.message(err, c))
 }
 
 // find returns the first rule of rs matching err, or the fallback.
@@ -101,21 +106,27 @@ func (rs *ruleset) find(err error) rule {
 // SourceVerified outcome, with the reason, message and retry of the activation table (nil for
 // nil).
 func ClassifyVerifyError(req VerifyRequest, err error) *StageError {
-	return classify(v1.ConditionSourceVerified, &sourceRules, err, &classifyContext{verify: &req})
+	return classify(sourceClassifier, err, &classifyContext{verify: &req})
 }
 
 // ClassifyFreezeError turns an error of Freezer.Freeze for req into the SnapshotFrozen outcome,
 // with the reason, message and retry of the activation table (nil for nil).
 func ClassifyFreezeError(req FreezeRequest, err error) *StageError {
-	return classify(v1.ConditionSnapshotFrozen, &freezeRules, err, &classifyContext{where: SanitizeURL(req.URL)})
+	return classify(freezeClassifier, err, &classifyContext{where: SanitizeURL(req.URL)})
 }
 
 // ClassifyBindingError maps a refusal of the endpoint binding (internal/k8sbinding: credential
-// opt-in, egress ceiling, cluster policy; egress: literal address, invalid policy) onto a stage
-// outcome of condition cond (nil for nil). It is used before anything is dialed; its messages
-// name refusals and the tenant's own references, never values, ceilings or other namespaces.
-func ClassifyBindingError(cond string, err error) *StageError {
-	return classify(cond, &bindingRules, err, nil)
+// opt-in, egress ceiling, cluster policy; egress: literal address, invalid policy) onto a Bound
+// outcome (nil for nil). It is used before anything is dialed; its messages name refusals and the
+// tenant's own references, never values, ceilings or other namespaces.
+func ClassifyBindingError(err error) *StageError {
+	return classify(bindingClassifier, err, nil)
+}
+
+// ClassifyCredentialError maps a refusal of the credential read before a freeze (the binding's
+// refusals: a Secret missing or not opted in) onto a SnapshotFrozen outcome (nil for nil).
+func ClassifyCredentialError(err error) *StageError {
+	return classify(credentialClassifier, err, nil)
 }
 
 // is matches any of the sentinels.

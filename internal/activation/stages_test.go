@@ -1,196 +1,95 @@
 package activation
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strconv"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 )
 
-// outcomeSite is a stage outcome the controllers build themselves (refuse, retry or a
-// StageError literal), read from the source.
-type outcomeSite struct {
-	pos               string
-	condition, reason string
-	// class is classRetried, classWaiting, classRefused or "either" (computed at run time).
-	class string
-}
-
-// apiConstants maps the names of api/v1/conditions.go to their values.
-func apiConstants(t *testing.T) map[string]string {
-	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "api", "v1", "conditions.go"), nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	ast.Inspect(f, func(n ast.Node) bool {
-		if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Values) == 1 {
-			if lit, ok := vs.Values[0].(*ast.BasicLit); ok {
-				out[vs.Names[0].Name], _ = strconv.Unquote(lit.Value)
-			}
-		}
-		return true
-	})
-	return out
-}
-
-// outcomeSources are the packages whose stages build outcomes themselves: this one (the
-// Resolver's profile stages) and the reconcilers (the deployment stages and the credential and
-// trust-policy reconcilers, which share the StageError).
-var outcomeSources = []string{".", filepath.Join("..", "controllers")}
-
-// outcomeSites finds every outcome built in the non-test sources of outcomeSources.
-func outcomeSites(t *testing.T, consts map[string]string) []outcomeSite {
-	t.Helper()
-	var files []string
-	for _, dir := range outcomeSources {
-		m, _ := filepath.Glob(filepath.Join(dir, "*.go"))
-		files = append(files, m...)
-	}
-	fset := token.NewFileSet()
-	var out []outcomeSite
-	val := func(e ast.Expr) string {
-		if sel, ok := e.(*ast.SelectorExpr); ok {
-			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "v1" {
-				return consts[sel.Sel.Name]
-			}
-		}
-		return ""
-	}
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, decl := range f.Decls {
-			fd, ok := decl.(*ast.FuncDecl)
-			if !ok || computedOutcomes[fd.Name.Name] {
-				continue
-			}
-			out = append(out, sitesIn(fset, fd, val)...)
-		}
-	}
-	return out
-}
-
-// computedOutcomes are the functions that build outcomes from values computed elsewhere: the
-// constructors Refuse, Wait and Retry, classify (the rulesets' reasons), and the reconcilers'
-// findCollision (one of the three collision reasons, declared under Bound).
-var computedOutcomes = map[string]bool{"Refuse": true, "Wait": true, "Retry": true, "classify": true, "findCollision": true}
-
-// constructorClass is the outcome class of each outcome constructor.
-var constructorClass = map[string]string{"Refuse": classRefused, "Wait": classWaiting, "Retry": classRetried}
-
-// localName is the name of an identifier or of a selector of package activation
-// (activation.Refuse, activation.StageError), else "".
-func localName(e ast.Expr) string {
-	switch e := e.(type) {
-	case *ast.Ident:
-		return e.Name
-	case *ast.SelectorExpr:
-		if x, ok := e.X.(*ast.Ident); ok && x.Name == "activation" {
-			return e.Sel.Name
-		}
-	}
-	return ""
-}
-
-// sitesIn finds the outcomes built in fd.
-func sitesIn(fset *token.FileSet, fd *ast.FuncDecl, val func(ast.Expr) string) []outcomeSite {
-	var out []outcomeSite
-	ast.Inspect(fd, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.CallExpr:
-			if class, ok := constructorClass[localName(n.Fun)]; ok && len(n.Args) >= 2 {
-				out = append(out, outcomeSite{pos: fset.Position(n.Pos()).String(), condition: val(n.Args[0]), reason: val(n.Args[1]),
-					class: class})
-			}
-		case *ast.CompositeLit:
-			if localName(n.Type) == "StageError" {
-				s := outcomeSite{pos: fset.Position(n.Pos()).String(), class: classRefused}
-				// flags holds the literal values of Transient and Waiting ("" when absent,
-				// "either" when computed).
-				flags := map[string]string{}
-				for _, el := range n.Elts {
-					kv := el.(*ast.KeyValueExpr)
-					switch key := kv.Key.(*ast.Ident).Name; key {
-					case "Condition":
-						s.condition = val(kv.Value)
-					case "Reason":
-						s.reason = val(kv.Value)
-					case "Transient", "Waiting":
-						flags[key] = "either"
-						if b, ok := kv.Value.(*ast.Ident); ok && (b.Name == "true" || b.Name == "false") {
-							flags[key] = b.Name
-						}
+// misplaced returns the outcomes and classifiers of a declaration list that no row of stages
+// lists, or that a row of another condition lists: each would be a stage outcome the table (and
+// docs/concepts.md, which shows it) does not show.
+func misplaced(stages []stage, outcomes []Outcome, cls []classifier) []string {
+	var out []string
+	for _, o := range outcomes {
+		n := 0
+		for _, s := range stages {
+			for _, d := range s.decides {
+				if d == o {
+					n++
+					if s.condition != o.condition {
+						out = append(out, fmt.Sprintf("%s/%s (%s) is listed under %s", o.condition, o.reason, o.class(), s.condition))
 					}
 				}
-				switch {
-				case flags["Transient"] == "either" || flags["Waiting"] == "either":
-					s.class = "either"
-				case flags["Transient"] == "true":
-					s.class = classRetried
-				case flags["Waiting"] == "true":
-					s.class = classWaiting
+			}
+		}
+		if n != 1 {
+			out = append(out, fmt.Sprintf("%s/%s (%s) is listed %d times", o.condition, o.reason, o.class(), n))
+		}
+	}
+	for _, c := range cls {
+		n := 0
+		for _, s := range stages {
+			for _, sc := range s.classifies {
+				if sc == c {
+					n++
+					if s.condition != c.condition {
+						out = append(out, fmt.Sprintf("the %s rules of %s are listed under %s", c.rules.name, c.condition, s.condition))
+					}
 				}
-				out = append(out, s)
 			}
 		}
-		return true
-	})
-	return out
-}
-
-// undeclared returns the sites whose outcome is not a decision of its stage in the activation
-// table (or names no constant condition and reason).
-func undeclared(sites []outcomeSite) []outcomeSite {
-	type outcome struct{ condition, reason, class string }
-	declared := map[outcome]bool{}
-	for _, s := range append(append([]stage(nil), profileStages...), deploymentStages...) {
-		for _, d := range s.decides {
-			declared[outcome{s.condition, d.reason, d.class()}] = true
-		}
-	}
-	var out []outcomeSite
-	for _, s := range sites {
-		ok := false
-		for _, class := range []string{classRetried, classWaiting, classRefused} {
-			if s.class == "either" || s.class == class {
-				ok = ok || declared[outcome{s.condition, s.reason, class}]
-			}
-		}
-		if !ok {
-			out = append(out, s)
+		if n != 1 {
+			out = append(out, fmt.Sprintf("the %s rules of %s are listed %d times", c.rules.name, c.condition, n))
 		}
 	}
 	return out
 }
 
-// Every outcome a stage decides itself is declared in the activation table, with its retry, so
-// the table (and docs/concepts.md, which shows it) is complete. Twin: an outcome nobody
-// declared is found.
-func TestStageDecisionsDeclared(t *testing.T) {
-	sites := outcomeSites(t, apiConstants(t))
-	if len(sites) < 20 {
-		t.Fatalf("found only %d outcome sites; the scan is broken", len(sites))
+// The table is the source of truth: a stage outcome is built only from an Outcome the table
+// declares (StageError has no exported constructor beside Outcome's, nor exported fields) or by a
+// classifier, and every declared Outcome and classifier is listed exactly once, in the row of its
+// own condition. Twins: an outcome or classifier no row lists, or one listed under another
+// condition, is found.
+func TestDeclaredOutcomesAreInTheirRows(t *testing.T) {
+	all := append(append([]stage(nil), profileStages...), deploymentStages...)
+	if len(decided) < 20 || len(classifiers) < 4 {
+		t.Fatalf("only %d outcomes and %d classifiers registered", len(decided), len(classifiers))
 	}
-	for _, s := range undeclared(sites) {
-		t.Errorf("%s: outcome %s/%s (%s) is not declared in the activation table", s.pos, s.condition, s.reason, s.class)
+	for _, m := range misplaced(all, decided, classifiers) {
+		t.Error(m)
 	}
-	bogus := []outcomeSite{{pos: "twin", condition: v1.ConditionBound, reason: v1.ReasonSnapshotDrift, class: classRefused},
-		{pos: "twin", condition: v1.ConditionProfileVerified, reason: v1.ReasonProfileNotFound, class: classRefused},
-		{pos: "twin", condition: v1.ConditionBound, reason: v1.ReasonGrantDenied, class: classWaiting}}
-	if got := undeclared(bogus); len(got) != 3 {
-		t.Fatalf("twin: undeclared outcomes passed: %+v", got)
+	stray := Outcome{condition: v1.ConditionBound, reason: v1.ReasonSnapshotDrift}
+	wrongRow := Outcome{condition: v1.ConditionSnapshotMatched, reason: v1.ReasonGrantDenied}
+	rows := append(append([]stage(nil), all...), stage{condition: v1.ConditionBound, decides: []Outcome{wrongRow}})
+	strayRules := classifier{condition: v1.ConditionProfileVerified, rules: &freezeRules}
+	if got := misplaced(rows, []Outcome{stray, wrongRow}, []classifier{strayRules}); len(got) != 3 {
+		t.Fatalf("twin: misplaced found %q, want 3", got)
+	}
+}
+
+// Every outcome carries its declared class and condition into the StageError, and a classified
+// library error keeps its cause.
+func TestOutcomesBuildTheirClass(t *testing.T) {
+	for _, tc := range []struct {
+		o                  Outcome
+		transient, waiting bool
+	}{{ProfileNotReady, true, false}, {ProfileWaiting, false, true}, {ProfileRefused, false, false}, {GrantNotFound, false, true}} {
+		cause := errors.New("cause")
+		serr := tc.o.Wrap(cause, "profile %q", "p")
+		if serr.Transient() != tc.transient || serr.Waiting() != tc.waiting || serr.Condition() != tc.o.Condition() ||
+			serr.Reason() != tc.o.Reason() || serr.Message() != `profile "p"` || !errors.Is(serr, cause) || !errors.Is(serr, ErrStage) {
+			t.Errorf("%s/%s: got %v (transient %v, waiting %v)", tc.o.Condition(), tc.o.Reason(), serr, serr.Transient(), serr.Waiting())
+		}
+	}
+	if serr := ClassifyCredentialError(errors.New("x")); serr.Condition() != v1.ConditionSnapshotFrozen {
+		t.Errorf("credential refusal under %s", serr.Condition())
+	}
+	if serr := ClassifyBindingError(errors.New("x")); serr.Condition() != v1.ConditionBound {
+		t.Errorf("binding refusal under %s", serr.Condition())
 	}
 }
 

@@ -14,31 +14,127 @@ import (
 type stage struct {
 	// condition is the stage condition type.
 	condition string
-	// decides lists the outcomes the controllers decide themselves (not from a library error).
-	decides []decision
-	// classifies lists the rulesets that turn library errors of this stage into outcomes.
-	classifies []*ruleset
+	// decides lists the outcomes the stage decides itself (not from a library error).
+	decides []Outcome
+	// classifies lists the classifiers that turn library errors of this stage into outcomes.
+	classifies []classifier
 }
 
-// decision is an outcome a stage decides itself.
-type decision struct {
-	reason    string
-	transient bool
-	// waiting: a refusal another object can remove (StageError.Waiting).
-	waiting bool
+// classifier applies a ruleset (rules.go) at the stage of one condition: the outcome of a rule
+// is (condition, the rule's reason and class).
+type classifier struct {
+	condition string
+	rules     *ruleset
 }
+
+// decided and classifiers register every Outcome and classifier declared below, in declaration
+// order, so that a test can hold each to its row (TestDeclaredOutcomesAreInTheirRows): an outcome
+// or classifier no row lists would be a stage outcome the table (and docs/concepts.md) does not
+// show.
+var (
+	decided     []Outcome
+	classifiers []classifier
+)
+
+// declare registers o as decided by its stage.
+func declare(o Outcome) Outcome {
+	decided = append(decided, o)
+	return o
+}
+
+// refused declares an outcome that needs a human: Stalled at once.
+func refused(condition, reason string) Outcome {
+	return declare(Outcome{condition: condition, reason: reason})
+}
+
+// waits declares an outcome another object can remove (StageError.Waiting).
+func waits(condition, reason string) Outcome {
+	return declare(Outcome{condition: condition, reason: reason, waiting: true})
+}
+
+// retried declares a transient outcome: Reconciling, retried.
+func retried(condition, reason string) Outcome {
+	return declare(Outcome{condition: condition, reason: reason, transient: true})
+}
+
+// classifies registers the classifier of rs at the stage of condition.
+func classifies(condition string, rs *ruleset) classifier {
+	c := classifier{condition: condition, rules: rs}
+	classifiers = append(classifiers, c)
+	return c
+}
+
+// The outcomes the McpServiceProfile stages decide themselves.
+var (
+	// InlineSourceRefused: an inline profile where the cluster requires packs.
+	InlineSourceRefused = refused(v1.ConditionSourceVerified, v1.ReasonInlineSourceRefused)
+	// NoPackVerifier: a pack profile and no pack verifier configured.
+	NoPackVerifier = refused(v1.ConditionSourceVerified, v1.ReasonVerificationFailed)
+	// ProfileInvalid: the profile document does not validate or encode.
+	ProfileInvalid = refused(v1.ConditionSourceVerified, v1.ReasonProfileInvalid)
+	// SnapshotDigestMismatch: the recorded snapshot does not reconstruct to its digest.
+	SnapshotDigestMismatch = refused(v1.ConditionSnapshotReconstructed, v1.ReasonSnapshotDigestMismatch)
+)
+
+// The outcomes the ServiceDeployment stages decide themselves.
+var (
+	// ProfileNotFound: the referenced McpServiceProfile does not exist (yet).
+	ProfileNotFound = retried(v1.ConditionProfileVerified, v1.ReasonProfileNotFound)
+	// ProfileNotReady: the profile could not be read, is not verified yet, or is re-verified.
+	ProfileNotReady = retried(v1.ConditionProfileVerified, v1.ReasonProfileNotReady)
+	// ProfileWaiting: the profile's source waits for a trust source or Secret.
+	ProfileWaiting = waits(v1.ConditionProfileVerified, v1.ReasonProfileNotReady)
+	// ProfileRefused: the profile is Stalled, or its source is refused.
+	ProfileRefused = refused(v1.ConditionProfileVerified, v1.ReasonProfileNotReady)
+
+	// OperationSetMismatch: the bindings do not name exactly the profile's operations.
+	OperationSetMismatch = refused(v1.ConditionBound, v1.ReasonOperationSetMismatch)
+	// EndpointRefInvalid: a binding names another endpoint than the connection.
+	EndpointRefInvalid = refused(v1.ConditionBound, v1.ReasonEndpointRefInvalid)
+	// CredentialRefMismatch: a binding does not carry the connection's credentialRef.
+	CredentialRefMismatch = refused(v1.ConditionBound, v1.ReasonCredentialRefMismatch)
+	// GrantNotNamed: an operation names no grant.
+	GrantNotNamed = refused(v1.ConditionBound, v1.ReasonGrantNotFound)
+	// GrantNotFound: a grant RoleBinding or its role does not exist yet.
+	GrantNotFound = waits(v1.ConditionBound, v1.ReasonGrantNotFound)
+	// GrantDenied: a grant's role does not allow invoke on the deployment.
+	GrantDenied = refused(v1.ConditionBound, v1.ReasonGrantDenied)
+	// GrantUnreadable: a grant or its role could not be read.
+	GrantUnreadable = retried(v1.ConditionBound, v1.ReasonProgressing)
+	// EndpointRefused: the endpoint URL carries userinfo or a fragment, or is beyond policy.
+	EndpointRefused = refused(v1.ConditionBound, v1.ReasonEndpointRefused)
+	// ProviderCollision, AuthorityCollision and OperationCollision: another deployment holds
+	// the providerID, the endpoint or an operation.
+	ProviderCollision  = refused(v1.ConditionBound, v1.ReasonProviderCollision)
+	AuthorityCollision = refused(v1.ConditionBound, v1.ReasonAuthorityCollision)
+	OperationCollision = refused(v1.ConditionBound, v1.ReasonOperationCollision)
+
+	// NoCredentialHashKey: a credential to freeze with and no credential hash key.
+	NoCredentialHashKey = refused(v1.ConditionSnapshotFrozen, v1.ReasonCredentialRefused)
+
+	// SnapshotDrift: the live tool list differs from the reviewed snapshot.
+	SnapshotDrift = refused(v1.ConditionSnapshotMatched, v1.ReasonSnapshotDrift)
+)
+
+// The classifiers: where each ruleset turns library errors into outcomes.
+var (
+	// sourceClassifier: pack verification errors (SourceVerified).
+	sourceClassifier = classifies(v1.ConditionSourceVerified, &sourceRules)
+	// bindingClassifier: refusals of the endpoint binding before anything is dialed (Bound).
+	bindingClassifier = classifies(v1.ConditionBound, &bindingRules)
+	// credentialClassifier: refusals of the credential read for the freeze (SnapshotFrozen).
+	credentialClassifier = classifies(v1.ConditionSnapshotFrozen, &bindingRules)
+	// freezeClassifier: errors of the live freeze (SnapshotFrozen).
+	freezeClassifier = classifies(v1.ConditionSnapshotFrozen, &freezeRules)
+)
 
 // profileStages are the McpServiceProfile's stages, in order (run by the Resolver).
 var profileStages = []stage{
 	{condition: v1.ConditionSourceVerified,
-		decides: []decision{
-			{reason: v1.ReasonInlineSourceRefused},
-			{reason: v1.ReasonVerificationFailed}, // no pack verifier configured
-			{reason: v1.ReasonProfileInvalid},
-		},
-		classifies: []*ruleset{&sourceRules}},
+		decides:    []Outcome{InlineSourceRefused, NoPackVerifier, ProfileInvalid},
+		classifies: []classifier{sourceClassifier}},
 	{condition: v1.ConditionSnapshotReconstructed,
-		decides: []decision{{reason: v1.ReasonSnapshotDigestMismatch}}},
+		decides: []Outcome{SnapshotDigestMismatch}},
 }
 
 // deploymentStages are the ServiceDeployment's stages, in the order a pass runs them. Binding
@@ -46,32 +142,16 @@ var profileStages = []stage{
 // beyond its namespace's egress ceiling) never dials its endpoint nor reads its credential.
 var deploymentStages = []stage{
 	{condition: v1.ConditionProfileVerified,
-		decides: []decision{
-			{reason: v1.ReasonProfileNotFound, transient: true},
-			{reason: v1.ReasonProfileNotReady, transient: true},
-			{reason: v1.ReasonProfileNotReady, waiting: true}, // its source waits for a trust source or Secret
-			{reason: v1.ReasonProfileNotReady},                // the profile is Stalled, or its source is refused
-		}},
+		decides: []Outcome{ProfileNotFound, ProfileNotReady, ProfileWaiting, ProfileRefused}},
 	{condition: v1.ConditionBound,
-		decides: []decision{
-			{reason: v1.ReasonOperationSetMismatch},
-			{reason: v1.ReasonEndpointRefInvalid},
-			{reason: v1.ReasonCredentialRefMismatch},
-			{reason: v1.ReasonGrantNotFound},                // an operation names no grant
-			{reason: v1.ReasonGrantNotFound, waiting: true}, // the RoleBinding or its role does not exist yet
-			{reason: v1.ReasonGrantDenied},
-			{reason: v1.ReasonProgressing, transient: true}, // a grant or its role could not be read
-			{reason: v1.ReasonEndpointRefused},
-			{reason: v1.ReasonProviderCollision},
-			{reason: v1.ReasonAuthorityCollision},
-			{reason: v1.ReasonOperationCollision},
-		},
-		classifies: []*ruleset{&bindingRules}},
+		decides: []Outcome{OperationSetMismatch, EndpointRefInvalid, CredentialRefMismatch, GrantNotNamed, GrantNotFound,
+			GrantDenied, GrantUnreadable, EndpointRefused, ProviderCollision, AuthorityCollision, OperationCollision},
+		classifies: []classifier{bindingClassifier}},
 	{condition: v1.ConditionSnapshotFrozen,
-		decides:    []decision{{reason: v1.ReasonCredentialRefused}}, // no credential hash key
-		classifies: []*ruleset{&bindingRules, &freezeRules}},
+		decides:    []Outcome{NoCredentialHashKey},
+		classifies: []classifier{credentialClassifier, freezeClassifier}},
 	{condition: v1.ConditionSnapshotMatched,
-		decides: []decision{{reason: v1.ReasonSnapshotDrift}}},
+		decides: []Outcome{SnapshotDrift}},
 }
 
 // ProfileConditions returns the condition types of the McpServiceProfile stages, in the order
@@ -103,17 +183,6 @@ const (
 	classRefused = "refused"
 )
 
-// class returns the outcome class of a decision.
-func (d decision) class() string {
-	switch {
-	case d.transient:
-		return classRetried
-	case d.waiting:
-		return classWaiting
-	}
-	return classRefused
-}
-
 // tableRow is one line of the activation table as docs/concepts.md shows it.
 type tableRow struct {
 	kind, condition, reason string
@@ -127,11 +196,12 @@ type tableRow struct {
 func activationTable() []tableRow {
 	var out []tableRow
 	add := func(kind string, s stage) {
-		seen := map[decision]bool{}
-		emit := func(d decision) {
-			if !seen[d] {
-				seen[d] = true
-				out = append(out, tableRow{kind: kind, condition: s.condition, reason: d.reason, class: d.class()})
+		seen := map[tableRow]bool{}
+		emit := func(reason, class string) {
+			row := tableRow{kind: kind, condition: s.condition, reason: reason, class: class}
+			if !seen[row] {
+				seen[row] = true
+				out = append(out, row)
 			}
 		}
 		var walk func(rs *ruleset)
@@ -141,14 +211,14 @@ func activationTable() []tableRow {
 					walk(r.delegate)
 					continue
 				}
-				emit(decision{reason: r.reason, transient: r.transient, waiting: r.waiting})
+				emit(r.reason, Outcome{transient: r.transient, waiting: r.waiting}.class())
 			}
 		}
-		for _, d := range s.decides {
-			emit(d)
+		for _, o := range s.decides {
+			emit(o.reason, o.class())
 		}
-		for _, rs := range s.classifies {
-			walk(rs)
+		for _, c := range s.classifies {
+			walk(c.rules)
 		}
 	}
 	for _, s := range profileStages {

@@ -43,17 +43,17 @@ func checkBindings(doc *v1.ProfileDocument, spec *v1.ServiceDeploymentSpec) *act
 			}
 			msg += " unknown " + quoteList(extra)
 		}
-		return activation.Refuse(v1.ConditionBound, v1.ReasonOperationSetMismatch, "%s", msg)
+		return activation.OperationSetMismatch.New("%s", msg)
 	}
 	for _, b := range spec.Operations {
 		if b.EndpointRef != v1.EndpointRefMCPConnection {
-			return activation.Refuse(v1.ConditionBound, v1.ReasonEndpointRefInvalid, "operation %q has endpointRef %q; it must be %q", clip(b.OperationRef), clip(b.EndpointRef), v1.EndpointRefMCPConnection)
+			return activation.EndpointRefInvalid.New("operation %q has endpointRef %q; it must be %q", clip(b.OperationRef), clip(b.EndpointRef), v1.EndpointRefMCPConnection)
 		}
 		if !sameCredential(b.CredentialRef, spec.MCPConnection.CredentialRef) {
-			return activation.Refuse(v1.ConditionBound, v1.ReasonCredentialRefMismatch, "operation %q must carry exactly the connection's credentialRef (%s)", clip(b.OperationRef), describeCredential(spec.MCPConnection.CredentialRef))
+			return activation.CredentialRefMismatch.New("operation %q must carry exactly the connection's credentialRef (%s)", clip(b.OperationRef), describeCredential(spec.MCPConnection.CredentialRef))
 		}
 		if len(b.GrantRefs) == 0 {
-			return activation.Refuse(v1.ConditionBound, v1.ReasonGrantNotFound, "operation %q names no grant", clip(b.OperationRef))
+			return activation.GrantNotNamed.New("operation %q names no grant", clip(b.OperationRef))
 		}
 	}
 	return nil

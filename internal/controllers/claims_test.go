@@ -107,7 +107,7 @@ func TestClaimIndexFullOperationKey(t *testing.T) {
 	if len(got) != 1 || got[0].Key != "ns/a" {
 		t.Fatalf("claims sharing conn-a/op-b = %+v, want ns/a", got)
 	}
-	if serr := findCollision(later, got); serr == nil || serr.Reason != v1.ReasonOperationCollision || !strings.Contains(serr.Message, `"conn-a/op-b" is held by ServiceDeployment ns/a`) {
+	if serr := findCollision(later, got); serr == nil || serr.Reason() != v1.ReasonOperationCollision || !strings.Contains(serr.Message(), `"conn-a/op-b" is held by ServiceDeployment ns/a`) {
 		t.Fatalf("findCollision = %+v", serr)
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	v1 "github.com/b10x/connector-mcp/api/v1"
 )
 
 // bundleClaim is what one deployment holds in the bundle: its permanent provider identity, its
@@ -40,8 +38,9 @@ func (a bundleClaim) before(b bundleClaim) bool {
 // otherwise.
 func findCollision(self bundleClaim, all []bundleClaim) *activation.StageError {
 	var holder *bundleClaim
-	var kind, value string
-	consider := func(c *bundleClaim, k, v string) {
+	var kind activation.Outcome
+	var value string
+	consider := func(c *bundleClaim, k activation.Outcome, v string) {
 		if holder == nil || c.before(*holder) {
 			holder, kind, value = c, k, v
 		}
@@ -57,13 +56,13 @@ func findCollision(self bundleClaim, all []bundleClaim) *activation.StageError {
 		}
 		switch {
 		case c.Provider == self.Provider:
-			consider(c, v1.ReasonProviderCollision, "providerID "+strconvQuote(self.Provider))
+			consider(c, activation.ProviderCollision, "providerID "+strconvQuote(self.Provider))
 		case self.Authority != "" && c.Authority == self.Authority:
-			consider(c, v1.ReasonAuthorityCollision, "endpoint "+strconvQuote(self.Authority))
+			consider(c, activation.AuthorityCollision, "endpoint "+strconvQuote(self.Authority))
 		default:
 			for _, o := range c.Operations {
 				if ops[o] {
-					consider(c, v1.ReasonOperationCollision, "operation "+strconvQuote(o))
+					consider(c, activation.OperationCollision, "operation "+strconvQuote(o))
 					break
 				}
 			}
@@ -74,9 +73,9 @@ func findCollision(self bundleClaim, all []bundleClaim) *activation.StageError {
 	}
 	if namespaceOf(holder.Key) != namespaceOf(self.Key) {
 		// Nothing of another namespace is named: not its namespace, not its deployment.
-		return activation.Refuse(v1.ConditionBound, kind, "%s is held by another deployment, in another namespace", value)
+		return kind.New("%s is held by another deployment, in another namespace", value)
 	}
-	return activation.Refuse(v1.ConditionBound, kind, "%s is held by ServiceDeployment %s", value, holder.Key)
+	return kind.New("%s is held by ServiceDeployment %s", value, holder.Key)
 }
 
 // namespaceOf returns the namespace part of a "namespace/name" claim key.

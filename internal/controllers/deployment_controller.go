@@ -189,7 +189,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	} else {
 		// Fail closed: nothing is active unless every stage passed in this pass.
 		st.ActiveSnapshotDigest, st.ExposedOperations = "", 0
-		if failed.Reason != v1.ReasonSnapshotDrift {
+		if failed.Reason() != v1.ReasonSnapshotDrift {
 			st.CandidateSnapshotDigest, st.Drift = "", nil
 		}
 	}
@@ -237,7 +237,7 @@ const profileUnseenGrace = 10 * time.Minute
 // waitsForProfile reports a pass that should write nothing: the deployment has no status yet and
 // failed only because its profile, which exists, has not been reconciled yet.
 func waitsForProfile(orig *v1.ServiceDeployment, failed *activation.StageError, p *pass) bool {
-	return failed != nil && failed.Reason == v1.ReasonProfileNotReady && failed.Transient && p.profileUnseen &&
+	return failed != nil && failed.Reason() == v1.ReasonProfileNotReady && failed.Transient() && p.profileUnseen &&
 		len(orig.Status.Conditions) == 0 && orig.Status.ObservedGeneration == 0
 }
 

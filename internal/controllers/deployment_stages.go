@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"github.com/b10x/connector-mcp/internal/activation"
 	"slices"
 	"time"
@@ -47,10 +46,9 @@ func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *acti
 	// A read-only cache view (see Reconcile): the Resolver, too, treats prof as read-only.
 	if err := r.Client.Get(ctx, key, prof, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
-			return &activation.StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotFound, Transient: true,
-				Message: fmt.Sprintf("McpServiceProfile %q does not exist in this namespace", key.Name)}
+			return activation.ProfileNotFound.New("McpServiceProfile %q does not exist in this namespace", key.Name)
 		}
-		return activation.Retry(v1.ConditionProfileVerified, v1.ReasonProfileNotReady, err, "McpServiceProfile %q could not be read", key.Name)
+		return activation.ProfileNotReady.Wrap(err, "McpServiceProfile %q could not be read", key.Name)
 	}
 	ready := meta.FindStatusCondition(prof.Status.Conditions, v1.ConditionReady)
 	// Unseen: no status yet, in this manager's shard (its reconciler will write one), and young
@@ -58,23 +56,25 @@ func (r *DeploymentReconciler) verifyProfile(ctx context.Context, p *pass) *acti
 	p.profileUnseen = len(prof.Status.Conditions) == 0 && prof.Status.ObservedGeneration == 0 && inShard(r.Shard, prof) &&
 		p.now.Sub(prof.CreationTimestamp.Time) < profileUnseenGrace
 	if ready == nil || ready.Status != metav1.ConditionTrue || prof.Status.ObservedGeneration != prof.Generation {
-		serr := &activation.StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotReady, Transient: true,
-			Message: fmt.Sprintf("McpServiceProfile %q is not verified", key.Name)}
 		if stalled := meta.FindStatusCondition(prof.Status.Conditions, v1.ConditionStalled); stalled != nil && stalled.Status == metav1.ConditionTrue &&
 			prof.Status.ObservedGeneration == prof.Generation {
-			serr.Transient = false
-			serr.Message += " (" + stalled.Reason + ")"
+			return activation.ProfileRefused.New("McpServiceProfile %q is not verified (%s)", key.Name, stalled.Reason)
 		}
-		return serr
+		return activation.ProfileNotReady.New("McpServiceProfile %q is not verified", key.Name)
 	}
 	res, serr := r.Resolver.Resolve(ctx, prof)
 	if serr != nil {
-		return &activation.StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotReady, Transient: serr.Transient, Waiting: serr.Waiting, Err: serr,
-			Message: fmt.Sprintf("McpServiceProfile %q does not verify: %s", key.Name, serr.Reason)}
+		outcome := activation.ProfileRefused
+		switch {
+		case serr.Transient():
+			outcome = activation.ProfileNotReady
+		case serr.Waiting():
+			outcome = activation.ProfileWaiting
+		}
+		return outcome.Wrap(serr, "McpServiceProfile %q does not verify: %s", key.Name, serr.Reason())
 	}
 	if res.Snapshot.Digest != prof.Status.SnapshotDigest {
-		return &activation.StageError{Condition: v1.ConditionProfileVerified, Reason: v1.ReasonProfileNotReady, Transient: true,
-			Message: fmt.Sprintf("McpServiceProfile %q is being re-verified", key.Name)}
+		return activation.ProfileNotReady.New("McpServiceProfile %q is being re-verified", key.Name)
 	}
 	p.resolved = res
 	return nil
@@ -105,14 +105,14 @@ func (r *DeploymentReconciler) bind(ctx context.Context, p *pass) *activation.St
 	}
 	authority, err := normalizeEndpoint(sd.Spec.MCPConnection.URL)
 	if err != nil {
-		return activation.Refuse(v1.ConditionBound, v1.ReasonEndpointRefused, "%s", err.Error())
+		return activation.EndpointRefused.New("%s", err.Error())
 	}
 	// The namespace's egress ceiling and the always-denied literal addresses, every pass and
 	// before anything is dialed (the credential is read by the freeze stage).
 	req := bindingRequest(sd)
 	req.Credential = nil
 	if err := r.binder().Check(ctx, req); err != nil {
-		return activation.ClassifyBindingError(v1.ConditionBound, err)
+		return activation.ClassifyBindingError(err)
 	}
 	self := r.claim(sd, authority, doc)
 	// Only the claims sharing a full claim key with this one can collide with it; they come
@@ -128,9 +128,9 @@ func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDep
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: name}, rb, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			// It may arrive in the same apply (its watch brings the next pass).
-			return activation.Wait(v1.ConditionBound, v1.ReasonGrantNotFound, "grant RoleBinding %q does not exist in this namespace", name)
+			return activation.GrantNotFound.New("grant RoleBinding %q does not exist in this namespace", name)
 		}
-		return activation.Retry(v1.ConditionBound, v1.ReasonProgressing, err, "grant RoleBinding %q could not be read", name)
+		return activation.GrantUnreadable.Wrap(err, "grant RoleBinding %q could not be read", name)
 	}
 	var rules []rbacv1.PolicyRule
 	var err error
@@ -144,16 +144,16 @@ func (r *DeploymentReconciler) checkGrant(ctx context.Context, sd *v1.ServiceDep
 		err = r.Client.Get(ctx, types.NamespacedName{Name: rb.RoleRef.Name}, role, client.UnsafeDisableDeepCopy)
 		rules = role.Rules
 	default:
-		return activation.Refuse(v1.ConditionBound, v1.ReasonGrantDenied, "grant RoleBinding %q refers to an unknown role kind", name)
+		return activation.GrantDenied.New("grant RoleBinding %q refers to an unknown role kind", name)
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return activation.Wait(v1.ConditionBound, v1.ReasonGrantNotFound, "the %s %q of grant RoleBinding %q does not exist", rb.RoleRef.Kind, rb.RoleRef.Name, name)
+			return activation.GrantNotFound.New("the %s %q of grant RoleBinding %q does not exist", rb.RoleRef.Kind, rb.RoleRef.Name, name)
 		}
-		return activation.Retry(v1.ConditionBound, v1.ReasonProgressing, err, "the role of grant RoleBinding %q could not be read", name)
+		return activation.GrantUnreadable.Wrap(err, "the role of grant RoleBinding %q could not be read", name)
 	}
 	if !rulesAllowInvoke(rules, sd.Name) {
-		return activation.Refuse(v1.ConditionBound, v1.ReasonGrantDenied, "grant RoleBinding %q does not allow verb %q on %s.%s %q", name, invokeVerb, serviceDeploymentsResource, v1.GroupVersion.Group, sd.Name)
+		return activation.GrantDenied.New("grant RoleBinding %q does not allow verb %q on %s.%s %q", name, invokeVerb, serviceDeploymentsResource, v1.GroupVersion.Group, sd.Name)
 	}
 	return nil
 }
@@ -190,11 +190,11 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *activation.
 	if sd.Spec.MCPConnection.CredentialRef != nil {
 		val, err := r.binder().Credential(ctx, bindingRequest(sd))
 		if err != nil {
-			return activation.ClassifyBindingError(v1.ConditionSnapshotFrozen, err)
+			return activation.ClassifyCredentialError(err)
 		}
 		if len(r.CredentialHashKey) < CredentialHashKeyMinBytes {
 			clear(val)
-			return activation.Refuse(v1.ConditionSnapshotFrozen, v1.ReasonCredentialRefused, "the operator has no credential hash key")
+			return activation.NoCredentialHashKey.New("the operator has no credential hash key")
 		}
 		p.credHash = credentialHash(r.CredentialHashKey, string(sd.UID), val)
 		clear(val)
@@ -297,7 +297,7 @@ func (r *DeploymentReconciler) match(ctx context.Context, p *pass) *activation.S
 			if c := meta.FindStatusCondition(st.Conditions, v1.ConditionSnapshotMatched); c != nil && c.Reason == v1.ReasonSnapshotDrift {
 				msg = c.Message
 			}
-			return &activation.StageError{Condition: v1.ConditionSnapshotMatched, Reason: v1.ReasonSnapshotDrift, Message: msg}
+			return activation.SnapshotDrift.New("%s", msg)
 		}
 		return nil
 	}
@@ -310,5 +310,5 @@ func (r *DeploymentReconciler) match(ctx context.Context, p *pass) *activation.S
 	st.CandidateSnapshotDigest = p.live.Digest
 	st.Drift = driftStatus(d.Diff)
 	r.recordReview(ctx, p)
-	return activation.Refuse(v1.ConditionSnapshotMatched, v1.ReasonSnapshotDrift, "%s; candidate %s kept for review", driftSummary(d.Diff), p.live.Digest)
+	return activation.SnapshotDrift.New("%s; candidate %s kept for review", driftSummary(d.Diff), p.live.Digest)
 }

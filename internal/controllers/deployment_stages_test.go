@@ -64,8 +64,8 @@ func TestMatchWithoutFreezeRepeatsRecordedOutcome(t *testing.T) {
 	meta.SetStatusCondition(&drifted.Status.Conditions, metav1.Condition{Type: v1.ConditionSnapshotMatched, Status: metav1.ConditionFalse,
 		Reason: v1.ReasonSnapshotDrift, Message: `the live tool list differs from the reviewed snapshot: added "x"`})
 	serr := r.match(context.Background(), &pass{sd: drifted})
-	if serr == nil || serr.Condition != v1.ConditionSnapshotMatched || serr.Reason != v1.ReasonSnapshotDrift || serr.Transient ||
-		!strings.Contains(serr.Message, `added "x"`) {
+	if serr == nil || serr.Condition() != v1.ConditionSnapshotMatched || serr.Reason() != v1.ReasonSnapshotDrift || serr.Transient() ||
+		!strings.Contains(serr.Message(), `added "x"`) {
 		t.Fatalf("recorded drift: %+v", serr)
 	}
 	if serr := r.match(context.Background(), &pass{sd: &v1.ServiceDeployment{}}); serr != nil {

@@ -15,7 +15,7 @@ import (
 func (r *DeploymentReconciler) announce(ctx context.Context, sd, orig *v1.ServiceDeployment, o outcome, p *pass) {
 	reason, msg, typ := o.readyReason, o.readyMessage, corev1.EventTypeNormal
 	if o.failed != nil {
-		reason, msg, typ = o.failed.Reason, o.failed.Message, corev1.EventTypeWarning
+		reason, msg, typ = o.failed.Reason(), o.failed.Message(), corev1.EventTypeWarning
 	}
 	newDrift := p.drift != nil && sd.Status.CandidateSnapshotDigest != orig.Status.CandidateSnapshotDigest
 	if reason == readyReason(orig.Status.Conditions) && !newDrift {

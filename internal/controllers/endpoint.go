@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-
-	v1 "github.com/b10x/connector-mcp/api/v1"
 )
 
 // Stable refusal names of an endpoint URL that carries a value: configuration names sources
@@ -47,11 +45,9 @@ func endpointURLRefusal(raw string) string {
 func checkEndpointURL(field, raw string) *activation.StageError {
 	switch endpointURLRefusal(raw) {
 	case RefusalEndpointUserinfo:
-		return &activation.StageError{Condition: v1.ConditionBound, Reason: v1.ReasonEndpointRefused,
-			Message: fmt.Sprintf("%s: %s must not carry userinfo (user:pass@); configuration names sources, never values: name a bearer with spec.mcpConnection.credentialRef", RefusalEndpointUserinfo, field)}
+		return activation.EndpointRefused.New("%s: %s must not carry userinfo (user:pass@); configuration names sources, never values: name a bearer with spec.mcpConnection.credentialRef", RefusalEndpointUserinfo, field)
 	case RefusalEndpointFragment:
-		return &activation.StageError{Condition: v1.ConditionBound, Reason: v1.ReasonEndpointRefused,
-			Message: fmt.Sprintf("%s: %s must not carry a fragment (#...)", RefusalEndpointFragment, field)}
+		return activation.EndpointRefused.New("%s: %s must not carry a fragment (#...)", RefusalEndpointFragment, field)
 	}
 	return nil
 }

@@ -116,18 +116,18 @@ func FuzzFindCollisionFirstComeKeepsIt(f *testing.F) {
 			}
 			named := false
 			for _, h := range claims {
-				if strings.Contains(serr.Message, h.Key) && namespaceOf(h.Key) != namespaceOf(c.Key) {
-					t.Fatalf("refusal of %s names %s of another namespace: %q", c.Key, h.Key, serr.Message)
+				if strings.Contains(serr.Message(), h.Key) && namespaceOf(h.Key) != namespaceOf(c.Key) {
+					t.Fatalf("refusal of %s names %s of another namespace: %q", c.Key, h.Key, serr.Message())
 				}
-				if strings.HasSuffix(serr.Message, "ServiceDeployment "+h.Key) {
+				if strings.HasSuffix(serr.Message(), "ServiceDeployment "+h.Key) {
 					named = true
 					if !h.before(c) {
 						t.Fatalf("%s refused in favour of %s, which came later", c.Key, h.Key)
 					}
 				}
 			}
-			if !named && !strings.HasSuffix(serr.Message, "held by another deployment, in another namespace") {
-				t.Fatalf("refusal names no holder: %q", serr.Message)
+			if !named && !strings.HasSuffix(serr.Message(), "held by another deployment, in another namespace") {
+				t.Fatalf("refusal names no holder: %q", serr.Message())
 			}
 		}
 	})

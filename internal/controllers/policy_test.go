@@ -107,8 +107,8 @@ func TestCheckProfile(t *testing.T) {
 			if serr == nil {
 				t.Fatal("accepted")
 			}
-			if serr.Condition != tc.condition || serr.Reason != tc.reason || serr.Transient {
-				t.Fatalf("got %s/%s transient=%v, want %s/%s", serr.Condition, serr.Reason, serr.Transient, tc.condition, tc.reason)
+			if serr.Condition() != tc.condition || serr.Reason() != tc.reason || serr.Transient() {
+				t.Fatalf("got %s/%s transient=%v, want %s/%s", serr.Condition(), serr.Reason(), serr.Transient(), tc.condition, tc.reason)
 			}
 			if !errors.Is(serr, activation.ErrStage) {
 				t.Fatal("not ErrStage")
@@ -245,11 +245,11 @@ func TestCheckBindings(t *testing.T) {
 				}
 				return
 			}
-			if serr == nil || serr.Reason != tc.reason || serr.Condition != v1.ConditionBound {
+			if serr == nil || serr.Reason() != tc.reason || serr.Condition() != v1.ConditionBound {
 				t.Fatalf("got %v, want reason %s", serr, tc.reason)
 			}
-			if !strings.Contains(serr.Message, tc.msg) {
-				t.Fatalf("message %q lacks %q", serr.Message, tc.msg)
+			if !strings.Contains(serr.Message(), tc.msg) {
+				t.Fatalf("message %q lacks %q", serr.Message(), tc.msg)
 			}
 		})
 	}
@@ -309,11 +309,11 @@ func TestFindCollision(t *testing.T) {
 				}
 				return
 			}
-			if serr == nil || serr.Reason != tc.reason {
+			if serr == nil || serr.Reason() != tc.reason {
 				t.Fatalf("got %v, want %s", serr, tc.reason)
 			}
-			if !strings.Contains(serr.Message, "ns/first") {
-				t.Fatalf("message %q does not name the holder", serr.Message)
+			if !strings.Contains(serr.Message(), "ns/first") {
+				t.Fatalf("message %q does not name the holder", serr.Message())
 			}
 		})
 	}
@@ -326,14 +326,14 @@ func TestFindCollisionDoesNotNameAnotherNamespace(t *testing.T) {
 	holder := bundleClaim{Key: "team-secret/payroll-bridge", Created: t0, Provider: "p", Authority: "https://h:443/mcp"}
 	self := bundleClaim{Key: "tenant/probe", Created: metav1.NewTime(t0.Add(time.Minute)), Provider: "q", Authority: "https://h:443/mcp"}
 	serr := findCollision(self, []bundleClaim{holder, self})
-	if serr == nil || serr.Reason != v1.ReasonAuthorityCollision {
+	if serr == nil || serr.Reason() != v1.ReasonAuthorityCollision {
 		t.Fatalf("got %v, want %s", serr, v1.ReasonAuthorityCollision)
 	}
-	if strings.Contains(serr.Message, "team-secret") || strings.Contains(serr.Message, "payroll") || !strings.Contains(serr.Message, "another deployment") {
-		t.Fatalf("message %q names another namespace's object", serr.Message)
+	if strings.Contains(serr.Message(), "team-secret") || strings.Contains(serr.Message(), "payroll") || !strings.Contains(serr.Message(), "another deployment") {
+		t.Fatalf("message %q names another namespace's object", serr.Message())
 	}
 	sameNS := bundleClaim{Key: "tenant/first", Created: t0, Provider: "p", Authority: "https://h:443/mcp"}
-	if serr := findCollision(self, []bundleClaim{sameNS, self}); serr == nil || !strings.Contains(serr.Message, "ServiceDeployment tenant/first") {
+	if serr := findCollision(self, []bundleClaim{sameNS, self}); serr == nil || !strings.Contains(serr.Message(), "ServiceDeployment tenant/first") {
 		t.Fatalf("same-namespace holder not named: %v", serr)
 	}
 }
@@ -344,7 +344,7 @@ func TestFindCollisionNamesEarliestHolder(t *testing.T) {
 	b := bundleClaim{Key: "ns/b", Created: t0, Provider: "x", Authority: "https://h:443/"}
 	self := bundleClaim{Key: "ns/c", Created: metav1.NewTime(t0.Add(3 * time.Minute)), Provider: "p", Authority: "https://h:443/"}
 	serr := findCollision(self, []bundleClaim{a, b, self})
-	if serr == nil || serr.Reason != v1.ReasonAuthorityCollision || !strings.Contains(serr.Message, "ns/b") {
+	if serr == nil || serr.Reason() != v1.ReasonAuthorityCollision || !strings.Contains(serr.Message(), "ns/b") {
 		t.Fatalf("got %v", serr)
 	}
 }
@@ -461,12 +461,12 @@ func TestBindingStageError(t *testing.T) {
 		{fmt.Errorf("%w: boom", k8sbinding.ErrClusterPolicyUnavailable), v1.ReasonProgressing, true, "could not be read"},
 		{&egress.DestinationError{Addr: "169.254.169.254:80", Reason: "metadata"}, v1.ReasonEndpointRefused, false, "destination_refused"},
 	} {
-		serr := activation.ClassifyBindingError(v1.ConditionBound, c.err)
-		if serr.Reason != c.reason || serr.Transient != c.transient || serr.Condition != v1.ConditionBound || !strings.Contains(serr.Message, c.says) {
-			t.Errorf("%v: got %s transient=%v %q", c.err, serr.Reason, serr.Transient, serr.Message)
+		serr := activation.ClassifyBindingError(c.err)
+		if serr.Reason() != c.reason || serr.Transient() != c.transient || serr.Condition() != v1.ConditionBound || !strings.Contains(serr.Message(), c.says) {
+			t.Errorf("%v: got %s transient=%v %q", c.err, serr.Reason(), serr.Transient(), serr.Message())
 		}
-		if strings.Contains(serr.Message, "metadata") || strings.Contains(serr.Message, "169.254") {
-			t.Errorf("%v: message says which rule refused: %q", c.err, serr.Message)
+		if strings.Contains(serr.Message(), "metadata") || strings.Contains(serr.Message(), "169.254") {
+			t.Errorf("%v: message says which rule refused: %q", c.err, serr.Message())
 		}
 	}
 }

@@ -216,7 +216,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		if pv := resolved.Provenance; pv != nil && len(pv.WaivedChecks) > 0 {
 			o.readyMessage += fmt.Sprintf("; checks waived by unsafe manager flags: %s", strings.Join(pv.WaivedChecks, ", "))
 		}
-	} else if !failed.Transient {
+	} else if !failed.Transient() {
 		// A refused source proves nothing: keep no digest that could pass for verified.
 		st.PackDigest, st.ProfileDigest, st.SnapshotDigest, st.Verified = "", "", "", nil
 	}
@@ -264,7 +264,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 func (r *ProfileReconciler) announce(ctx context.Context, p *v1.McpServiceProfile, prevReason string, o outcome) {
 	reason, msg, typ := o.readyReason, o.readyMessage, corev1.EventTypeNormal
 	if o.failed != nil {
-		reason, msg, typ = o.failed.Reason, o.failed.Message, corev1.EventTypeWarning
+		reason, msg, typ = o.failed.Reason(), o.failed.Message(), corev1.EventTypeWarning
 	}
 	if reason == prevReason {
 		return

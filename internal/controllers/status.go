@@ -27,7 +27,7 @@ type outcome struct {
 // waiting records, for a pass that stopped on a waiting refusal, whether its grace period has
 // passed (from the conditions conds written before this pass).
 func (o *outcome) waiting(conds []metav1.Condition, generation int64, now time.Time, grace time.Duration) {
-	if o.failed != nil && o.failed.Waiting {
+	if o.failed != nil && o.failed.Waiting() {
 		o.waitOver, o.waitLeft = waitState(conds, generation, now, grace)
 	}
 }
@@ -35,7 +35,7 @@ func (o *outcome) waiting(conds []metav1.Condition, generation int64, now time.T
 // reconciling reports whether the pass stopped on a refusal that reads Reconciling: a transient
 // failure, or a waiting refusal within its grace period.
 func (o outcome) reconciling() bool {
-	return o.failed != nil && (o.failed.Transient || (o.failed.Waiting && !o.waitOver))
+	return o.failed != nil && (o.failed.Transient() || (o.failed.Waiting() && !o.waitOver))
 }
 
 // terminal reports whether the pass reached a decision for this generation: success, or a
@@ -53,7 +53,7 @@ const waitMargin = 50 * time.Millisecond
 // exponential, jittered backoff d, or, for a waiting refusal, the end of its grace period when
 // that comes first, so that it reads Stalled on time.
 func (o outcome) retryAfter(d time.Duration) time.Duration {
-	if o.failed != nil && o.failed.Waiting && o.waitLeft+waitMargin < d {
+	if o.failed != nil && o.failed.Waiting() && o.waitLeft+waitMargin < d {
 		return o.waitLeft + waitMargin
 	}
 	return d
@@ -95,8 +95,8 @@ func applyConditions(conds *[]metav1.Condition, generation int64, now time.Time,
 		switch {
 		case !reached:
 			meta.RemoveStatusCondition(conds, st)
-		case o.failed != nil && o.failed.Condition == st:
-			set(st, metav1.ConditionFalse, o.failed.Reason, o.failed.Message)
+		case o.failed != nil && o.failed.Condition() == st:
+			set(st, metav1.ConditionFalse, o.failed.Reason(), o.failed.Message())
 			reached = false
 		default:
 			set(st, metav1.ConditionTrue, v1.ReasonSucceeded, st+" passed")
@@ -108,16 +108,16 @@ func applyConditions(conds *[]metav1.Condition, generation int64, now time.Time,
 		meta.RemoveStatusCondition(conds, v1.ConditionReconciling)
 		meta.RemoveStatusCondition(conds, v1.ConditionStalled)
 	case o.reconciling():
-		set(v1.ConditionReady, metav1.ConditionFalse, o.failed.Reason, o.failed.Message)
+		set(v1.ConditionReady, metav1.ConditionFalse, o.failed.Reason(), o.failed.Message())
 		if c := meta.FindStatusCondition(*conds, v1.ConditionReconciling); c != nil && c.ObservedGeneration != generation {
 			// A new generation: its wait (waitState) starts now.
 			meta.RemoveStatusCondition(conds, v1.ConditionReconciling)
 		}
-		set(v1.ConditionReconciling, metav1.ConditionTrue, o.failed.Reason, o.failed.Message)
+		set(v1.ConditionReconciling, metav1.ConditionTrue, o.failed.Reason(), o.failed.Message())
 		meta.RemoveStatusCondition(conds, v1.ConditionStalled)
 	default:
-		set(v1.ConditionReady, metav1.ConditionFalse, o.failed.Reason, o.failed.Message)
-		set(v1.ConditionStalled, metav1.ConditionTrue, o.failed.Reason, o.failed.Message)
+		set(v1.ConditionReady, metav1.ConditionFalse, o.failed.Reason(), o.failed.Message())
+		set(v1.ConditionStalled, metav1.ConditionTrue, o.failed.Reason(), o.failed.Message())
 		meta.RemoveStatusCondition(conds, v1.ConditionReconciling)
 	}
 }

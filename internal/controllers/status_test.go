@@ -16,7 +16,7 @@ import (
 func TestWaitingRefusalGracePeriod(t *testing.T) {
 	start := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 	grace := time.Minute
-	waiting := outcome{stages: []string{v1.ConditionBound}, failed: activation.Wait(v1.ConditionBound, v1.ReasonGrantNotFound, "grant RoleBinding %q does not exist in this namespace", "g")}
+	waiting := outcome{stages: []string{v1.ConditionBound}, failed: activation.GrantNotFound.New("grant RoleBinding %q does not exist in this namespace", "g")}
 	var conds []metav1.Condition
 	pass := func(gen int64, now time.Time) outcome {
 		o := waiting
@@ -57,7 +57,7 @@ func TestWaitingRefusalGracePeriod(t *testing.T) {
 	// A transient failure of generation 3 begins its wait; its Reconciling time is not
 	// generation 2's.
 	conds = nil
-	applyConditions(&conds, 2, start, outcome{stages: []string{v1.ConditionBound}, failed: activation.Retry(v1.ConditionBound, v1.ReasonProgressing, nil, "x")})
+	applyConditions(&conds, 2, start, outcome{stages: []string{v1.ConditionBound}, failed: activation.GrantUnreadable.New("x")})
 	if pass(3, start.Add(10*grace)); !has(v1.ConditionReconciling) {
 		t.Fatalf("generation 3 after an older Reconciling: %+v", conds)
 	}

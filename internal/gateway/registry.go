@@ -204,8 +204,8 @@ func (r *Registry) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	res, serr := r.Resolver.Resolve(ctx, prof)
 	if serr != nil {
 		r.Remove(req.NamespacedName)
-		r.Log.Info("Profile does not verify here; deployment not served", "namespace", sd.Namespace, "name", sd.Name, "reason", serr.Reason)
-		if serr.Transient || serr.Waiting {
+		r.Log.Info("Profile does not verify here; deployment not served", "namespace", sd.Namespace, "name", sd.Name, "reason", serr.Reason())
+		if serr.Transient() || serr.Waiting() {
 			// A waiting refusal (a trust policy or key Secret this gateway's cache has not seen
 			// yet, while the manager already has) clears with an arrival this registry does not
 			// watch: retried like a transient failure.

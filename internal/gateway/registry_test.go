@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -14,6 +15,12 @@ import (
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/activation"
 )
+
+// stepRefusal is a verifier step's refusal, named like the pack verifier names its own steps.
+type stepRefusal string
+
+func (e stepRefusal) Error() string   { return "verifier: " + string(e) }
+func (e stepRefusal) Refusal() string { return string(e) }
 
 // refusingResolver answers every profile with one stage outcome.
 type refusingResolver struct{ serr *activation.StageError }
@@ -38,15 +45,19 @@ func TestRegistryRetriesWaitingRefusals(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(sd, prof).Build()
 	const retry = 7 * time.Second
 	for _, tc := range []struct {
-		name string
-		serr *activation.StageError
-		want time.Duration
+		name   string
+		serr   *activation.StageError
+		reason string
+		want   time.Duration
 	}{
-		{"waiting", activation.Wait(apiv1.ConditionSourceVerified, apiv1.ReasonUntrustedSigner, "no trust source"), retry},
-		{"transient", activation.Retry(apiv1.ConditionSourceVerified, apiv1.ReasonRegistryUnavailable, nil, "registry down"), retry},
-		{"refused", activation.Refuse(apiv1.ConditionSourceVerified, apiv1.ReasonPackInvalid, "tampered"), 0},
+		{"waiting", activation.ClassifyVerifyError(activation.VerifyRequest{}, stepRefusal(activation.StepNoTrustSource)), apiv1.ReasonUntrustedSigner, retry},
+		{"transient", activation.ClassifyVerifyError(activation.VerifyRequest{}, errors.New("registry down")), apiv1.ReasonRegistryUnavailable, retry},
+		{"refused", activation.ClassifyVerifyError(activation.VerifyRequest{}, stepRefusal(activation.StepPackReference)), apiv1.ReasonPackInvalid, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.serr.Reason() != tc.reason {
+				t.Fatalf("classified %s, want %s", tc.serr.Reason(), tc.reason)
+			}
 			r := &Registry{Client: c, Resolver: refusingResolver{tc.serr}, RetryInterval: retry}
 			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "sd"}})
 			if err != nil || res.RequeueAfter != tc.want {

@@ -51,14 +51,14 @@ func TestFreezeRefusalsAreNoOracle(t *testing.T) {
 		t.Fatal("not stage errors")
 	}
 	norm := func(s *activation.StageError, url string) string {
-		return fmt.Sprintf("%s %v %s", s.Reason, s.Transient, strings.ReplaceAll(s.Message, activation.SanitizeURL(url), "URL"))
+		return fmt.Sprintf("%s %v %s", s.Reason(), s.Transient(), strings.ReplaceAll(s.Message(), activation.SanitizeURL(url), "URL"))
 	}
 	if a, b := norm(closed, closedURL), norm(deny, deniedURL); a != b {
 		t.Fatalf("closed port: %q; denied address: %q", a, b)
 	}
 	for _, word := range []string{"loopback", "apiserver", "metadata", "private", "destination"} {
-		if strings.Contains(deny.Message, word) {
-			t.Fatalf("the message says %q: %q", word, deny.Message)
+		if strings.Contains(deny.Message(), word) {
+			t.Fatalf("the message says %q: %q", word, deny.Message())
 		}
 	}
 }

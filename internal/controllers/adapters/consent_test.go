@@ -64,8 +64,8 @@ func TestVerifyPackSecretConsentMissing(t *testing.T) {
 	before := reg.Requests()
 	_, err = verifier(true).VerifyPack(ctx, req)
 	serr := activation.ClassifyVerifyError(req, err)
-	if serr == nil || serr.Reason != v1.ReasonRegistryUnavailable || !serr.Transient ||
-		!strings.Contains(serr.Message, k8sbinding.RefusalCredentialConsentMissing) || strings.Contains(serr.Message, "cannot get") {
+	if serr == nil || serr.Reason() != v1.ReasonRegistryUnavailable || !serr.Transient() ||
+		!strings.Contains(serr.Message(), k8sbinding.RefusalCredentialConsentMissing) || strings.Contains(serr.Message(), "cannot get") {
 		t.Fatalf("without consent: %v (%+v)", err, serr)
 	}
 	if n := reg.Requests() - before; n != 0 {

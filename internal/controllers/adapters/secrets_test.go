@@ -43,13 +43,13 @@ func wantSecretRefused(t *testing.T, err error, name string, secretData ...strin
 		reason = v1.ReasonCredentialNotFound
 	}
 	var cr *k8sbinding.CredentialRefusal
-	if serr == nil || serr.Reason != reason || serr.Transient || serr.Waiting != waits ||
-		!strings.Contains(serr.Message, "("+name+")") || !errors.As(err, &cr) || cr.Name != name {
+	if serr == nil || serr.Reason() != reason || serr.Transient() || serr.Waiting() != waits ||
+		!strings.Contains(serr.Message(), "("+name+")") || !errors.As(err, &cr) || cr.Name != name {
 		t.Fatalf("got %v (%+v), want %s (%s)", err, serr, reason, name)
 	}
 	for _, d := range secretData {
-		if strings.Contains(serr.Message, d) || strings.Contains(err.Error(), d) {
-			t.Fatalf("the refusal carries Secret data: %s", serr.Message)
+		if strings.Contains(serr.Message(), d) || strings.Contains(err.Error(), d) {
+			t.Fatalf("the refusal carries Secret data: %s", serr.Message())
 		}
 	}
 }
@@ -105,7 +105,7 @@ func TestVerifyPackSecretsOptIn(t *testing.T) {
 	})
 	t.Run("twin: without the pull secret the registry refuses the pull", func(t *testing.T) {
 		_, err := verifier().VerifyPack(ctx, activation.VerifyRequest{Namespace: "team-a", Ref: platformPack})
-		if serr := staged(err); serr == nil || serr.Reason != v1.ReasonRegistryUnavailable {
+		if serr := staged(err); serr == nil || serr.Reason() != v1.ReasonRegistryUnavailable {
 			t.Fatalf("got %v, want %s", err, v1.ReasonRegistryUnavailable)
 		}
 	})

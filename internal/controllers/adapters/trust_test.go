@@ -275,7 +275,7 @@ func staged(err error) *activation.StageError {
 func wantStage(t *testing.T, err error, reason, want string) {
 	t.Helper()
 	serr := staged(err)
-	if serr == nil || serr.Reason != reason || serr.Transient || !strings.Contains(serr.Message, want) {
+	if serr == nil || serr.Reason() != reason || serr.Transient() || !strings.Contains(serr.Message(), want) {
 		t.Fatalf("got %v (%+v), want %s naming %q", err, serr, reason, want)
 	}
 }
