@@ -80,10 +80,15 @@ verify: manifests generate fmt tidy vet lint ## Regenerate, format, vet, lint; f
 
 ##@ Build
 
+# The version and commit `mcpctl version` reports (ldflags -X; docs/cli.md).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS_VERSION = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
 .PHONY: build
 build: ## Build all packages and the binaries into bin/.
 	$(GO) build ./...
-	$(GO) build -o bin/ ./cmd/...
+	$(GO) build -ldflags "$(LDFLAGS_VERSION)" -o bin/ ./cmd/...
 
 # `make image`: registry/repository to push to (plain HTTP only for loopback registries), optional tag.
 IMAGE_REPO ?=

@@ -20,25 +20,29 @@ func newAuthCmd(env *cliEnv) *cobra.Command {
 
 func newAuthStatusCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "status [--url URL | --secret NAMESPACE/NAME [-o json]]",
+		Use:   "status [--url URL | --secret NAMESPACE/NAME [-o json|yaml]]",
 		Short: "List stored OAuth credentials by resource and issuer, or describe an in-cluster McpCredential (never token values)",
 		Args:  cobra.ArbitraryArgs,
 	}
 	var serverURL, secret string
 	cmd.Flags().StringVar(&serverURL, "url", "", "only the credentials of this MCP server")
 	cmd.Flags().StringVar(&secret, "secret", "", "describe the in-cluster credential NAMESPACE/NAME (McpCredential and its target Secret): binding, expiry, scopes, readiness")
-	out := cmd.Flags().StringP("output", "o", "", "output format with --secret: json (default: human)")
+	out := addOutputFlag(cmd, "human; the store listing is always JSON", formatJSON, formatYAML)
 	kube := addKubeFlags(cmd, false)
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
 		if len(args) > 0 {
 			return usagef("auth status: unexpected arguments %q", args)
 		}
-		if secret != "" || *out != "" {
-			if secret == "" || serverURL != "" || (*out != "" && *out != "json") {
-				return usagef("usage: %s", cmd.UseLine())
+		format, err := out.format()
+		if err != nil {
+			return err
+		}
+		if secret != "" || format != formatHuman {
+			if secret == "" || serverURL != "" {
+				return usagef("auth status: -o goes with --secret NAMESPACE/NAME, and --secret not with --url (see %s --help)", cmd.CommandPath())
 			}
-			return clusterAuthStatus(ctx, env, kube, secret, *out == "json")
+			return clusterAuthStatus(ctx, env, kube, secret, format)
 		}
 		var resource string
 		if serverURL != "" {
@@ -68,7 +72,7 @@ func newAuthStatusCmd(env *cliEnv) *cobra.Command {
 
 // clusterAuthStatus prints the binding, expiry, scopes and readiness of McpCredential arg
 // (NAMESPACE/NAME); it reads only the target Secret's metadata, never a value.
-func clusterAuthStatus(ctx context.Context, env *cliEnv, kube *kubeFlags, arg string, asJSON bool) error {
+func clusterAuthStatus(ctx context.Context, env *cliEnv, kube *kubeFlags, arg, format string) error {
 	nn, err := parseNSName(arg)
 	if err != nil {
 		return usagef("auth status: --secret: %v", err)
@@ -81,8 +85,8 @@ func clusterAuthStatus(ctx context.Context, env *cliEnv, kube *kubeFlags, arg st
 	if err != nil {
 		return err
 	}
-	if asJSON {
-		return writeJSON(env.stdout, st)
+	if ok, err := writeStructured(env.stdout, format, st); ok {
+		return err
 	}
 	expiry := "unknown"
 	if st.Expiry != nil {

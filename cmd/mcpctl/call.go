@@ -21,6 +21,7 @@ func newCallCmd(env *cliEnv) *cobra.Command {
 	sf := newServerFlags(cmd.Flags())
 	tool := cmd.Flags().String("tool", "", "name of the tool to call")
 	rawArgs := cmd.Flags().String("args", "{}", "arguments: one JSON object")
+	markRequired(cmd, "tool")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
 		if *tool == "" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -267,7 +268,8 @@ var (
 	buildErr  error
 )
 
-// builtBinary builds mcpctl once per test binary with -ldflags -X main.version=v9.9.9-test and
+// builtBinary builds mcpctl once per test binary with -ldflags -X main.version=v9.9.9-test
+// -X main.commit=0123abcd and
 // returns its directory, holding it as mcpctl and a symlink kubectl-mcp to it.
 func builtBinary(t *testing.T) string {
 	t.Helper()
@@ -276,7 +278,7 @@ func builtBinary(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		cmd := exec.CommandContext(context.Background(), "go", "build", "-ldflags", "-X main.version=v9.9.9-test", "-o", filepath.Join(buildDir, "mcpctl"), ".")
+		cmd := exec.CommandContext(context.Background(), "go", "build", "-ldflags", "-X main.version=v9.9.9-test -X main.commit=0123abcd", "-o", filepath.Join(buildDir, "mcpctl"), ".")
 		cmd.Stderr = os.Stderr
 		if buildErr = cmd.Run(); buildErr != nil {
 			return
@@ -310,8 +312,11 @@ func TestBuiltBinary(t *testing.T) {
 	}
 	code, out, _ := exe("mcpctl", "version")
 	var v versionOutput
-	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.Version != "v9.9.9-test" || v.GoSDK != goModVersion(t, goSDKModule) {
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.Version != "v9.9.9-test" || v.Commit != "0123abcd" || v.GoSDK != goModVersion(t, goSDKModule) {
 		t.Fatalf("version: exit %d, %q", code, out)
+	}
+	if code, out, _ := exe("mcpctl", "--version"); code != 0 || out != "mcpctl v9.9.9-test (commit 0123abcd, go-sdk "+v.GoSDK+", "+v.Go+")\n" {
+		t.Fatalf("--version: exit %d, %q", code, out)
 	}
 	if code, out, _ := exe("kubectl-mcp", "pack", "push", "--help"); code != 0 || !strings.Contains(out, "Usage:\n  kubectl mcp pack push FILE... --to REPO") {
 		t.Fatalf("kubectl-mcp help: exit %d:\n%s", code, out)
@@ -392,5 +397,51 @@ func TestKubectlPlugin(t *testing.T) {
 	}
 	if code, out, _ := kc("__complete", "mcp", "snapshot", "--bea"); code != 0 || !strings.Contains(out, "--bearer-file\t") {
 		t.Fatalf("kubectl __complete mcp snapshot --bea: exit %d, %q", code, out)
+	}
+}
+
+// verbsWithoutExamples walks root and returns every runnable verb (its path below the root) and
+// those whose help shows no example of themselves in display's words.
+func verbsWithoutExamples(root *cobra.Command, display string) (verbs map[string]bool, missing []string) {
+	verbs = map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		path := verbPath(c)
+		if c != root && len(c.Commands()) == 0 && c.Name() != "help" && !strings.HasPrefix(path, "completion") {
+			verbs[path] = true
+			if !strings.Contains(c.Example, display+" "+path) {
+				missing = append(missing, path)
+			}
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+	return verbs, missing
+}
+
+// Every runnable verb has an Examples section in its help, in the words of the name it runs as,
+// and every entry of examples names a verb that exists. Twin: a verb without one is found.
+func TestEveryVerbHasExamples(t *testing.T) {
+	for _, name := range []string{programName, pluginBinaryName} {
+		env := &cliEnv{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }, name: name}
+		verbs, missing := verbsWithoutExamples(newRootCmd(env), env.displayName())
+		if len(verbs) < 15 {
+			t.Fatalf("walked only %d verbs", len(verbs))
+		}
+		if len(missing) > 0 {
+			t.Errorf("%s: verbs without an example of themselves: %v", name, missing)
+		}
+		for path := range examples {
+			if !verbs[path] {
+				t.Errorf("examples names %q, which is no verb", path)
+			}
+		}
+	}
+	root := newRootCmd(&cliEnv{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }})
+	root.AddCommand(&cobra.Command{Use: "bare", Run: func(*cobra.Command, []string) {}})
+	if _, missing := verbsWithoutExamples(root, programName); len(missing) != 1 || missing[0] != "bare" {
+		t.Fatalf("twin: verbs without examples %v, want [bare]", missing)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/oauthk8s"
@@ -137,7 +138,12 @@ func TestLoginToSecretAndClusterAuthStatus(t *testing.T) {
 	if code, _, errOut := runServerCLI(t, getenv, "auth", "status", "--secret", ns+"/nope"); code != exitFailure || !strings.Contains(errOut, "NotFound") {
 		t.Fatalf("auth status of a missing credential: exit %d: %s", code, errOut)
 	}
-	if code, _, _ := runServerCLI(t, getenv, "auth", "status", "--secret", ns+"/gh", "-o", "yaml"); code != exitUsage {
-		t.Fatalf("auth status -o yaml: exit %d, want usage", code)
+	code, out, _ = runServerCLI(t, getenv, "auth", "status", "--secret", ns+"/gh", "-o", "yaml")
+	var fromYAML oauthk8s.Status
+	if code != exitOK || yaml.Unmarshal([]byte(out), &fromYAML) != nil || fromYAML.Resource != st.Resource || strings.Contains(out, value) {
+		t.Fatalf("auth status -o yaml: exit %d\n%s", code, out)
+	}
+	if code, _, _ := runServerCLI(t, getenv, "auth", "status", "--secret", ns+"/gh", "-o", "xml"); code != exitUsage {
+		t.Fatalf("auth status -o xml: exit %d, want usage", code)
 	}
 }

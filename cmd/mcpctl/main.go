@@ -148,6 +148,9 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 refused, 4 drift.`,
 			return usagef("unknown command %q%s (see %s --help)", args[0], hint, env.displayName())
 		},
 	}
+	// --version prints what "mcpctl version" prints.
+	root.Version = cliVersion()
+	root.SetVersionTemplate(versionLine())
 	if d := env.displayName(); d != programName {
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: d}
 	}
@@ -160,6 +163,7 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 refused, 4 drift.`,
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(env))
 	}
+	attachExamples(root, env.displayName())
 	root.SetHelpCommand(&cobra.Command{
 		Use:   "help [command]",
 		Short: "Help about any command",
@@ -269,4 +273,21 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 		return usagef("%s: name a command: %s (see %s --help)", cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
 	}
 	return usagef("unknown %s command %q: want %s (see %s --help)", cmd.Name(), args[0], strings.Join(names, ", "), cmd.CommandPath())
+}
+
+// markRequired marks flags of cmd as required: a command line without one of them is a usage
+// error naming every missing flag (cobra's `required flag(s) "x" not set`).
+func markRequired(cmd *cobra.Command, names ...string) {
+	for _, n := range names {
+		if err := cmd.MarkFlagRequired(n); err != nil {
+			panic(fmt.Sprintf("mcpctl: %s: no flag %q to require", cmd.Name(), n))
+		}
+	}
+}
+
+// versionLine is the one line "mcpctl --version" prints: the version, the commit, the go-sdk and
+// the Go toolchain.
+func versionLine() string {
+	v := versionInfo()
+	return fmt.Sprintf("mcpctl %s (commit %s, go-sdk %s, %s)\n", v.Version, v.Commit, v.GoSDK, v.Go)
 }

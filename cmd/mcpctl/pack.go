@@ -118,6 +118,7 @@ func newPackPushCmd(env *cliEnv) *cobra.Command {
 	var rf registryFlags
 	rf.register(cmd.Flags())
 	to := cmd.Flags().String("to", "", "target repository REGISTRY/REPOSITORY (no tag)")
+	markRequired(cmd, "to")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		if *to == "" || len(args) == 0 {
 			return usagef("usage: %s", cmd.UseLine())
@@ -257,6 +258,7 @@ func newPackSignCmd(env *cliEnv) *cobra.Command {
 	var pf provenanceFlags
 	pf.register(cmd.Flags(), true)
 	key := cmd.Flags().String("key", "", "private key: cosign.key (encrypted, password from COSIGN_PASSWORD) or a PEM private key")
+	markRequired(cmd, "key")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		if len(args) != 1 || *key == "" {
 			return usagef("usage: %s", cmd.UseLine())

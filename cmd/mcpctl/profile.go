@@ -67,6 +67,7 @@ func newProfileInitCmd(env *cliEnv) *cobra.Command {
 	snap := cmd.Flags().String("snapshot", "", "snapshot JSON file from \"mcpctl snapshot\" (- for stdin)")
 	serviceRef := cmd.Flags().String("service-ref", "", "service reference (default: derived from the server name)")
 	connRef := cmd.Flags().String("connection-ref", "", "Connection reference (default: the service reference)")
+	markRequired(cmd, "snapshot")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		if *snap == "" || len(args) != 0 {
 			return usagef("usage: %s", cmd.UseLine())
@@ -132,6 +133,7 @@ func newProfileCheckCmd(env *cliEnv) *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 	}
 	profilePath := cmd.Flags().String("profile", "", "profile document (YAML or JSON)")
+	markRequired(cmd, "profile")
 	sf := newServerFlags(cmd.Flags())
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		if *profilePath == "" {

@@ -79,6 +79,33 @@ func (k *kubeFlags) ns(env *cliEnv) (string, error) {
 	return ns, nil
 }
 
+// objectKey names the object arg designates: "NAMESPACE/NAME", or "NAME" in the namespace of
+// -n/--namespace (default: the kubeconfig context's), as kubectl does. "NS/NAME" with a different
+// -n is a usage error.
+func (k *kubeFlags) objectKey(env *cliEnv, arg string) (types.NamespacedName, error) {
+	if strings.Contains(arg, "/") {
+		key, err := parseNSName(arg)
+		if err != nil {
+			return key, err
+		}
+		if k.namespace != "" && k.namespace != key.Namespace {
+			return types.NamespacedName{}, usagef("%q names namespace %q but -n/--namespace is %q", arg, key.Namespace, k.namespace)
+		}
+		return key, nil
+	}
+	if arg == "" {
+		return types.NamespacedName{}, usagef("want NAMESPACE/NAME or NAME -n NAMESPACE, got %q", arg)
+	}
+	ns, err := k.ns(env)
+	if err != nil {
+		return types.NamespacedName{}, err
+	}
+	if ns == "" {
+		return types.NamespacedName{}, usagef("%q names no namespace: write NAMESPACE/NAME or pass -n NAMESPACE", arg)
+	}
+	return types.NamespacedName{Namespace: ns, Name: arg}, nil
+}
+
 // parseNSName parses "NS/NAME".
 func parseNSName(arg string) (types.NamespacedName, error) {
 	ns, name, ok := strings.Cut(arg, "/")
@@ -94,7 +121,7 @@ func newReviewCmd(env *cliEnv) *cobra.Command {
 }
 
 func getReview(ctx context.Context, env *cliEnv, k *kubeFlags, arg string) (*apiv1.McpSnapshotReview, error) {
-	key, err := parseNSName(arg)
+	key, err := k.objectKey(env, arg)
 	if err != nil {
 		return nil, err
 	}
@@ -109,27 +136,36 @@ func getReview(ctx context.Context, env *cliEnv, k *kubeFlags, arg string) (*api
 	return rv, nil
 }
 
-// reviewListItem is one line of "review list -o json".
+// reviewResource is the resource name "review list -o name" prints, kubectl's kind.group.
+const reviewResource = "mcpsnapshotreview.connectors.b10x.io"
+
+// reviewListItem is one line of "review list -o json|yaml".
 type reviewListItem struct {
-	Namespace string           `json:"namespace"`
-	Name      string           `json:"name"`
-	Candidate string           `json:"candidate"`
-	Recorded  string           `json:"recorded"`
-	Classes   map[string]int32 `json:"classes,omitempty"`
+	Namespace  string           `json:"namespace"`
+	Name       string           `json:"name"`
+	Deployment string           `json:"deployment"`
+	Reviewed   string           `json:"reviewed"`
+	Candidate  string           `json:"candidate"`
+	Recorded   string           `json:"recorded"`
+	Classes    map[string]int32 `json:"classes,omitempty"`
 }
 
 func newReviewListCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "list [-n NAMESPACE] [-A] [-o json]",
+		Use:   "list [-n NAMESPACE] [-A] [-o json|yaml|name|wide]",
 		Short: "List deployments waiting on review, with class counts",
 		Args:  cobra.ArbitraryArgs,
 	}
 	k := addKubeFlags(cmd, true)
 	all := cmd.Flags().BoolP("all-namespaces", "A", false, "list in every namespace")
-	out := cmd.Flags().StringP("output", "o", "", "output format: json (default: a table)")
+	out := addOutputFlag(cmd, "a table", formatJSON, formatYAML, formatName, formatWide)
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		if len(args) != 0 || (*out != "" && *out != "json") {
-			return usagef("usage: %s", cmd.UseLine())
+		if len(args) != 0 {
+			return usagef("review list: unexpected arguments %q (see %s --help)", args, cmd.CommandPath())
+		}
+		format, err := out.format()
+		if err != nil {
+			return err
 		}
 		c, err := k.client(env)
 		if err != nil {
@@ -149,18 +185,32 @@ func newReviewListCmd(env *cliEnv) *cobra.Command {
 		}
 		items := make([]reviewListItem, 0, len(l.Items))
 		for _, rv := range l.Items {
-			items = append(items, reviewListItem{Namespace: rv.Namespace, Name: rv.Name, Candidate: rv.Spec.CandidateSnapshotDigest,
+			items = append(items, reviewListItem{Namespace: rv.Namespace, Name: rv.Name, Deployment: rv.Spec.DeploymentName,
+				Reviewed: rv.Spec.ReviewedSnapshotDigest, Candidate: rv.Spec.CandidateSnapshotDigest,
 				Recorded: recordedReason(&rv), Classes: rv.Spec.Classes})
 		}
 		sort.Slice(items, func(i, j int) bool {
 			return items[i].Namespace+"/"+items[i].Name < items[j].Namespace+"/"+items[j].Name
 		})
-		if *out == "json" {
-			return writeJSON(env.stdout, items)
+		if ok, err := writeStructured(env.stdout, format, items); ok {
+			return err
 		}
-		fmt.Fprintf(env.stdout, "%-40s %-20s %-18s %s\n", "REVIEW", "CANDIDATE", "RECORDED", "CLASSES")
-		for _, it := range items {
-			fmt.Fprintf(env.stdout, "%-40s %-20s %-18s %s\n", it.Namespace+"/"+it.Name, shortDigest(it.Candidate), it.Recorded, formatCounts(it.Classes))
+		switch format {
+		case formatName:
+			for _, it := range items {
+				fmt.Fprintf(env.stdout, "%s/%s\n", reviewResource, it.Name)
+			}
+		case formatWide:
+			fmt.Fprintf(env.stdout, "%-40s %-30s %-20s %-20s %-18s %s\n", "REVIEW", "DEPLOYMENT", "REVIEWED", "CANDIDATE", "RECORDED", "CLASSES")
+			for _, it := range items {
+				fmt.Fprintf(env.stdout, "%-40s %-30s %-20s %-20s %-18s %s\n", it.Namespace+"/"+it.Name, it.Deployment, shortDigest(it.Reviewed),
+					shortDigest(it.Candidate), it.Recorded, formatCounts(it.Classes))
+			}
+		default:
+			fmt.Fprintf(env.stdout, "%-40s %-20s %-18s %s\n", "REVIEW", "CANDIDATE", "RECORDED", "CLASSES")
+			for _, it := range items {
+				fmt.Fprintf(env.stdout, "%-40s %-20s %-18s %s\n", it.Namespace+"/"+it.Name, shortDigest(it.Candidate), it.Recorded, formatCounts(it.Classes))
+			}
 		}
 		return nil
 	})
@@ -201,22 +251,26 @@ func formatCounts(m map[string]int32) string {
 
 func newReviewShowCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "show NAMESPACE/NAME [-o json]",
+		Use:   "show (NAMESPACE/NAME | NAME -n NAMESPACE) [-o json|yaml]",
 		Short: "Show a recorded drift field by field (coloured on a terminal)",
 		Args:  cobra.ArbitraryArgs,
 	}
-	k := addKubeFlags(cmd, false)
-	out := cmd.Flags().StringP("output", "o", "", "output format: json (default: human)")
+	k := addKubeFlags(cmd, true)
+	out := addOutputFlag(cmd, "human", formatJSON, formatYAML)
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		if len(args) != 1 || (*out != "" && *out != "json") {
-			return usagef("usage: %s", cmd.UseLine())
+		if len(args) != 1 {
+			return usagef("review show: want one review, NAMESPACE/NAME or NAME -n NAMESPACE (see %s --help)", cmd.CommandPath())
+		}
+		format, err := out.format()
+		if err != nil {
+			return err
 		}
 		rv, err := getReview(cmd.Context(), env, k, args[0])
 		if err != nil {
 			return err
 		}
-		if *out == "json" {
-			return writeJSON(env.stdout, rv)
+		if ok, err := writeStructured(env.stdout, format, rv); ok {
+			return err
 		}
 		_, err = io.WriteString(env.stdout, formatReview(rv, useColour(env)))
 		return err
@@ -316,16 +370,17 @@ func optText(s *string) string {
 
 func newReviewRepinCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "repin NAMESPACE/NAME --profile REVIEWED.yaml -o NEW.(yaml|json)",
+		Use:   "repin (NAMESPACE/NAME | NAME -n NAMESPACE) --profile REVIEWED.yaml --out-file NEW.(yaml|json)",
 		Short: "Write a new profile document for the recorded candidate (changed and new tools marked unreviewed)",
 		Args:  cobra.ArbitraryArgs,
 	}
-	k := addKubeFlags(cmd, false)
+	k := addKubeFlags(cmd, true)
 	profilePath := cmd.Flags().String("profile", "", "the reviewed profile document the deployment runs (YAML or JSON)")
-	out := cmd.Flags().StringP("output", "o", "", "file to write the new profile document to (.json: JSON, else YAML)")
+	out := cmd.Flags().String("out-file", "", "file to write the new profile document to (.json: JSON, else YAML)")
+	markRequired(cmd, "profile", "out-file")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
-		if len(args) != 1 || *profilePath == "" || *out == "" {
-			return usagef("usage: %s", cmd.UseLine())
+		if len(args) != 1 {
+			return usagef("review repin: want one review, NAMESPACE/NAME or NAME -n NAMESPACE (see %s --help)", cmd.CommandPath())
 		}
 		b, err := readBounded(*profilePath, ocipack.MaxProfileSize)
 		if err != nil {
@@ -380,16 +435,16 @@ func newReviewRepinCmd(env *cliEnv) *cobra.Command {
 
 func newReviewRefreshCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "refresh NAMESPACE/NAME",
+		Use:   "refresh (NAMESPACE/NAME | NAME -n NAMESPACE)",
 		Short: "Ask the operator to re-verify a ServiceDeployment's live server now",
 		Args:  cobra.ArbitraryArgs,
 	}
-	k := addKubeFlags(cmd, false)
+	k := addKubeFlags(cmd, true)
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		if len(args) != 1 {
-			return usagef("usage: %s", cmd.UseLine())
+			return usagef("review refresh: want one ServiceDeployment, NAMESPACE/NAME or NAME -n NAMESPACE (see %s --help)", cmd.CommandPath())
 		}
-		key, err := parseNSName(args[0])
+		key, err := k.objectKey(env, args[0])
 		if err != nil {
 			return err
 		}

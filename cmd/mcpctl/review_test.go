@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/controllers"
@@ -156,8 +157,17 @@ func TestReviewShowGolden(t *testing.T) {
 	if code, _, errOut := runServerCLI(t, getenv, "review", "show", ns+"/nope"); code != exitFailure || !strings.Contains(errOut, "not found") {
 		t.Fatalf("review show of a missing review: exit %d: %s", code, errOut)
 	}
-	if code, _, _ := runServerCLI(t, getenv, "review", "show", "svc"); code != exitUsage {
-		t.Fatalf("review show without a namespace: exit %d, want usage", code)
+	code, out, _ = runServerCLI(t, getenv, "review", "show", "svc", "-n", ns, "-o", "yaml")
+	var fromYAML apiv1.McpSnapshotReview
+	if code != exitOK || yaml.Unmarshal([]byte(out), &fromYAML) != nil || fromYAML.Spec.CandidateSnapshotDigest != rv.Spec.CandidateSnapshotDigest {
+		t.Fatalf("review show NAME -n NS -o yaml: exit %d\n%s", code, out)
+	}
+	// Must-fail twins: NS/NAME with another -n, and an unknown format (a file name gets a hint).
+	if code, _, errOut := runServerCLI(t, getenv, "review", "show", ns+"/svc", "-n", "other"); code != exitUsage || !strings.Contains(errOut, "-n/--namespace") {
+		t.Fatalf("review show NS/NAME -n OTHER: exit %d, want usage: %s", code, errOut)
+	}
+	if code, _, errOut := runServerCLI(t, getenv, "review", "show", ns+"/svc", "-o", "new.yaml"); code != exitUsage || !strings.Contains(errOut, "--out-file") {
+		t.Fatalf("review show -o new.yaml: exit %d, want usage: %s", code, errOut)
 	}
 }
 
@@ -180,13 +190,26 @@ func TestReviewList(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, ns+"/svc") || !strings.Contains(out, other+"/svc") {
 		t.Fatalf("review list -A: exit %d\n%s", code, out)
 	}
+	code, out, _ = runServerCLI(t, getenv, "review", "list", "-n", ns, "-o", "name")
+	if code != exitOK || out != reviewResource+"/svc\n" {
+		t.Fatalf("review list -o name: exit %d\n%q", code, out)
+	}
+	code, out, _ = runServerCLI(t, getenv, "review", "list", "-n", ns, "-o", "wide")
+	if code != exitOK || !strings.Contains(out, "DEPLOYMENT") || !strings.Contains(out, "REVIEWED") || !strings.Contains(out, ns+"/svc") {
+		t.Fatalf("review list -o wide: exit %d\n%s", code, out)
+	}
+	var fromYAML []reviewListItem
+	code, out, _ = runServerCLI(t, getenv, "review", "list", "-n", ns, "-o", "yaml")
+	if code != exitOK || yaml.Unmarshal([]byte(out), &fromYAML) != nil || len(fromYAML) != 1 || fromYAML[0].Name != "svc" {
+		t.Fatalf("review list -o yaml: exit %d\n%s", code, out)
+	}
 }
 
 func TestReviewRepin(t *testing.T) {
 	c, getenv := reviewEnv(t)
 	ns, profile, _ := reviewFixture(t, c)
 	out := filepath.Join(t.TempDir(), "new.yaml")
-	code, _, errOut := runServerCLI(t, getenv, "review", "repin", ns+"/svc", "--profile", profile, "-o", out)
+	code, _, errOut := runServerCLI(t, getenv, "review", "repin", ns+"/svc", "--profile", profile, "--out-file", out)
 	if code != exitOK {
 		t.Fatalf("review repin: exit %d: %s", code, errOut)
 	}
@@ -216,7 +239,7 @@ func TestReviewRepin(t *testing.T) {
 		t.Fatalf("repin report:\n%s", errOut)
 	}
 	// Must-fail twin: a profile that is not the reviewed snapshot of the review is refused.
-	code, _, errOut = runServerCLI(t, getenv, "review", "repin", ns+"/svc", "--profile", out, "-o", filepath.Join(t.TempDir(), "x.yaml"))
+	code, _, errOut = runServerCLI(t, getenv, "review", "repin", ns+"/svc", "--profile", out, "--out-file", filepath.Join(t.TempDir(), "x.yaml"))
 	if code != exitRefused || !strings.Contains(errOut, "refused: "+review.RefusalProfileMismatch) {
 		t.Fatalf("repin against the wrong profile: exit %d: %s", code, errOut)
 	}

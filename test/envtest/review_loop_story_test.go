@@ -358,7 +358,7 @@ func reviewLoop(t *testing.T, tc loopCase, restart bool) {
 	show := c.must(t, "review", "show", ns+"/svc")
 	checkGolden(t, tc.name, normalizeShow(show, ns))
 	newPath := filepath.Join(w.dir, "svc-new.yaml")
-	_, repinErr, code := c.run(t, "review", "repin", ns+"/svc", "--profile", reviewedPath, "-o", newPath)
+	_, repinErr, code := c.run(t, "review", "repin", ns+"/svc", "--profile", reviewedPath, "--out-file", newPath)
 	if code != 0 {
 		t.Fatalf("review repin: exit %d: %s", code, repinErr)
 	}

@@ -155,7 +155,7 @@ func TestStoryDriftIsRecordedForReview(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, reviewedPath, enc)
-	_, repinErr, code := c.run(t, "review", "repin", ns+"/svc", "--profile", reviewedPath, "-o", newPath)
+	_, repinErr, code := c.run(t, "review", "repin", ns+"/svc", "--profile", reviewedPath, "--out-file", newPath)
 	if code != 0 {
 		t.Fatalf("review repin: exit %d: %s", code, repinErr)
 	}
