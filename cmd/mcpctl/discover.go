@@ -21,7 +21,7 @@ func newDiscoverCmd(env *cliEnv) *cobra.Command {
 		Short: "Negotiate with a server and print its era and identity",
 		Args:  cobra.ArbitraryArgs,
 	}
-	sf := newServerFlags(cmd.Flags())
+	sf := newServerFlags(cmd.Flags(), useNegotiate)
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
 		s, err := sf.connect(ctx, env, cmd, args)

@@ -69,6 +69,9 @@ var examples = map[string]string{
 
   # Describe an in-cluster McpCredential and its target Secret
   mcpctl auth status --secret team-a/github-oauth -o yaml`,
+	"deployment init": `  # A complete ServiceDeployment for a reviewed profile; destructive operations stay hidden
+  mcpctl deployment init --profile github.yaml --grant github-invokers --url https://mcp.example.com/mcp \
+    --credential-secret github-token -n team-a > github-deployment.yaml`,
 	"version": `  mcpctl version
   mcpctl --version`,
 }

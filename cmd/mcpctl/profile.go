@@ -134,7 +134,7 @@ func newProfileCheckCmd(env *cliEnv) *cobra.Command {
 	}
 	profilePath := cmd.Flags().String("profile", "", "profile document (YAML or JSON)")
 	markRequired(cmd, "profile")
-	sf := newServerFlags(cmd.Flags())
+	sf := newServerFlags(cmd.Flags(), useList)
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		if *profilePath == "" {
 			return usagef("usage: %s", cmd.UseLine())

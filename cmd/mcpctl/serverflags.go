@@ -31,19 +31,43 @@ type serverFlags struct {
 	watchToolList bool
 }
 
-// newServerFlags registers the server-selection flags on fs.
-func newServerFlags(fs *pflag.FlagSet) *serverFlags {
-	f := &serverFlags{}
+// serverUse is how far a verb goes with its server, so that its help shows only the bounds it
+// applies: negotiation only (discover), listing the tools (snapshot, profile check), or calling
+// them too (call, serve).
+type serverUse int
+
+const (
+	useNegotiate serverUse = iota
+	useList
+	useCall
+)
+
+// newServerFlags registers the server-selection flags on fs, with the bounds of use (default:
+// useCall, every bound). A bound the verb never applies is not a flag of it, so its help does
+// not list it and giving it is a usage error.
+func newServerFlags(fs *pflag.FlagSet, uses ...serverUse) *serverFlags {
+	use := useCall
+	if len(uses) > 0 {
+		use = uses[0]
+	}
+	f := &serverFlags{limits: mcpclient.Limits{
+		MaxDescriptorBytes: mcpclient.DefaultMaxDescriptorBytes, MaxPages: mcpclient.DefaultMaxPages, MaxTools: mcpclient.DefaultMaxTools,
+		MaxArgumentBytes: mcpclient.DefaultMaxArgumentBytes, MaxResultBytes: mcpclient.DefaultMaxResultBytes,
+	}}
 	fs.StringVar(&f.url, "url", "", "Streamable HTTP endpoint of the server (https, or http to loopback)")
 	fs.StringArrayVar(&f.inheritEnv, "inherit-env", nil, "environment variable passed to a stdio server (repeatable); nothing else is passed")
 	fs.StringVar(&f.bearerFile, "bearer-file", "", "file holding a static bearer token for --url (https or loopback only); the OAuth store is then not used")
 	l := &f.limits
 	fs.IntVar(&l.MaxFrameBytes, "max-frame-bytes", mcpclient.DefaultMaxFrameBytes, "bound on one stdio line, HTTP body or SSE event")
-	fs.IntVar(&l.MaxDescriptorBytes, "max-descriptor-bytes", mcpclient.DefaultMaxDescriptorBytes, "bound on one tool descriptor")
-	fs.IntVar(&l.MaxPages, "max-pages", mcpclient.DefaultMaxPages, "bound on tools/list pages")
-	fs.IntVar(&l.MaxTools, "max-tools", mcpclient.DefaultMaxTools, "bound on the number of tools")
-	fs.IntVar(&l.MaxArgumentBytes, "max-argument-bytes", mcpclient.DefaultMaxArgumentBytes, "bound on call arguments")
-	fs.IntVar(&l.MaxResultBytes, "max-result-bytes", mcpclient.DefaultMaxResultBytes, "bound on a call result")
+	if use >= useList {
+		fs.IntVar(&l.MaxDescriptorBytes, "max-descriptor-bytes", mcpclient.DefaultMaxDescriptorBytes, "bound on one tool descriptor")
+		fs.IntVar(&l.MaxPages, "max-pages", mcpclient.DefaultMaxPages, "bound on tools/list pages")
+		fs.IntVar(&l.MaxTools, "max-tools", mcpclient.DefaultMaxTools, "bound on the number of tools")
+	}
+	if use >= useCall {
+		fs.IntVar(&l.MaxArgumentBytes, "max-argument-bytes", mcpclient.DefaultMaxArgumentBytes, "bound on call arguments")
+		fs.IntVar(&l.MaxResultBytes, "max-result-bytes", mcpclient.DefaultMaxResultBytes, "bound on a call result")
+	}
 	fs.DurationVar(&l.CallTimeout, "timeout", mcpclient.DefaultCallTimeout, "deadline of each operation (connect, listing, call)")
 	fs.DurationVar(&l.ProbeTimeout, "probe-timeout", mcpclient.DefaultProbeTimeout, "deadline of protocol negotiation before the legacy fallback")
 	f.egress.register(fs)

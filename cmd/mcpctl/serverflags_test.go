@@ -203,3 +203,38 @@ func TestCLINoServerProse(t *testing.T) {
 		t.Fatalf("stderr %q", errOut)
 	}
 }
+
+// Each verb shows only the bounds it applies: discover neither listing nor call bounds, snapshot
+// no call bounds, call all of them; a bound a verb does not apply is a usage error.
+func TestServerFlagsPerVerb(t *testing.T) {
+	listing := []string{"--max-tools", "--max-pages", "--max-descriptor-bytes"}
+	calling := []string{"--max-argument-bytes", "--max-result-bytes"}
+	for _, tc := range []struct {
+		verb      []string
+		has, lack []string
+	}{
+		{[]string{"discover"}, nil, append(append([]string{}, listing...), calling...)},
+		{[]string{"snapshot"}, listing, calling},
+		{[]string{"profile", "check"}, listing, calling},
+		{[]string{"call"}, append(append([]string{}, listing...), calling...), nil},
+	} {
+		var out, errb bytes.Buffer
+		env := &cliEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+		if code := run(t.Context(), env, append(tc.verb, "--help")); code != exitOK {
+			t.Fatalf("%v --help: exit %d", tc.verb, code)
+		}
+		for _, f := range tc.has {
+			if !strings.Contains(out.String(), f+" ") {
+				t.Errorf("%v --help lacks %s", tc.verb, f)
+			}
+		}
+		for _, f := range tc.lack {
+			if strings.Contains(out.String(), f+" ") {
+				t.Errorf("%v --help lists %s, which it does not apply", tc.verb, f)
+			}
+			if code := run(t.Context(), env, append(append([]string{}, tc.verb...), f, "1", "--url", "https://127.0.0.1:1/mcp")); code != exitUsage {
+				t.Errorf("%v %s: exit %d, want usage", tc.verb, f, code)
+			}
+		}
+	}
+}

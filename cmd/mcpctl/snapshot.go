@@ -14,7 +14,7 @@ func newSnapshotCmd(env *cliEnv) *cobra.Command {
 		Short: "List a server's tools and print the ToolSnapshot",
 		Args:  cobra.ArbitraryArgs,
 	}
-	sf := newServerFlags(cmd.Flags())
+	sf := newServerFlags(cmd.Flags(), useList)
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		snap, err := sf.liveSnapshot(cmd.Context(), env, cmd, args)
 		if err != nil {
