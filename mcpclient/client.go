@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/b10x/connector-mcp/internal/lru"
+	"github.com/b10x/connector-mcp/internal/netcause"
 	"github.com/b10x/connector-mcp/refusal"
 	"github.com/b10x/connector-mcp/snapshot"
 )
@@ -267,7 +268,7 @@ func (s *Session) outcomeErr(op string, ctx context.Context, st *callState, err 
 		perr := s.outcomeErr(op, context.Background(), nil, pf.err)
 		var te *TransportError
 		if errors.As(perr, &te) && errors.Is(te.Err, ErrConnectionClosed) {
-			return &TransportError{Op: op, Err: ErrExchangeFailed} // no HTTP response at all
+			return &TransportError{Op: op, Err: ErrExchangeFailed, Cause: netcause.Of(pf.err)} // no HTTP response at all
 		}
 		return perr
 	} else if cause := context.Cause(ctx); cause != nil {
@@ -328,7 +329,7 @@ func (s *Session) outcomeErr(op string, ctx context.Context, st *callState, err 
 	}
 	var uerr *url.Error
 	if errors.As(err, &uerr) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return &TransportError{Op: op, Err: ErrExchangeFailed}
+		return &TransportError{Op: op, Err: ErrExchangeFailed, Cause: netcause.Of(err)}
 	}
 	// A JSON-RPC error the server sent was recorded below the SDK (above); the SDK's own
 	// transport marker (-32005, rejected by transport) is not a server answer.

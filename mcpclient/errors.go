@@ -244,6 +244,10 @@ type TransportError struct {
 	Status int
 	// Err is the sentinel reason (ErrConnectionClosed, ErrHTTPStatus, ErrSpawn, ...).
 	Err error
+	// Cause is, for ErrExchangeFailed, the class of the network failure (internal/netcause:
+	// "dns", "connection_refused", "connection_reset", "timeout", "tls", "unreachable"), or ""
+	// when none applies. It never carries an address or the underlying error's text.
+	Cause string
 	// Scopes are, for ErrInsufficientScope, the scopes the server's challenge named: each a
 	// valid RFC 6749 scope-token of at most 128 bytes, at most 16 of them; empty when the
 	// challenge named none or anything else.
@@ -264,6 +268,9 @@ func (e *TransportError) Unwrap() error { return e.Err }
 func (e *TransportError) Error() string {
 	if e.Status != 0 {
 		return fmt.Sprintf("mcpclient: %s: %v %d", e.Op, e.Err, e.Status)
+	}
+	if e.Cause != "" {
+		return fmt.Sprintf("mcpclient: %s: %v (%s)", e.Op, e.Err, e.Cause)
 	}
 	return fmt.Sprintf("mcpclient: %s: %v", e.Op, e.Err)
 }

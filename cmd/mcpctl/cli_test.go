@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -443,5 +444,29 @@ func TestEveryVerbHasExamples(t *testing.T) {
 	root.AddCommand(&cobra.Command{Use: "bare", Run: func(*cobra.Command, []string) {}})
 	if _, missing := verbsWithoutExamples(root, programName); len(missing) != 1 || missing[0] != "bare" {
 		t.Fatalf("twin: verbs without examples %v, want [bare]", missing)
+	}
+}
+
+// A network failure names its class, never the address or the URL's query: a server and a
+// registry nobody listens for (a loopback port bound, then closed) are connection_refused.
+func TestNetworkFailureNamesItsCause(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	profile, _ := deploymentProfile(t, false)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"snapshot", "--url", "http://" + addr + "/mcp?token=s3cr3t"}, "HTTP exchange failed (connection_refused)"},
+		{[]string{"pack", "push", profile, "--plain-http", "--to", addr + "/team/svc"}, "registry push failed: connection_refused"},
+	} {
+		code, out, errOut := runServerCLI(t, func(string) string { return "" }, tc.args...)
+		if code != exitFailure || !strings.Contains(errOut, tc.want) || out != "" || strings.Contains(errOut, "s3cr3t") {
+			t.Errorf("%v: exit %d, want 1 naming %q: %s", tc.args, code, tc.want, errOut)
+		}
 	}
 }

@@ -48,7 +48,7 @@ var testDoubles = []string{
 // client foundation a second consumer imports without Kubernetes.
 var foundation = []string{
 	module + "/api/...", module + "/snapshot/...", module + "/mcpclient/...", module + "/egress/...",
-	module + "/refusal/...", module + "/ocipack/...", module + "/internal/wire/...",
+	module + "/refusal/...", module + "/ocipack/...", module + "/internal/wire/...", module + "/internal/netcause/...",
 	module + "/admission/...", module + "/argschema/...", module + "/drift/...",
 }
 
@@ -77,7 +77,7 @@ var rules = []rule{
 	},
 	{
 		Name: "refusal_is_a_leaf",
-		From: []string{module + "/refusal/..."},
+		From: []string{module + "/refusal/...", module + "/internal/netcause/..."},
 		To:   []string{module + "/..."},
 	},
 	{

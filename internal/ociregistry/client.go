@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/b10x/connector-mcp/ocipack"
 	"io"
 	"net"
 	"net/http"
@@ -26,6 +25,8 @@ import (
 	k8sjson "sigs.k8s.io/json"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/netcause"
+	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -561,6 +562,8 @@ func (e *RegistryError) Error() string {
 	default:
 		if s := statusOf(e.Err); s != 0 {
 			msg += fmt.Sprintf(": HTTP %d", s)
+		} else if c := netcause.Of(e.Err); c != "" {
+			msg += ": " + c
 		}
 	}
 	if e.Stored != "" {
