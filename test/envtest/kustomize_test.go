@@ -99,3 +99,53 @@ func TestBrokenKustomizationIsRefused(t *testing.T) {
 		t.Errorf("refusal does not name spec.replicas:\n%s", out)
 	}
 }
+
+// kustomizeImages returns every container image of the manifests kustomize renders from dir.
+func kustomizeImages(t *testing.T, dir string) []string {
+	t.Helper()
+	out, err := kubectlRun(t, nil, "kustomize", filepath.Join(repoRoot, dir))
+	if err != nil {
+		t.Fatalf("kustomize %s: %v\n%s", dir, err, out)
+	}
+	var images []string
+	for _, m := range regexp.MustCompile(`(?m)^\s+image: (\S+)$`).FindAllStringSubmatch(out, -1) {
+		images = append(images, m[1])
+	}
+	return images
+}
+
+// config/default and config/gateway render the same published image as the chart's default
+// (repository and appVersion), never the controller:latest placeholder. Twin: the placeholder is
+// caught.
+func TestKustomizationsNameThePublishedImage(t *testing.T) {
+	chart, err := os.ReadFile(filepath.Join(repoRoot, "charts", "connector-mcp", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	values, err := os.ReadFile(filepath.Join(repoRoot, "charts", "connector-mcp", "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := regexp.MustCompile(`(?m)^appVersion: "?([^"\s]+)"?$`).FindSubmatch(chart)
+	repo := regexp.MustCompile(`(?m)^  repository: (\S+)$`).FindSubmatch(values)
+	if app == nil || repo == nil {
+		t.Fatal("no appVersion in Chart.yaml or image.repository in values.yaml")
+	}
+	want := string(repo[1]) + ":" + string(app[1])
+	published := func(images []string) bool {
+		for _, img := range images {
+			if img != want {
+				return false
+			}
+		}
+		return len(images) > 0
+	}
+	for _, dir := range []string{"config/default", "config/gateway"} {
+		if images := kustomizeImages(t, dir); !published(images) {
+			t.Errorf("%s renders images %v, want %s (the chart's default)", dir, images, want)
+		}
+	}
+	if published([]string{"controller:latest"}) {
+		t.Fatal("twin: the placeholder image passed")
+	}
+}
