@@ -26,6 +26,7 @@ BENCH_TIMEOUT ?= 60m
 # nothing and a recipe that names a tool twice asks hack/tools.sh once.
 CONTROLLER_GEN = $(eval CONTROLLER_GEN := $$(shell hack/tools.sh --path controller-gen))$(CONTROLLER_GEN)
 GOLANGCI_LINT = $(eval GOLANGCI_LINT := $$(shell hack/tools.sh --path golangci-lint))$(GOLANGCI_LINT)
+ACTIONLINT = $(eval ACTIONLINT := $$(shell hack/tools.sh --path actionlint))$(ACTIONLINT)
 # The control-plane bin dir (kube-apiserver, etcd, kubectl); built on first use, reused after.
 ENVTEST_ASSETS = $$(hack/control-plane.sh)
 
@@ -62,8 +63,9 @@ vet: ## Run go vet.
 	$(GO) vet $(PKGS)
 
 .PHONY: lint
-lint: ## Run golangci-lint (config: .golangci.yml) and shellcheck on the scripts.
+lint: ## Run golangci-lint (config: .golangci.yml), actionlint on the workflows and shellcheck on the scripts.
 	$(GOLANGCI_LINT) run --allow-serial-runners $(PKGS)
+	$(ACTIONLINT) -shellcheck= .github/workflows/*.yaml
 	@if command -v shellcheck >/dev/null; then echo "shellcheck hack/*.sh .ci/run"; shellcheck hack/*.sh .ci/run; \
 	else echo "lint: shellcheck not installed (Debian: apt-get install shellcheck), shell scripts not linted"; fi
 
@@ -94,11 +96,39 @@ build: ## Build all packages and the binaries into bin/.
 IMAGE_REPO ?=
 IMAGE_TAG ?=
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+# Also write the image's SPDX SBOM to this file (the release attests it with cosign).
+IMAGE_SBOM_OUT ?=
 
 .PHONY: image
 image: ## Build the connector-mcp image (no Docker; reproducible), push to IMAGE_REPO with its SBOM, print the digest.
 	@if [[ -z "$(IMAGE_REPO)" ]]; then echo "image: set IMAGE_REPO, e.g. make image IMAGE_REPO=127.0.0.1:5000/connector-mcp"; exit 2; fi
-	$(GO) run ./hack/image --repo "$(IMAGE_REPO)" --tag "$(IMAGE_TAG)" --platforms "$(IMAGE_PLATFORMS)"
+	$(GO) run ./hack/image --repo "$(IMAGE_REPO)" --tag "$(IMAGE_TAG)" --platforms "$(IMAGE_PLATFORMS)" $(if $(IMAGE_SBOM_OUT),--sbom-out "$(IMAGE_SBOM_OUT)")
+
+# `make dist`: where mcpctl's release binaries go, and for which platforms.
+DIST_DIR ?= dist
+DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+# `make chart-package`/`chart-push`: the chart's version (default: VERSION without its "v") and
+# the OCI repository it is pushed to, e.g. ghcr.io/b10x/charts.
+CHART_VERSION ?= $(patsubst v%,%,$(VERSION))
+CHART_REPO ?=
+HELM = $(eval HELM := $$(shell hack/tools.sh --path helm))$(HELM)
+
+.PHONY: dist
+dist: ## Cross-build mcpctl (linux/darwin x amd64/arm64) into DIST_DIR with SHA256SUMS.
+	hack/dist.sh "$(DIST_DIR)" "$(VERSION)" "$(COMMIT)" $(DIST_PLATFORMS)
+
+.PHONY: chart-repo-set
+chart-repo-set:
+	@if [[ -z "$(CHART_REPO)" ]]; then echo "chart-push: set CHART_REPO, e.g. make chart-push CHART_REPO=ghcr.io/b10x/charts"; exit 2; fi
+
+.PHONY: chart-package
+chart-package: ## Package the chart as DIST_DIR/connector-mcp-CHART_VERSION.tgz (appVersion VERSION).
+	$(HELM) package charts/connector-mcp --version "$(CHART_VERSION)" --app-version "$(VERSION)" -d "$(DIST_DIR)"
+
+.PHONY: chart-push
+chart-push: chart-repo-set chart-package ## Push the packaged chart to oci://CHART_REPO; prints the pushed digest.
+	$(HELM) push $(if $(filter 127.0.0.1:% localhost:%,$(CHART_REPO)),--plain-http) "$(DIST_DIR)/connector-mcp-$(CHART_VERSION).tgz" "oci://$(CHART_REPO)" 2>&1 | tee "$(DIST_DIR)/chart-push.log"
+	@sed -n 's/^Digest: //p' "$(DIST_DIR)/chart-push.log"
 
 ##@ Test
 

@@ -28,8 +28,9 @@ declare -A TOOLS=(
   [kustomize]="sigs.k8s.io/kustomize/kustomize/v5@v5.8.2"
   [helm]="helm.sh/helm/v3/cmd/helm@v3.22.0"
   [golangci-lint]="github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0"
+  [actionlint]="github.com/rhysd/actionlint/cmd/actionlint@v1.7.12"
 )
-ORDER=(controller-gen kustomize helm golangci-lint)
+ORDER=(controller-gen kustomize helm golangci-lint actionlint)
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
