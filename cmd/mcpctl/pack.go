@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/netcause"
 	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/ocipack"
 )
@@ -326,6 +328,7 @@ type policyFile struct {
 // verifyFlags are the flags of "pack verify" besides the registry and provenance flags.
 type verifyFlags struct {
 	key, identity, identityRE, issuer, trustedRoot, policyPath string
+	tufURL, tufRoot                                            string
 	skipProv, keylessWithoutTlog                               bool
 	tlog                                                       int
 }
@@ -336,7 +339,9 @@ func (vf *verifyFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&vf.identity, "certificate-identity", "", "exact certificate subject (keyless)")
 	fs.StringVar(&vf.identityRE, "certificate-identity-regexp", "", "certificate subject regular expression (keyless)")
 	fs.StringVar(&vf.issuer, "certificate-oidc-issuer", "", "exact OIDC issuer (keyless)")
-	fs.StringVar(&vf.trustedRoot, "trusted-root", "", "sigstore trusted_root.json (self-hosted or public-good)")
+	fs.StringVar(&vf.trustedRoot, "trusted-root", "", "sigstore trusted_root.json (self-hosted, or an offline copy of public-good's); default for keyless: fetched over TUF")
+	fs.StringVar(&vf.tufURL, "trusted-root-tuf-url", "", "TUF repository serving trusted_root.json for keyless verification (default: public-good Sigstore, "+ociregistry.PublicGoodTUFURL+")")
+	fs.StringVar(&vf.tufRoot, "trusted-root-tuf-root", "", "TUF root.json anchoring --trusted-root-tuf-url (default: public-good Sigstore's root, built in)")
 	fs.StringVar(&vf.policyPath, "policy", "", "policy file (JSON or YAML): keyless, publicKeyFile, trustedRoot, provenance")
 	fs.BoolVar(&vf.skipProv, "skip-provenance-unsafe", false, "accept a signature without a provenance attestation (drops the merge verification)")
 	fs.IntVar(&vf.tlog, "tlog-threshold", 0, "require this many verified transparency-log entries per bundle")
@@ -344,9 +349,47 @@ func (vf *verifyFlags) register(fs *pflag.FlagSet) {
 		"accept keyless bundles with no transparency-log entry (a signed timestamp then suffices); by default a keyless bundle needs one")
 }
 
+// fetchTrustedRoot fetches the keyless trusted root over TUF, as cosign does: from
+// --trusted-root-tuf-url anchored in --trusted-root-tuf-root, or from public-good Sigstore's
+// repository anchored in the root built into sigstore-go, through the egress client.
+func (vf *verifyFlags) fetchTrustedRoot(env *cliEnv, eg *egressFlags) (*root.TrustedRoot, error) {
+	repo := vf.tufURL
+	var anchor []byte
+	switch {
+	case vf.tufRoot != "":
+		b, err := readBounded(vf.tufRoot, 1<<20)
+		if err != nil {
+			return nil, err
+		}
+		anchor = b
+	case repo != "" && repo != ociregistry.PublicGoodTUFURL:
+		return nil, usagef("--trusted-root-tuf-url %s needs --trusted-root-tuf-root (the root.json it is anchored in)", repo)
+	}
+	if repo == "" {
+		repo = ociregistry.PublicGoodTUFURL
+	}
+	u, err := url.Parse(repo)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && ociregistry.IsLoopbackHost(u.Host))) {
+		return nil, usagef("--trusted-root-tuf-url must be an https URL (plain http only to loopback)")
+	}
+	hc, err := eg.registryHTTPClient(u)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(env.stderr, "fetching the keyless trusted root over TUF from %s\n", u.Host)
+	tr, err := ociregistry.FetchTrustedRoot(ociregistry.TUFOptions(anchor, repo, hc))
+	if err != nil {
+		if c := netcause.Of(err); c != "" {
+			return nil, fmt.Errorf("trusted root over TUF from %s: %s", u.Host, c)
+		}
+		return nil, fmt.Errorf("trusted root over TUF from %s: the repository's metadata does not verify against its anchor", u.Host)
+	}
+	return tr, nil
+}
+
 func newPackVerifyCmd(env *cliEnv) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "verify REPO@sha256:DIGEST (--key cosign.pub | --certificate-identity[-regexp] ID --certificate-oidc-issuer URL --trusted-root FILE) [--provenance-...] [--policy FILE]",
+		Use:   "verify REPO@sha256:DIGEST (--key cosign.pub | --certificate-identity[-regexp] ID --certificate-oidc-issuer URL [--trusted-root FILE | --trusted-root-tuf-url URL --trusted-root-tuf-root FILE]) [--provenance-...] [--policy FILE]",
 		Short: "Verify a pack's signature and provenance against a policy, then pull it",
 		Args:  cobra.ArbitraryArgs,
 	}
@@ -457,16 +500,23 @@ func verifyPack(ctx context.Context, env *cliEnv, rf *registryFlags, pf *provena
 		opts = append(opts, ociregistry.WithTransparencyLog(*tlog))
 	}
 	var v *ociregistry.Verifier
-	if file.TrustedRoot != "" {
+	switch {
+	case file.TrustedRoot != "":
+		if vf.tufURL != "" || vf.tufRoot != "" {
+			return nil, nil, usagef("--trusted-root and --trusted-root-tuf-url/--trusted-root-tuf-root are alternatives")
+		}
 		tr, err := ociregistry.LoadTrustedRoot(file.TrustedRoot)
 		if err != nil {
 			return nil, nil, err
 		}
 		v = ociregistry.NewVerifier(c, tr, opts...)
-	} else {
-		if policy.Keyless != nil {
-			return nil, nil, usagef("keyless verification needs --trusted-root (public-good Sigstore is trusted only when its trusted_root.json is given)")
+	case policy.Keyless != nil:
+		tr, err := vf.fetchTrustedRoot(env, &rf.egress)
+		if err != nil {
+			return nil, nil, err
 		}
+		v = ociregistry.NewVerifier(c, tr, opts...)
+	default:
 		v = ociregistry.NewVerifier(c, nil, opts...)
 	}
 	res, p, err := v.VerifyAndPull(ctx, ref, policy)

@@ -393,3 +393,55 @@ func TestPackHostedEgress(t *testing.T) {
 		t.Fatalf("hosted egress with loopback allowed: exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// TestPackVerifyKeylessOverTUF: without --trusted-root, keyless verification fetches the trusted
+// root over TUF, as cosign does: here from a self-hosted TUF repository on loopback (the default,
+// public-good Sigstore's, is never contacted by tests; ociregistry's TestTUFOptionsDefault holds
+// the default). Twins: a repository whose metadata another root signed is not trusted, and a
+// repository named without its anchor is a usage error.
+func TestPackVerifyKeylessOverTUF(t *testing.T) {
+	reg := ocitest.New(ocitest.Options{Referrers: true})
+	defer reg.Close()
+	dir := t.TempDir()
+	kca := newCLIKeylessCA(t, dir, "unused_root.json")
+	ref := pushCLI(t, reg.Host, writeProfile(t, dir, "acme", true))
+	parsed, _ := ociregistry.ParseDigestReference(ref)
+	if _, err := kca.signer(t, cliRef).Sign(context.Background(), &ociregistry.Client{PlainHTTP: true}, parsed,
+		&ociregistry.Provenance{SourceRepository: cliRepo, SourceRef: cliRef, SourceRevision: cliRev, BuilderID: cliBuilder}); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := ocitest.NewTUFRepo(kca.TrustedRootJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repo.Close()
+	anchor := filepath.Join(dir, "root.json")
+	if err := os.WriteFile(anchor, repo.RootJSON, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"pack", "verify", ref, "--plain-http", "--certificate-identity", cliSubject, "--certificate-oidc-issuer", cliIssuer,
+		"--provenance-source-repo", cliRepo, "--provenance-ref", cliRef, "--keyless-without-tlog-unsafe",
+		"--trusted-root-tuf-url", repo.URL, "--trusted-root-tuf-root", anchor}
+	r := runCLI(t, nil, args...)
+	if r.code != 0 || !strings.Contains(r.stdout, `"subject": "`+cliSubject+`"`) || repo.Requests == 0 ||
+		!strings.Contains(r.stderr, "over TUF from "+strings.TrimPrefix(repo.URL, "http://")) {
+		t.Fatalf("verify over TUF: exit %d (%d TUF requests)\n%s\n%s", r.code, repo.Requests, r.stdout, r.stderr)
+	}
+
+	other, err := ocitest.NewTUFRepo(kca.TrustedRootJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	otherAnchor := filepath.Join(dir, "other-root.json")
+	if err := os.WriteFile(otherAnchor, other.RootJSON, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, nil, replaceArg(args, anchor, otherAnchor)...); r.code != exitFailure || !strings.Contains(r.stderr, "does not verify against its anchor") {
+		t.Fatalf("a repository under another anchor: exit %d: %s", r.code, r.stderr)
+	}
+	noAnchor := args[:len(args)-2]
+	if r := runCLI(t, nil, noAnchor...); r.code != exitUsage || !strings.Contains(r.stderr, "needs --trusted-root-tuf-root") {
+		t.Fatalf("a repository without its anchor: exit %d: %s", r.code, r.stderr)
+	}
+}

@@ -3,14 +3,10 @@ package managerapp
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
-	"github.com/sigstore/sigstore-go/pkg/tuf"
-	"github.com/theupdateframework/go-tuf/v2/metadata"
 
 	"github.com/b10x/connector-mcp/internal/ociregistry"
 )
@@ -25,9 +21,7 @@ func loadTrustedRoot(o Options, hc *http.Client) (root.TrustedMaterial, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--trusted-root-tuf-root: %w", err)
 		}
-		opts := tuf.DefaultOptions().WithRoot(anchor).WithRepositoryBaseURL(o.TrustedRootTUFURL).
-			WithDisableLocalCache().WithFetcher(&tufFetcher{hc: hc})
-		live, err := root.NewLiveTrustedRoot(opts)
+		live, err := root.NewLiveTrustedRoot(ociregistry.TUFOptions(anchor, o.TrustedRootTUFURL, hc))
 		if err != nil {
 			return nil, fmt.Errorf("--trusted-root-tuf-url: %w", err)
 		}
@@ -40,30 +34,6 @@ func loadTrustedRoot(o Options, hc *http.Client) (root.TrustedMaterial, error) {
 		return tr, nil
 	}
 	return nil, nil
-}
-
-// tufFetcher fetches TUF metadata and targets through the manager's egress HTTP client: one
-// attempt, bounded by the length the TUF client expects.
-type tufFetcher struct{ hc *http.Client }
-
-// DownloadFile implements go-tuf's fetcher.Fetcher.
-func (f *tufFetcher) DownloadFile(u string, maxLength int64, _ time.Duration) ([]byte, error) {
-	resp, err := f.hc.Get(u) //nolint:noctx // the go-tuf fetcher interface carries no context; the egress client has a deadline
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, &metadata.ErrDownloadHTTP{StatusCode: resp.StatusCode, URL: u}
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxLength+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > maxLength {
-		return nil, &metadata.ErrDownloadLengthMismatch{Msg: "TUF download larger than expected"}
-	}
-	return data, nil
 }
 
 // errTrustedRootSources is returned when both a file and a TUF repository are configured.
