@@ -65,7 +65,7 @@ vet: ## Run go vet.
 .PHONY: lint
 lint: ## Run golangci-lint (config: .golangci.yml), actionlint on the workflows and shellcheck on the scripts.
 	$(GOLANGCI_LINT) run --allow-serial-runners $(PKGS)
-	$(ACTIONLINT) -shellcheck= .github/workflows/*.yaml
+	$(ACTIONLINT) -shellcheck= .github/workflows/*.yaml docs/examples/*.yaml
 	@if command -v shellcheck >/dev/null; then echo "shellcheck hack/*.sh .ci/run"; shellcheck hack/*.sh .ci/run; \
 	else echo "lint: shellcheck not installed (Debian: apt-get install shellcheck), shell scripts not linted"; fi
 

@@ -72,6 +72,9 @@ var examples = map[string]string{
 	"deployment init": `  # A complete ServiceDeployment for a reviewed profile; destructive operations stay hidden
   mcpctl deployment init --profile github.yaml --grant github-invokers --url https://mcp.example.com/mcp \
     --credential-secret github-token -n team-a > github-deployment.yaml`,
+	"trusted-root fetch": `  # Public-good Sigstore's trusted root, verified over TUF, into the manager's ConfigMap
+  mcpctl trusted-root fetch > trusted_root.json
+  kubectl create configmap sigstore-trusted-root -n connector-mcp-system --from-file=trusted_root.json`,
 	"version": `  mcpctl version
   mcpctl --version`,
 }

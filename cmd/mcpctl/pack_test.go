@@ -445,3 +445,50 @@ func TestPackVerifyKeylessOverTUF(t *testing.T) {
 		t.Fatalf("a repository without its anchor: exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// trusted-root fetch prints the trusted root a TUF repository serves, verified against its anchor,
+// in the form pack verify --trusted-root and the manager's ConfigMap read back. Twin: under another
+// anchor it prints nothing and fails.
+func TestTrustedRootFetch(t *testing.T) {
+	dir := t.TempDir()
+	kca := newCLIKeylessCA(t, dir, "unused_root.json")
+	repo, err := ocitest.NewTUFRepo(kca.TrustedRootJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repo.Close()
+	anchor := filepath.Join(dir, "root.json")
+	if err := os.WriteFile(anchor, repo.RootJSON, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, nil, "trusted-root", "fetch", "--trusted-root-tuf-url", repo.URL, "--trusted-root-tuf-root", anchor)
+	if r.code != 0 {
+		t.Fatalf("trusted-root fetch: exit %d: %s", r.code, r.stderr)
+	}
+	fetched := filepath.Join(dir, "fetched.json")
+	if err := os.WriteFile(fetched, []byte(r.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ociregistry.LoadTrustedRoot(fetched)
+	if err != nil {
+		t.Fatalf("the fetched trusted root does not load: %v", err)
+	}
+	want, err := ociregistry.LoadTrustedRoot(kca.trustedRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.FulcioCertificateAuthorities()) != 1 || len(got.TimestampingAuthorities()) != len(want.TimestampingAuthorities()) {
+		t.Fatalf("fetched %d CAs, %d TSAs", len(got.FulcioCertificateAuthorities()), len(got.TimestampingAuthorities()))
+	}
+	other, err := ocitest.NewTUFRepo(kca.TrustedRootJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := os.WriteFile(anchor, other.RootJSON, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, nil, "trusted-root", "fetch", "--trusted-root-tuf-url", repo.URL, "--trusted-root-tuf-root", anchor); r.code != exitFailure || r.stdout != "" {
+		t.Fatalf("twin: another anchor: exit %d: %q", r.code, r.stdout)
+	}
+}
