@@ -64,11 +64,7 @@ Operations whose reviewed effect is destructive are bound but not exposed unless
 		if err != nil {
 			return err
 		}
-		b, err := readBounded(*profilePath, ocipack.MaxProfileSize)
-		if err != nil {
-			return err
-		}
-		doc, err := ocipack.DecodeProfile(b)
+		doc, err := readProfile(*profilePath)
 		if err != nil {
 			return err
 		}

@@ -88,6 +88,20 @@ func (f *registryFlags) client(env *cliEnv, host string) (*ociregistry.Client, e
 	return c, nil
 }
 
+// readProfile reads and decodes the profile document at path (YAML or JSON, at most
+// ocipack.MaxProfileSize bytes); a decoding refusal names the file.
+func readProfile(path string) (*apiv1.ProfileDocument, error) {
+	b, err := readBounded(path, ocipack.MaxProfileSize)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := ocipack.DecodeProfile(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return doc, nil
+}
+
 // readBounded reads a local file of at most max bytes.
 func readBounded(path string, max int64) ([]byte, error) {
 	f, err := os.Open(path) //nolint:gosec // G304: the path is the user's own command-line argument
@@ -137,13 +151,9 @@ func packPush(ctx context.Context, env *cliEnv, rf *registryFlags, to string, fi
 	}
 	var docs []*apiv1.ProfileDocument
 	for _, path := range files {
-		b, err := readBounded(path, ocipack.MaxProfileSize)
+		doc, err := readProfile(path)
 		if err != nil {
 			return err
-		}
-		doc, err := ocipack.DecodeProfile(b)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
 		}
 		docs = append(docs, doc)
 	}

@@ -394,6 +394,22 @@ func TestPackHostedEgress(t *testing.T) {
 	}
 }
 
+// newCLITUFRepo starts a TUF repository serving trustedRoot until the test ends and writes its
+// root.json into dir under name; it returns the repository and the anchor's path.
+func newCLITUFRepo(t *testing.T, dir, name string, trustedRoot []byte) (*ocitest.TUFRepo, string) {
+	t.Helper()
+	repo, err := ocitest.NewTUFRepo(trustedRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(repo.Close)
+	anchor := filepath.Join(dir, name)
+	if err := os.WriteFile(anchor, repo.RootJSON, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return repo, anchor
+}
+
 // TestPackVerifyKeylessOverTUF: without --trusted-root, keyless verification fetches the trusted
 // root over TUF, as cosign does: here from a self-hosted TUF repository on loopback (the default,
 // public-good Sigstore's, is never contacted by tests; ociregistry's TestTUFOptionsDefault holds
@@ -410,15 +426,7 @@ func TestPackVerifyKeylessOverTUF(t *testing.T) {
 		&ociregistry.Provenance{SourceRepository: cliRepo, SourceRef: cliRef, SourceRevision: cliRev, BuilderID: cliBuilder}); err != nil {
 		t.Fatal(err)
 	}
-	repo, err := ocitest.NewTUFRepo(kca.TrustedRootJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer repo.Close()
-	anchor := filepath.Join(dir, "root.json")
-	if err := os.WriteFile(anchor, repo.RootJSON, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	repo, anchor := newCLITUFRepo(t, dir, "root.json", kca.TrustedRootJSON)
 	args := []string{"pack", "verify", ref, "--plain-http", "--certificate-identity", cliSubject, "--certificate-oidc-issuer", cliIssuer,
 		"--provenance-source-repo", cliRepo, "--provenance-ref", cliRef, "--keyless-without-tlog-unsafe",
 		"--trusted-root-tuf-url", repo.URL, "--trusted-root-tuf-root", anchor}
@@ -428,15 +436,7 @@ func TestPackVerifyKeylessOverTUF(t *testing.T) {
 		t.Fatalf("verify over TUF: exit %d (%d TUF requests)\n%s\n%s", r.code, repo.Requests, r.stdout, r.stderr)
 	}
 
-	other, err := ocitest.NewTUFRepo(kca.TrustedRootJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	otherAnchor := filepath.Join(dir, "other-root.json")
-	if err := os.WriteFile(otherAnchor, other.RootJSON, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	_, otherAnchor := newCLITUFRepo(t, dir, "other-root.json", kca.TrustedRootJSON)
 	if r := runCLI(t, nil, replaceArg(args, anchor, otherAnchor)...); r.code != exitFailure || !strings.Contains(r.stderr, "does not verify against its anchor") {
 		t.Fatalf("a repository under another anchor: exit %d: %s", r.code, r.stderr)
 	}
@@ -452,15 +452,7 @@ func TestPackVerifyKeylessOverTUF(t *testing.T) {
 func TestTrustedRootFetch(t *testing.T) {
 	dir := t.TempDir()
 	kca := newCLIKeylessCA(t, dir, "unused_root.json")
-	repo, err := ocitest.NewTUFRepo(kca.TrustedRootJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer repo.Close()
-	anchor := filepath.Join(dir, "root.json")
-	if err := os.WriteFile(anchor, repo.RootJSON, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	repo, anchor := newCLITUFRepo(t, dir, "root.json", kca.TrustedRootJSON)
 	r := runCLI(t, nil, "trusted-root", "fetch", "--trusted-root-tuf-url", repo.URL, "--trusted-root-tuf-root", anchor)
 	if r.code != 0 {
 		t.Fatalf("trusted-root fetch: exit %d: %s", r.code, r.stderr)
@@ -480,15 +472,8 @@ func TestTrustedRootFetch(t *testing.T) {
 	if len(got.FulcioCertificateAuthorities()) != 1 || len(got.TimestampingAuthorities()) != len(want.TimestampingAuthorities()) {
 		t.Fatalf("fetched %d CAs, %d TSAs", len(got.FulcioCertificateAuthorities()), len(got.TimestampingAuthorities()))
 	}
-	other, err := ocitest.NewTUFRepo(kca.TrustedRootJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if err := os.WriteFile(anchor, other.RootJSON, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if r := runCLI(t, nil, "trusted-root", "fetch", "--trusted-root-tuf-url", repo.URL, "--trusted-root-tuf-root", anchor); r.code != exitFailure || r.stdout != "" {
+	_, otherAnchor := newCLITUFRepo(t, dir, "other-root.json", kca.TrustedRootJSON)
+	if r := runCLI(t, nil, "trusted-root", "fetch", "--trusted-root-tuf-url", repo.URL, "--trusted-root-tuf-root", otherAnchor); r.code != exitFailure || r.stdout != "" {
 		t.Fatalf("twin: another anchor: exit %d: %q", r.code, r.stdout)
 	}
 }

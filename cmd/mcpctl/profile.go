@@ -145,11 +145,7 @@ func newProfileCheckCmd(env *cliEnv) *cobra.Command {
 }
 
 func profileCheck(ctx context.Context, env *cliEnv, sf *serverFlags, profilePath string, cmd *cobra.Command, args []string) error {
-	b, err := readBounded(profilePath, ocipack.MaxProfileSize)
-	if err != nil {
-		return err
-	}
-	doc, err := ocipack.DecodeProfile(b)
+	doc, err := readProfile(profilePath)
 	if err != nil {
 		return err
 	}

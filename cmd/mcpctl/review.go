@@ -382,11 +382,7 @@ func newReviewRepinCmd(env *cliEnv) *cobra.Command {
 		if len(args) != 1 {
 			return usagef("review repin: want one review, NAMESPACE/NAME or NAME -n NAMESPACE (see %s --help)", cmd.CommandPath())
 		}
-		b, err := readBounded(*profilePath, ocipack.MaxProfileSize)
-		if err != nil {
-			return err
-		}
-		doc, err := ocipack.DecodeProfile(b)
+		doc, err := readProfile(*profilePath)
 		if err != nil {
 			return err
 		}
