@@ -444,6 +444,15 @@ func TestChartEscapeHatches(t *testing.T) {
 	}
 }
 
+// TestChartMatrixIsConsistent: every matrix entry's selectors and bindings hold together.
+func TestChartMatrixIsConsistent(t *testing.T) {
+	for _, name := range matrixNames() {
+		if p := consistencyProblems(objects(t, render(t, "m", "m-ns", chartMatrix[name]))); len(p) > 0 {
+			t.Errorf("%s: %v", name, p)
+		}
+	}
+}
+
 // TestChartConsistencyCheckDetectsMismatches is the twin: a Service selecting other pods, a
 // binding naming another account and a ServiceMonitor selecting other Services are reported.
 func TestChartConsistencyCheckDetectsMismatches(t *testing.T) {
