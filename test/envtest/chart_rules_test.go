@@ -5,6 +5,8 @@ package envtest
 // metrics the code registers, so renaming a metric or a label breaks this test.
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,6 +17,7 @@ import (
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/controllers"
+	"github.com/b10x/connector-mcp/internal/gateway"
 	"github.com/b10x/connector-mcp/internal/review"
 )
 
@@ -28,6 +31,8 @@ func exportedMetrics(t *testing.T) map[string][]string {
 	cs = append(cs, controllers.NewRefusedCollector(k8sClient))
 	w := review.NewWebhookMetrics()
 	cs = append(cs, w.Sent, w.Dropped, w.QueueFull)
+	g := gateway.NewMetrics(nil)
+	cs = append(cs, g.Requests, g.Calls, g.CallDuration, g.InFlight, g.CacheLookups, g.Surfaces, g.DirectCalls)
 	descRe := regexp.MustCompile(`fqName: "([a-z_]+)".*variableLabels: \{([a-z_,]*)\}`)
 	out := map[string][]string{}
 	for _, c := range cs {
@@ -59,8 +64,23 @@ var (
 	matcherRe = regexp.MustCompile(`([a-z_]+)\s*(=~|!~|!=|=)\s*"([^"]*)"`)
 )
 
-// ruleProblems lists the connector_mcp_* selectors of expr that name a metric the manager does not
-// export, a label it does not carry, or a class that is not a review class.
+// labelValues are the values a label with a closed set may take: the review classes, and the
+// gateway's outcomes ("ok" or the name of one of its own refusals).
+var labelValues = map[string][]string{
+	"class": review.Classes,
+	"outcome": {"ok", gateway.RefusalUnauthenticated, gateway.RefusalCallerBusy, gateway.RefusalOverloaded,
+		gateway.RefusalShuttingDown, gateway.RefusalHostNotAllowed, gateway.RefusalNotFound, gateway.RefusalNotActive,
+		gateway.RefusalInvalidParams, gateway.RefusalUnknownTool, gateway.RefusalDeadlineExceeded,
+		gateway.RefusalResultNotRepresentable, gateway.RefusalAuthorizationUnavailable, gateway.RefusalAuthRateLimited,
+		gateway.RefusalRequestBodyTimeout, gateway.RefusalCallFailed},
+}
+
+// gatewayTargetLabels are the labels Prometheus adds to the gateway's series from its
+// ServiceMonitor target, by which the gateway's rules select the release's gateway.
+var gatewayTargetLabels = []string{"job", "namespace"}
+
+// ruleProblems lists the connector_mcp_* selectors of expr that name a metric the manager or the
+// gateway does not export, a label it does not carry, or a class or outcome that does not exist.
 func ruleProblems(expr string, exported map[string][]string) []string {
 	var problems []string
 	uses := seriesRe.FindAllStringSubmatch(expr, -1)
@@ -70,17 +90,21 @@ func ruleProblems(expr string, exported map[string][]string) []string {
 			problems = append(problems, "unknown metric "+u[1])
 			continue
 		}
+		if strings.HasPrefix(u[1], "connector_mcp_gateway_") {
+			labels = append(slices.Clone(labels), gatewayTargetLabels...)
+		}
 		for _, mt := range matcherRe.FindAllStringSubmatch(u[3], -1) {
 			if !slices.Contains(labels, mt[1]) {
 				problems = append(problems, u[1]+" has no label "+mt[1])
 				continue
 			}
-			if mt[1] != "class" {
+			known, ok := labelValues[mt[1]]
+			if !ok {
 				continue
 			}
 			for _, v := range strings.Split(mt[3], "|") {
-				if !slices.Contains(review.Classes, v) {
-					problems = append(problems, "unknown class "+v)
+				if !slices.Contains(known, v) {
+					problems = append(problems, "unknown "+mt[1]+" "+v)
 				}
 			}
 		}
@@ -88,19 +112,31 @@ func ruleProblems(expr string, exported map[string][]string) []string {
 	return problems
 }
 
+// renderedRules returns the expression of every alert of the monitoring matrix entry (manager
+// and gateway rules).
 func renderedRules(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for alert, r := range renderedAlerts(t) {
+		out[alert] = r["expr"].(string)
+	}
+	return out
+}
+
+// renderedAlerts returns every alert rule of the monitoring matrix entry by name.
+func renderedAlerts(t *testing.T) map[string]map[string]any {
 	t.Helper()
 	for _, o := range objects(t, render(t, "prod", "prod-ns", chartMatrix["monitoring"])) {
 		if o.GetKind() != "PrometheusRule" {
 			continue
 		}
 		groups, _, _ := unstructured.NestedSlice(o.Object, "spec", "groups")
-		out := map[string]string{}
+		out := map[string]map[string]any{}
 		for _, g := range groups {
 			rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
 			for _, r := range rules {
 				rm := r.(map[string]any)
-				out[rm["alert"].(string)] = rm["expr"].(string)
+				out[rm["alert"].(string)] = rm
 			}
 		}
 		return out
@@ -146,6 +182,8 @@ func TestChartPrometheusRuleCheckDetectsRenames(t *testing.T) {
 		`max (connector_mcp_refused_deployments{namespace="x",reason="SnapshotDrift"}) > 0`:                   "connector_mcp_refused_deployments has no label namespace",
 		`increase(connector_mcp_drift_total{class=~"new_tool|widened_schema"}[1h]) > 0`:                       "unknown class widened_schema",
 		`increase(connector_mcp_drift_webhook_drops_total[30m]) > 0`:                                          "unknown metric connector_mcp_drift_webhook_drops_total",
+		`rate(connector_mcp_gateway_requests_total{outcome=~"call_failed|upstream_failed"}[5m])`:              "unknown outcome upstream_failed",
+		`rate(connector_mcp_gateway_calls_total{deployment="x"}[5m])`:                                         "connector_mcp_gateway_calls_total has no label deployment",
 		`histogram_quantile(0.9, rate(connector_mcp_freeze_duration_seconds_bucket{le="1",result="ok"}[5m]))`: "",
 	} {
 		p := ruleProblems(expr, exported)
@@ -157,6 +195,84 @@ func TestChartPrometheusRuleCheckDetectsRenames(t *testing.T) {
 		}
 		if !slices.Contains(p, want) {
 			t.Errorf("%s: problems %v, want %q", expr, p, want)
+		}
+	}
+}
+
+// runbookProblems lists the alerts whose runbook_url is not base#<lower-case name> or whose
+// section (a "## <name>" heading with Meaning, Impact, Diagnosis and Fix) is missing from the
+// runbook page doc, and the page's sections that name no alert.
+func runbookProblems(alerts map[string]map[string]any, base, doc string) []string {
+	var problems []string
+	sections := map[string]string{}
+	parts := strings.Split("\n"+doc, "\n## ")
+	for _, part := range parts[1:] {
+		name, body, _ := strings.Cut(part, "\n")
+		sections[strings.TrimSpace(name)] = body
+	}
+	for alert, rule := range alerts {
+		ann, _ := rule["annotations"].(map[string]any)
+		if url, _ := ann["runbook_url"].(string); url != base+"#"+strings.ToLower(alert) {
+			problems = append(problems, alert+": runbook_url "+url)
+		}
+		body, ok := sections[alert]
+		if !ok {
+			problems = append(problems, alert+": no section in the runbooks")
+			continue
+		}
+		for _, part := range []string{"**Meaning.**", "**Impact.**", "**Diagnosis.**", "**Fix.**"} {
+			if !strings.Contains(body, part) {
+				problems = append(problems, alert+": section lacks "+part)
+			}
+		}
+	}
+	for name := range sections {
+		if _, ok := alerts[name]; !ok {
+			problems = append(problems, "section "+name+" names no alert")
+		}
+	}
+	slices.Sort(problems)
+	return problems
+}
+
+// TestChartAlertsLinkRunbooks: every alert of the manager's and the gateway's rules links its
+// section of docs/runbooks.md, which explains it, and the page documents no other alert. The
+// gateway's rules select the job of the gateway's ServiceMonitor (its Service's name).
+func TestChartAlertsLinkRunbooks(t *testing.T) {
+	alerts := renderedAlerts(t)
+	for _, want := range []string{"ConnectorMcpGatewayDown", "ConnectorMcpGatewayCallsFailing", "ConnectorMcpGatewayCallLatencyHigh"} {
+		r, ok := alerts[want]
+		if !ok {
+			t.Errorf("PrometheusRule lacks %s", want)
+			continue
+		}
+		if expr := r["expr"].(string); !strings.Contains(expr, `job="prod-connector-mcp-gateway",namespace="prod-ns"`) {
+			t.Errorf("%s does not select the gateway ServiceMonitor's job: %s", want, expr)
+		}
+	}
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "runbooks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := runbookProblems(alerts, "https://github.com/b10x/connector-mcp/blob/main/docs/runbooks.md", string(doc)); len(p) > 0 {
+		t.Errorf("runbooks: %v", p)
+	}
+}
+
+// TestChartRunbookCheckDetectsGaps is the twin: a page missing an alert's section, a section
+// without its Fix, and a section for an alert that does not exist are reported.
+func TestChartRunbookCheckDetectsGaps(t *testing.T) {
+	base := "https://example.com/runbooks.md"
+	alerts := map[string]map[string]any{
+		"A": {"annotations": map[string]any{"runbook_url": base + "#a"}},
+		"B": {"annotations": map[string]any{"runbook_url": base + "#b"}},
+		"C": {"annotations": map[string]any{"runbook_url": base + "#wrong"}},
+	}
+	doc := "# Runbooks\n\n## A\n\n**Meaning.** x **Impact.** x **Diagnosis.** x **Fix.** x\n\n## C\n\n**Meaning.** **Impact.** **Diagnosis.**\n\n## D\n\nx\n"
+	got := runbookProblems(alerts, base, doc)
+	for _, want := range []string{"B: no section in the runbooks", "C: runbook_url " + base + "#wrong", "C: section lacks **Fix.**", "section D names no alert"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("problems %v, want %q", got, want)
 		}
 	}
 }

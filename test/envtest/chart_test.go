@@ -6,6 +6,7 @@ package envtest
 import (
 	"bytes"
 	"context"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
 	"github.com/b10x/connector-mcp/internal/managerapp"
@@ -98,7 +100,7 @@ var chartMatrix = map[string]map[string]any{
 		"maxRequestBytes": 1048576, "allowedHosts": []string{"mcp.example.com"}}},
 	"gateway-plain-http": {"gateway": map[string]any{"enabled": true, "plainHTTPUnsafe": true}},
 	"keyless": {"policy": map[string]any{
-		"defaultIdentity":      map[string]any{"issuer": "https://token.actions.githubusercontent.com", "subjectRegExp": "^https://github.com/example/"},
+		"defaultIdentity":      map[string]any{"issuer": "https://token.actions.githubusercontent.com", "subjectRegExp": `^https://github\.com/example/profiles/\.github/workflows/[^@]+@refs/heads/main$`},
 		"trustedRootConfigMap": "sigstore-trusted-root",
 		"defaultProvenance":    map[string]any{"builderID": "https://github.com/actions/runner/github-hosted", "sourceRepository": "git+https://github.com/example/profiles", "sourceRef": "refs/heads/main"},
 	}},
@@ -106,7 +108,16 @@ var chartMatrix = map[string]map[string]any{
 	"egress-cidrs": {"policy": map[string]any{"egressAllowCIDRs": []string{"10.96.0.0/12", "fd00::/8"}}},
 	"monitoring": {"serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true},
 		"caBundle": map[string]any{"configMapName": "corp-ca"}, "priorityClassName": "system-cluster-critical",
-		"image": map[string]any{"digest": "sha256:" + strings.Repeat("ab", 32)}},
+		"image":   map[string]any{"digest": "sha256:" + strings.Repeat("ab", 32)},
+		"gateway": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "gateway-tls"}}},
+	// Gateway TLS from cert-manager, and the callers' CA bundle from trust-manager.
+	"gateway-cert-manager": {"gateway": map[string]any{"enabled": true, "tls": map[string]any{
+		"certManager":    map[string]any{"issuerRef": map[string]any{"name": "platform-ca", "kind": "ClusterIssuer"}, "duration": "2160h", "renewBefore": "360h"},
+		"callerCABundle": map[string]any{"trustManager": true}}}},
+	// Every escape hatch at once.
+	"overrides": overrideValues,
+	// Values with YAML syntax in them reach their flags unchanged.
+	"yaml-syntax-values": yamlSyntaxValues,
 	"minimal": {"metrics": map[string]any{"enabled": false}, "leaderElection": false, "replicaCount": 1,
 		"podDisruptionBudget": map[string]any{"enabled": false}, "networkPolicy": map[string]any{"enabled": false},
 		"rbac": map[string]any{"aggregateToDefaultRoles": false}},
@@ -149,6 +160,15 @@ func TestChartSchemaRefusals(t *testing.T) {
 		{"bad CIDR", map[string]any{"policy": map[string]any{"egressAllowCIDRs": []string{"10.0.0.0"}}}, "egressAllowCIDRs"},
 		{"drift webhook over plain http", map[string]any{"driftWebhook": map[string]any{"url": "http://hooks.example.com/drift"}}, "driftWebhook/url"},
 		{"drift webhook token in the URL", map[string]any{"driftWebhook": map[string]any{"url": "https://hooks.example.com/drift?token=x"}}, "driftWebhook/url"},
+		// Signer regexps must be anchored at both ends: an open end matches other repositories'
+		// or branches' workflows.
+		{"regexp open at the end", map[string]any{"policy": map[string]any{"defaultIdentity": map[string]any{"subjectRegExp": `^https://github\.com/example/`}}}, "/policy/defaultIdentity/subjectRegExp"},
+		{"regexp open at the start", map[string]any{"policy": map[string]any{"defaultIdentity": map[string]any{"subjectRegExp": `https://github\.com/example/x$`}}}, "/policy/defaultIdentity/subjectRegExp"},
+		{"regexp ending in an escaped dollar", map[string]any{"policy": map[string]any{"defaultIdentity": map[string]any{"subjectRegExp": `^https://x\$`}}}, "/policy/defaultIdentity/subjectRegExp"},
+		{"unknown log level", map[string]any{"logLevel": "verbose"}, "logLevel"},
+		{"fullnameOverride too long for the gateway Service", map[string]any{"fullnameOverride": strings.Repeat("a", 56)}, "fullnameOverride"},
+		{"unknown serviceAccount key", map[string]any{"serviceAccount": map[string]any{"role": "x"}}, "additional properties 'role' not allowed"},
+		{"unknown cert-manager key", map[string]any{"gateway": map[string]any{"tls": map[string]any{"certManager": map[string]any{"issuer": "x"}}}}, "additional properties 'issuer' not allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := helmRun(t, tc.values, "lint", "--strict", chartDir())
@@ -162,8 +182,13 @@ func TestChartSchemaRefusals(t *testing.T) {
 	}
 	// A gateway without TLS and without the explicit unsafe switch is refused at render time.
 	out, err := helmRun(t, map[string]any{"gateway": map[string]any{"enabled": true}}, "template", "r", chartDir())
-	if err == nil || !strings.Contains(out, "gateway.tls.secretName") {
+	if err == nil || !strings.Contains(out, "gateway.tls.secretName") || !strings.Contains(out, "gateway.tls.certManager.issuerRef.name") {
 		t.Errorf("a gateway without TLS rendered (err %v):\n%s", err, out)
+	}
+	// An existing ServiceAccount needs its name: the chart binds its RBAC to it.
+	out, err = helmRun(t, map[string]any{"serviceAccount": map[string]any{"create": false}}, "template", "r", chartDir())
+	if err == nil || !strings.Contains(out, "serviceAccount.name is required") {
+		t.Errorf("serviceAccount.create=false without a name rendered (err %v):\n%s", err, out)
 	}
 }
 
@@ -179,17 +204,18 @@ func restrictedNamespace(t *testing.T, prefix string) string {
 	return ns.Name
 }
 
-// installMonitoringCRDs installs the Prometheus Operator's ServiceMonitor and PrometheusRule CRDs
-// (copied unchanged from prometheus-operator, see testdata/crds/README.md).
-func installMonitoringCRDs(t *testing.T) {
+// installThirdPartyCRDs installs the CRDs of the optional objects the chart renders: the
+// Prometheus Operator's ServiceMonitor and PrometheusRule, cert-manager's Certificate and
+// trust-manager's Bundle (copied unchanged, see testdata/crds/README.md).
+func installThirdPartyCRDs(t *testing.T) {
 	t.Helper()
 	dir := filepath.Join(repoRoot, "test", "envtest", "testdata", "crds")
 	out, err := kubectlRun(t, nil, "apply", "--server-side", "-f", dir)
 	if err != nil {
-		t.Fatalf("install monitoring CRDs: %v\n%s", err, out)
+		t.Fatalf("install third-party CRDs: %v\n%s", err, out)
 	}
 	if out, err := kubectlRun(t, nil, "wait", "--for=condition=Established", "-f", dir); err != nil {
-		t.Fatalf("monitoring CRDs not established: %v\n%s", err, out)
+		t.Fatalf("third-party CRDs not established: %v\n%s", err, out)
 	}
 }
 
@@ -197,7 +223,7 @@ func installMonitoringCRDs(t *testing.T) {
 // object (strict fields) in a restricted namespace: no object is refused and no pod template
 // would violate restricted Pod Security.
 func TestChartMatrixAppliesServerSide(t *testing.T) {
-	installMonitoringCRDs(t)
+	installThirdPartyCRDs(t)
 	for _, name := range matrixNames() {
 		t.Run(name, func(t *testing.T) {
 			ns := restrictedNamespace(t, "chart-"+name)
@@ -394,15 +420,30 @@ func TestChartSetsEveryManagerFlag(t *testing.T) {
 			t.Errorf("docs/install.md does not list the excluded flag --%s", name)
 		}
 	}
+	fs, _ := managerFlagSet()
+	if err := fs.Parse(args); err != nil {
+		t.Errorf("the rendered manager args do not parse: %v", err)
+	}
+}
+
+// managerFlagSet is the manager's command line as cmd/manager/main.go builds it: the options'
+// flags, main's own, and controller-runtime's zap flags.
+func managerFlagSet() (*pflag.FlagSet, *managerapp.Options) {
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
 	o := managerapp.DefaultOptions()
 	o.BindFlags(fs)
 	for _, n := range []string{"leader-elect", "leader-election-namespace", "metrics-bind-address", "health-probe-bind-address", "graceful-shutdown-timeout"} {
 		fs.String(n, "", "cmd/manager/main.go flag")
 	}
-	if err := fs.Parse(args); err != nil {
-		t.Errorf("the rendered manager args do not parse: %v", err)
-	}
+	bindZapFlags(fs)
+	return fs, &o
+}
+
+// bindZapFlags adds controller-runtime's zap flags, as both binaries' main does.
+func bindZapFlags(fs *pflag.FlagSet) {
+	gfs := flag.NewFlagSet("zap", flag.ContinueOnError)
+	(&zap.Options{}).BindFlags(gfs)
+	fs.AddGoFlagSet(gfs)
 }
 
 // TestChartFlagCoverageDetectsGaps is the twin: with the default values (no public key, no
@@ -484,12 +525,7 @@ func TestFluxHelmReleaseValuesAreValid(t *testing.T) {
 		t.Fatal("config/flux/helmrelease.yaml has no HelmRelease with spec.values")
 	}
 	args := managerArgs(t, values)
-	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
-	o := managerapp.DefaultOptions()
-	o.BindFlags(fs)
-	for _, n := range []string{"leader-elect", "leader-election-namespace", "metrics-bind-address", "health-probe-bind-address", "graceful-shutdown-timeout"} {
-		fs.String(n, "", "cmd/manager/main.go flag")
-	}
+	fs, o := managerFlagSet()
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("the example's manager args do not parse: %v", err)
 	}

@@ -1,13 +1,70 @@
+{{/* The chart's name: nameOverride or the chart name (app.kubernetes.io/name). */}}
+{{- define "connector-mcp.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The prefix of every object name: fullnameOverride, or the release name followed by the
+chart's name unless the release name contains it. At most 55 characters, so that the
+"-gateway" and "-metrics" Services stay valid DNS labels. */}}
 {{- define "connector-mcp.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 55 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- $name := include "connector-mcp.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 55 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 55 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
+{{/* The gateway's object names (Deployment, Service, ServiceAccount, RBAC, Certificate). */}}
+{{- define "connector-mcp.gatewayName" -}}
+{{- printf "%s-gateway" (include "connector-mcp.fullname" .) -}}
+{{- end -}}
+
+{{/* The manager's ServiceAccount: the chart's own (serviceAccount.create), or an existing one
+named serviceAccount.name; either way every binding of the chart names it. */}}
+{{- define "connector-mcp.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "connector-mcp.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required with serviceAccount.create=false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The gateway's ServiceAccount, likewise (gateway.serviceAccount). */}}
+{{- define "connector-mcp.gatewayServiceAccountName" -}}
+{{- if .Values.gateway.serviceAccount.create -}}
+{{- default (include "connector-mcp.gatewayName" .) .Values.gateway.serviceAccount.name -}}
+{{- else -}}
+{{- required "gateway.serviceAccount.name is required with gateway.serviceAccount.create=false" .Values.gateway.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret holding the gateway's serving certificate: gateway.tls.secretName, or with
+gateway.tls.certManager the Secret its Certificate writes (default <gateway>-tls). */}}
+{{- define "connector-mcp.gatewayTLSSecret" -}}
+{{- default (printf "%s-tls" (include "connector-mcp.gatewayName" .)) .Values.gateway.tls.secretName -}}
+{{- end -}}
+
+{{/* The host names the gateway answers for (--allowed-hosts) and its Certificate names, as a
+JSON list: gateway.allowedHosts, or the Service's DNS names. */}}
+{{- define "connector-mcp.gatewayHosts" -}}
+{{- $name := include "connector-mcp.gatewayName" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- .Values.gateway.allowedHosts | default (list $name (printf "%s.%s" $name $ns) (printf "%s.%s.svc" $name $ns) (printf "%s.%s.svc.cluster.local" $name $ns)) | toJson -}}
+{{- end -}}
+
+{{/* One command-line argument "--name=value", quoted: a value with ": ", "#", a leading "*" or
+any other YAML syntax is passed byte for byte. Call with (list "name" value). */}}
+{{- define "connector-mcp.arg" -}}
+{{- printf "--%s=%v" (index . 0) (index . 1) | quote -}}
+{{- end -}}
+
 {{- define "connector-mcp.labels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "connector-mcp.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
@@ -15,13 +72,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{- define "connector-mcp.selectorLabels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "connector-mcp.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 control-plane: controller-manager
 {{- end -}}
 
 {{- define "connector-mcp.gatewaySelectorLabels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "connector-mcp.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: gateway
 {{- end -}}
@@ -35,7 +92,8 @@ app.kubernetes.io/component: gateway
 {{- end -}}
 {{- end -}}
 
-{{/* Trust and egress flags (app.Options.BindVerifyFlags) shared by the manager and the gateway. */}}
+{{/* Trust and egress flags (app.Options.BindVerifyFlags) shared by the manager and the gateway.
+Every value is quoted (connector-mcp.arg). */}}
 {{- define "connector-mcp.verifyArgs" -}}
 {{- $p := .Values.policy -}}
 {{- if $p.skipProvenanceUnsafe }}
@@ -47,44 +105,44 @@ app.kubernetes.io/component: gateway
 {{- if $p.keylessRequireSignedTimestamp }}
 - --keyless-require-signed-timestamp
 {{- end }}
-- --exchange-timeout={{ $p.exchangeTimeout }}
-- --max-response-bytes={{ int64 $p.maxResponseBytes }}
+- {{ include "connector-mcp.arg" (list "exchange-timeout" $p.exchangeTimeout) }}
+- {{ include "connector-mcp.arg" (list "max-response-bytes" (int64 $p.maxResponseBytes)) }}
 {{- with $p.defaultIdentity }}
 {{- if .issuer }}
-- --default-identity-issuer={{ .issuer }}
+- {{ include "connector-mcp.arg" (list "default-identity-issuer" .issuer) }}
 {{- end }}
 {{- if .subject }}
-- --default-identity-subject={{ .subject }}
+- {{ include "connector-mcp.arg" (list "default-identity-subject" .subject) }}
 {{- end }}
 {{- if .subjectRegExp }}
-- --default-identity-subject-regexp={{ .subjectRegExp }}
+- {{ include "connector-mcp.arg" (list "default-identity-subject-regexp" .subjectRegExp) }}
 {{- end }}
 {{- end }}
 {{- if or $p.defaultPublicKey.configMapName $p.defaultPublicKey.secretName }}
-- --default-public-key=/etc/connector-mcp/public-key/{{ $p.defaultPublicKey.key }}
+- {{ include "connector-mcp.arg" (list "default-public-key" (printf "/etc/connector-mcp/public-key/%s" $p.defaultPublicKey.key)) }}
 {{- end }}
 {{- with $p.defaultProvenance }}
 {{- if .builderID }}
-- --default-builder-id={{ .builderID }}
+- {{ include "connector-mcp.arg" (list "default-builder-id" .builderID) }}
 {{- end }}
 {{- if .sourceRepository }}
-- --default-source-repository={{ .sourceRepository }}
+- {{ include "connector-mcp.arg" (list "default-source-repository" .sourceRepository) }}
 {{- end }}
 {{- if .sourceRef }}
-- --default-source-ref={{ .sourceRef }}
+- {{ include "connector-mcp.arg" (list "default-source-ref" .sourceRef) }}
 {{- end }}
 {{- end }}
 {{- range $p.egressAllowCIDRs }}
-- --egress-allow-cidr={{ . }}
+- {{ include "connector-mcp.arg" (list "egress-allow-cidr" .) }}
 {{- end }}
 {{- range $p.serviceCIDRs }}
-- --service-cidr={{ . }}
+- {{ include "connector-mcp.arg" (list "service-cidr" .) }}
 {{- end }}
 {{- if $p.trustedRootConfigMap }}
 - --trusted-root=/etc/connector-mcp/trusted-root/trusted_root.json
 {{- end }}
 {{- if $p.trustedRootTUF.url }}
-- --trusted-root-tuf-url={{ $p.trustedRootTUF.url }}
+- {{ include "connector-mcp.arg" (list "trusted-root-tuf-url" $p.trustedRootTUF.url) }}
 - --trusted-root-tuf-root=/etc/connector-mcp/tuf/root.json
 {{- end }}
 {{- if .Values.caBundle.configMapName }}
@@ -125,7 +183,7 @@ app.kubernetes.io/component: gateway
 {{- if .Values.policy.trustedRootConfigMap }}
 - name: trusted-root
   configMap:
-    name: {{ .Values.policy.trustedRootConfigMap }}
+    name: {{ .Values.policy.trustedRootConfigMap | quote }}
     items:
     - key: trusted_root.json
       path: trusted_root.json
@@ -133,7 +191,7 @@ app.kubernetes.io/component: gateway
 {{- if .Values.policy.trustedRootTUF.url }}
 - name: trusted-root-tuf
   configMap:
-    name: {{ required "policy.trustedRootTUF.rootConfigMap is required with policy.trustedRootTUF.url" .Values.policy.trustedRootTUF.rootConfigMap }}
+    name: {{ required "policy.trustedRootTUF.rootConfigMap is required with policy.trustedRootTUF.url" .Values.policy.trustedRootTUF.rootConfigMap | quote }}
     items:
     - key: root.json
       path: root.json
@@ -142,45 +200,27 @@ app.kubernetes.io/component: gateway
 {{- if .configMapName }}
 - name: public-key
   configMap:
-    name: {{ .configMapName }}
+    name: {{ .configMapName | quote }}
     items:
-    - key: {{ .key }}
-      path: {{ .key }}
+    - key: {{ .key | quote }}
+      path: {{ .key | quote }}
 {{- else if .secretName }}
 - name: public-key
   secret:
-    secretName: {{ .secretName }}
+    secretName: {{ .secretName | quote }}
     items:
-    - key: {{ .key }}
-      path: {{ .key }}
+    - key: {{ .key | quote }}
+      path: {{ .key | quote }}
 {{- end }}
 {{- end }}
 {{- if .Values.caBundle.configMapName }}
 - name: ca-bundle
   configMap:
-    name: {{ .Values.caBundle.configMapName }}
+    name: {{ .Values.caBundle.configMapName | quote }}
     items:
-    - key: {{ .Values.caBundle.key }}
+    - key: {{ .Values.caBundle.key | quote }}
       path: ca.crt
 {{- end }}
-{{- end -}}
-
-{{/* Restricted Pod Security: pod and container security contexts. */}}
-{{- define "connector-mcp.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-seccompProfile:
-  type: RuntimeDefault
-{{- end -}}
-
-{{- define "connector-mcp.containerSecurityContext" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-runAsNonRoot: true
-capabilities:
-  drop:
-  - ALL
 {{- end -}}
 
 {{/* Default topology spread: across nodes and zones, without blocking scheduling. */}}
