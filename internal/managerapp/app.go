@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/internal/adapters"
 	"github.com/b10x/connector-mcp/internal/controllers"
-	"github.com/b10x/connector-mcp/internal/controllers/adapters"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/packstore"

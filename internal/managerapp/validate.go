@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/internal/adapters"
 	"github.com/b10x/connector-mcp/internal/controllers"
-	"github.com/b10x/connector-mcp/internal/controllers/adapters"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/review"
