@@ -32,7 +32,7 @@ type PackVerifier struct {
 	Registry ociregistry.Client
 	// Secrets reads pull secrets and public-key Secrets by name. The manager gives it its
 	// cached client, whose Secret informer sees only Secrets labelled
-	// connectors.b10x.io/credential=true (app.CacheByObject), so an un-opted Secret is never
+	// connectors.b10x.io/credential=true (appoptions.CacheByObject), so an un-opted Secret is never
 	// read; every Secret read is also checked with k8sbinding.CheckOptIn or CheckSecret.
 	Secrets client.Reader
 	// Trust lists McpTrustPolicies and reads Namespaces (for namespaceSelector). Nil means no

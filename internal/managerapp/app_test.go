@@ -2,17 +2,12 @@ package managerapp
 
 import (
 	"errors"
-	"io"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/rest"
-
-	"github.com/b10x/connector-mcp/egress"
 )
 
 func TestFlagsDefaultToProduction(t *testing.T) {
@@ -40,21 +35,8 @@ func TestFlagsDefaultToProduction(t *testing.T) {
 	}
 }
 
-// TestRemovedRequireProvenanceFlag: the old flag, in any spelling, is refused with a message
-// that names its unsafe successor.
-func TestRemovedRequireProvenanceFlag(t *testing.T) {
-	for _, arg := range []string{"--require-provenance=false", "--require-provenance=true", "--require-provenance"} {
-		o := DefaultOptions()
-		fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		o.BindFlags(fs)
-		err := fs.Parse([]string{arg})
-		if err == nil || !strings.Contains(err.Error(), "--skip-provenance-unsafe") {
-			t.Fatalf("%s: %v", arg, err)
-		}
-	}
-}
-
+// TestValidate: the manager's own checks, and the shared ones (appoptions.Shared.Validate,
+// tested there) through the manager's Validate.
 func TestValidate(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -62,29 +44,15 @@ func TestValidate(t *testing.T) {
 		err    string
 	}{
 		{"defaults", func(*Options) {}, ""},
-		{"subject without issuer", func(o *Options) { o.DefaultSubject = "ci" }, "--default-identity-issuer"},
-		{"subject and regexp", func(o *Options) {
-			o.DefaultIssuer, o.DefaultSubject, o.DefaultSubjectRegExp = "https://i", "a", "b"
-		}, "at most one"},
-		{"repository without ref", func(o *Options) { o.DefaultSourceRepository = "git+https://x" }, "go together"},
 		{"jitter out of range", func(o *Options) { o.ReverifyJitter = 2 }, "jitter"},
 		{"bad CIDR", func(o *Options) { o.EgressAllowCIDRs = []string{"not-a-cidr"} }, "--egress-allow-cidr"},
-		{"bad Service CIDR", func(o *Options) { o.ServiceCIDRs = []string{"10.96.0.0/99"} }, "--service-cidr"},
-		{"unanchored default subject regexp", func(o *Options) {
-			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/"
-		}, "unanchored_subject_regexp"},
-		{"default subject regexp anchored in text only", func(o *Options) {
-			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/|x$"
-		}, "unanchored_subject_regexp"},
+		{"subject without issuer", func(o *Options) { o.DefaultSubject = "ci" }, "--default-identity-issuer"},
+		{"absent CA bundle", func(o *Options) { o.CABundleFile = "/nonexistent/ca.crt" }, "--ca-bundle-file"},
 		{"allowed OAuth issuers", func(o *Options) {
 			o.AllowedOAuthIssuers = []string{"https://auth.example.com", "http://127.0.0.1:8080"}
 		}, ""},
 		{"allowed OAuth issuer over plain http", func(o *Options) { o.AllowedOAuthIssuers = []string{"http://auth.example.com"} }, "--allowed-oauth-issuers"},
 		{"allowed OAuth issuer with a query", func(o *Options) { o.AllowedOAuthIssuers = []string{"https://auth.example.com?x=1"} }, "--allowed-oauth-issuers"},
-		{"anchored default subject regexp", func(o *Options) {
-			o.DefaultIssuer, o.DefaultSubjectRegExp = "https://i", "^https://github.com/acme/.*$"
-		}, ""},
-		{"issuer without subject", func(o *Options) { o.DefaultIssuer = "https://i" }, "needs --default-identity-subject"},
 		// Drift webhook sink.
 		{"drift webhook", func(o *Options) {
 			o.DriftWebhookURL, o.DriftWebhookBearerFile = "https://hooks.example.com/drift", "/etc/token"
@@ -108,39 +76,6 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("err = %v, want it to mention %q", err, tc.err)
 			}
 		})
-	}
-}
-
-func TestIPPolicy(t *testing.T) {
-	cfg := &rest.Config{Host: "https://10.0.0.1:6443"}
-	o := DefaultOptions()
-	o.EgressAllowCIDRs = []string{"10.0.0.0/8"}
-	p, err := ipPolicy(cfg, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Check(netip.MustParseAddrPort("10.1.2.3:443")); err != nil {
-		t.Fatalf("an allow-listed private address was refused: %v", err)
-	}
-	if err := p.Check(netip.MustParseAddrPort("10.0.0.1:6443")); err == nil {
-		t.Fatal("the apiserver was reachable through the allow-list")
-	}
-	if err := p.Check(netip.MustParseAddrPort("127.0.0.1:8080")); err == nil {
-		t.Fatal("loopback reachable without the development flag")
-	}
-	o.AllowLoopbackUnsafe = true
-	p, err = ipPolicy(&rest.Config{Host: "https://127.0.0.1:6443"}, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Loopback != egress.LoopbackAllowedUnsafe {
-		t.Fatalf("loopback mode = %v", p.Loopback)
-	}
-	if err := p.Check(netip.MustParseAddrPort("127.0.0.1:8080")); err != nil {
-		t.Fatalf("loopback refused with the development flag: %v", err)
-	}
-	if err := p.Check(netip.MustParseAddrPort("169.254.169.254:80")); err == nil {
-		t.Fatal("the metadata address was reachable")
 	}
 }
 

@@ -35,7 +35,7 @@ app.kubernetes.io/component: gateway
 {{- end -}}
 {{- end -}}
 
-{{/* Trust and egress flags (app.Options.BindVerifyFlags) shared by the manager and the gateway. */}}
+{{/* Trust, egress and TLS flags (internal/appoptions, Shared.BindFlags) shared by the manager and the gateway. */}}
 {{- define "connector-mcp.verifyArgs" -}}
 {{- $p := .Values.policy -}}
 {{- if $p.skipProvenanceUnsafe }}

@@ -1,4 +1,4 @@
-package managerapp
+package appoptions
 
 import (
 	"errors"
@@ -15,25 +15,25 @@ import (
 	"github.com/b10x/connector-mcp/internal/ociregistry"
 )
 
-// loadTrustedRoot loads the trusted root: from the file o.TrustedRootPath, or live from the TUF
-// repository o.TrustedRootTUFURL (trust anchored in the root.json at o.TrustedRootTUFRootPath,
+// loadTrustedRoot loads the trusted root: from the file v.TrustedRootPath, or live from the TUF
+// repository v.TrustedRootTUFURL (trust anchored in the root.json at v.TrustedRootTUFRootPath,
 // fetched through hc, refreshed every 24 hours), or nil (public keys only) when neither is set.
-func loadTrustedRoot(o Options, hc *http.Client) (root.TrustedMaterial, error) {
+func (v *Verification) loadTrustedRoot(hc *http.Client) (root.TrustedMaterial, error) {
 	switch {
-	case o.TrustedRootTUFURL != "":
-		anchor, err := os.ReadFile(o.TrustedRootTUFRootPath)
+	case v.TrustedRootTUFURL != "":
+		anchor, err := os.ReadFile(v.TrustedRootTUFRootPath)
 		if err != nil {
 			return nil, fmt.Errorf("--trusted-root-tuf-root: %w", err)
 		}
-		opts := tuf.DefaultOptions().WithRoot(anchor).WithRepositoryBaseURL(o.TrustedRootTUFURL).
+		opts := tuf.DefaultOptions().WithRoot(anchor).WithRepositoryBaseURL(v.TrustedRootTUFURL).
 			WithDisableLocalCache().WithFetcher(&tufFetcher{hc: hc})
 		live, err := root.NewLiveTrustedRoot(opts)
 		if err != nil {
 			return nil, fmt.Errorf("--trusted-root-tuf-url: %w", err)
 		}
 		return live, nil
-	case o.TrustedRootPath != "":
-		tr, err := ociregistry.LoadTrustedRoot(o.TrustedRootPath)
+	case v.TrustedRootPath != "":
+		tr, err := ociregistry.LoadTrustedRoot(v.TrustedRootPath)
 		if err != nil {
 			return nil, err
 		}
@@ -42,7 +42,7 @@ func loadTrustedRoot(o Options, hc *http.Client) (root.TrustedMaterial, error) {
 	return nil, nil
 }
 
-// tufFetcher fetches TUF metadata and targets through the manager's egress HTTP client: one
+// tufFetcher fetches TUF metadata and targets through the registry's egress HTTP client: one
 // attempt, bounded by the length the TUF client expects.
 type tufFetcher struct{ hc *http.Client }
 
