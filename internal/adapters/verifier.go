@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto"
 	"errors"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/ocipack"

@@ -44,7 +44,7 @@ func (s *Shared) NewResolver(in ResolverInputs) (*activation.Resolver, error) {
 
 // packVerifier builds the OCI pack verifier over an egress-guarded registry client.
 func (s *Shared) packVerifier(in ResolverInputs) (*adapters.PackVerifier, error) {
-	tlsCfg, err := s.ClientConfig()
+	tlsCfg, err := s.TLSClientConfig()
 	if err != nil {
 		return nil, err
 	}

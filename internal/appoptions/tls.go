@@ -19,7 +19,7 @@ type TLS struct {
 	// repository, authorization servers and MCP endpoints without their own caBundleRef.
 	CABundleFile string
 
-	// read is what Validate read of CABundleFile (ClientConfig); copies of the options made
+	// read is what Validate read of CABundleFile (TLSClientConfig); copies of the options made
 	// after Validate share it.
 	read *caBundle
 }
@@ -30,7 +30,7 @@ type caBundle struct {
 	cfg  *tls.Config
 }
 
-// ErrCABundleNotRead is returned by ClientConfig when --ca-bundle-file names a file that
+// ErrCABundleNotRead is returned by TLSClientConfig when --ca-bundle-file names a file that
 // Validate has not read (the options were not validated, or the name changed since).
 var ErrCABundleNotRead = errors.New("--ca-bundle-file: not read: validate the options first")
 
@@ -39,7 +39,7 @@ func (t *TLS) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&t.CABundleFile, "ca-bundle-file", t.CABundleFile, "PEM file of extra CA certificates trusted beside the system roots by every outbound TLS connection: registries, the TUF repository, authorization servers, and MCP endpoints without their own caBundleRef.")
 }
 
-// Validate reads and checks --ca-bundle-file, once: ClientConfig returns what it read, so the
+// Validate reads and checks --ca-bundle-file, once: TLSClientConfig returns what it read, so the
 // wiring that follows does not read the file again.
 func (t *TLS) Validate() error {
 	t.read = nil
@@ -51,10 +51,10 @@ func (t *TLS) Validate() error {
 	return nil
 }
 
-// ClientConfig returns the TLS configuration of every outbound connection: TLS 1.2 at least,
+// TLSClientConfig returns the TLS configuration of every outbound connection: TLS 1.2 at least,
 // verification always on, and the system roots plus the certificates of --ca-bundle-file, as
 // Validate read them; nil when no bundle file is given (the system roots).
-func (t *TLS) ClientConfig() (*tls.Config, error) {
+func (t *TLS) TLSClientConfig() (*tls.Config, error) {
 	if t.CABundleFile == "" {
 		return nil, nil
 	}
@@ -70,7 +70,7 @@ func readCABundle(file string) (*tls.Config, error) {
 	if file == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(file)
+	data, err := os.ReadFile(file) //nolint:gosec // an operator-given path
 	if err != nil {
 		return nil, fmt.Errorf("--ca-bundle-file: %w", err)
 	}

@@ -28,7 +28,7 @@ func TestCABundleFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	exchange := func(o TLS) error {
-		cfg, err := o.ClientConfig()
+		cfg, err := o.TLSClientConfig()
 		if err != nil {
 			return err
 		}
@@ -64,7 +64,7 @@ func TestCABundleFile(t *testing.T) {
 	}
 }
 
-// TestCABundleReadOnce: Validate reads --ca-bundle-file and ClientConfig, in the copies of the
+// TestCABundleReadOnce: Validate reads --ca-bundle-file and TLSClientConfig, in the copies of the
 // options made after it too, returns what it read without reading the file again (it still works
 // once the file is gone); options not validated, or whose file name changed since, get
 // ErrCABundleNotRead instead of a second read.
@@ -76,7 +76,7 @@ func TestCABundleReadOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := TLS{CABundleFile: file}
-	if _, err := o.ClientConfig(); !errors.Is(err, ErrCABundleNotRead) {
+	if _, err := o.TLSClientConfig(); !errors.Is(err, ErrCABundleNotRead) {
 		t.Fatalf("before Validate: %v, want ErrCABundleNotRead", err)
 	}
 	if err := o.Validate(); err != nil {
@@ -87,16 +87,16 @@ func TestCABundleReadOnce(t *testing.T) {
 	}
 	copied := o
 	for name, opts := range map[string]*TLS{"validated": &o, "a copy": &copied} {
-		cfg, err := opts.ClientConfig()
+		cfg, err := opts.TLSClientConfig()
 		if err != nil || cfg == nil || cfg.RootCAs == nil || cfg.MinVersion != tls.VersionTLS12 {
 			t.Fatalf("%s, file removed: %v, %v; want the configuration Validate read", name, cfg, err)
 		}
 	}
 	copied.CABundleFile = file + ".other"
-	if _, err := copied.ClientConfig(); !errors.Is(err, ErrCABundleNotRead) {
+	if _, err := copied.TLSClientConfig(); !errors.Is(err, ErrCABundleNotRead) {
 		t.Fatalf("another file name: %v, want ErrCABundleNotRead", err)
 	}
-	if cfg, err := (&TLS{}).ClientConfig(); cfg != nil || err != nil {
+	if cfg, err := (&TLS{}).TLSClientConfig(); cfg != nil || err != nil {
 		t.Fatalf("no bundle file: %v, %v; want nil (the system roots)", cfg, err)
 	}
 }

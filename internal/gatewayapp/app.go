@@ -50,7 +50,7 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 	if err != nil {
 		return nil, err
 	}
-	tlsCfg, err := o.TLS.ClientConfig()
+	tlsCfg, err := o.TLSClientConfig()
 	if err != nil {
 		return nil, err
 	}

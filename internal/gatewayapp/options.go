@@ -20,7 +20,7 @@ type Options struct {
 	VerifiedPackNamespace string
 	// RetryInterval is the delay before retrying a transient or waiting verification failure
 	// (zero: the registry's 30 s). ProbeTimeout bounds the era negotiation with an upstream.
-	// Neither is a flag of the gateway: these are the manager's defaults.
+	// Neither is a flag of the gateway; their defaults equal the manager's.
 	RetryInterval, ProbeTimeout time.Duration
 	// ListenAddress is the MCP listener (--listen-address).
 	ListenAddress string

@@ -90,7 +90,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	if err != nil {
 		return nil, err
 	}
-	tlsCfg, err := o.TLS.ClientConfig()
+	tlsCfg, err := o.TLSClientConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ func setupDriftWebhook(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8s
 
 // driftWebhookSink builds the drift webhook sink of o, its client through k8sbinding.NewClient.
 func driftWebhookSink(o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, log func(string, ...any)) (*review.WebhookSink, error) {
-	tlsCfg, err := o.TLS.ClientConfig()
+	tlsCfg, err := o.TLSClientConfig()
 	if err != nil {
 		return nil, err
 	}
