@@ -27,8 +27,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/appoptions"
 	"github.com/b10x/connector-mcp/internal/gatewayapp"
-	managerapp "github.com/b10x/connector-mcp/internal/managerapp"
 )
 
 func main() {
@@ -63,10 +63,10 @@ func run() int {
 	zapOpts.BindFlags(flag.CommandLine)
 	fs.AddGoFlagSet(flag.CommandLine)
 	pflag.Parse()
-	opts.Verify.ApplyEnvDefaults(fs, os.Getenv) // --verified-pack-namespace defaults to $POD_NAMESPACE
+	opts.ApplyEnvDefaults(fs, os.Getenv) // --verified-pack-namespace defaults to $POD_NAMESPACE
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
-	if err := opts.Validate(); err != nil {
+	if err := opts.Validate(); err != nil { // the gateway's one validation (Setup requires it)
 		log.Error(err, "Invalid flags")
 		return 2
 	}
@@ -91,7 +91,7 @@ func run() int {
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,
 		// Secrets are never cached: the resolver and the connector read them by name, uncached,
 		// where a namespace consented (docs/security.md).
-		Cache:                   cache.Options{ByObject: managerapp.CacheByObject()},
+		Cache:                   cache.Options{ByObject: appoptions.CacheByObject()},
 		GracefulShutdownTimeout: func() *time.Duration { d := opts.DrainTimeout + 5*time.Second; return &d }(),
 	})
 	if err != nil {
@@ -116,7 +116,7 @@ func run() int {
 		return 1
 	}
 	log.Info("Starting the gateway", "listenAddress", opts.ListenAddress, "audience", opts.Audience, "plainHTTPUnsafe", opts.PlainHTTPUnsafe,
-		"skipProvenanceUnsafe", opts.Verify.SkipProvenanceUnsafe)
+		"skipProvenanceUnsafe", opts.SkipProvenanceUnsafe)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "The gateway stopped with an error")
 		return 1

@@ -182,7 +182,7 @@ func TestClassifyVerifySteps(t *testing.T) {
 	}
 }
 
-// The freeze and pack cases below moved here from internal/controllers/adapters with the classification
+// The freeze and pack cases below moved here from the adapters package with the classification
 // (the adapters return the libraries' own errors).
 
 func TestClassifyFreezeErrors(t *testing.T) {

@@ -5,7 +5,7 @@
 // stages (source verification, snapshot reconstruction) and memoizes verified profiles.
 //
 // It holds no reconciler and links neither the registry client nor sigstore: the ports are
-// implemented in internal/controllers/adapters, and the gateway resolves profiles through the
+// implemented in internal/adapters, and the gateway resolves profiles through the
 // same Resolver the manager uses. docs/concepts.md shows the activation table
 // (TestConceptsTableMatchesCode). The table is the source of truth by construction: a
 // StageError is built only from an Outcome the table declares (ProfileNotFound, GrantDenied, …)

@@ -29,5 +29,5 @@
 // Decisions are pure functions (binding.go, grants.go, collision.go, drift.go, endpoint.go),
 // tested without a cluster. The outside world is reached only through the activation package's
 // SourceVerifier and Freezer interfaces, implemented over ocipack, mcpclient and egress by
-// package internal/controllers/adapters and wired in internal/managerapp.
+// package internal/adapters and wired in internal/managerapp and internal/gatewayapp.
 package controllers

@@ -1,9 +1,12 @@
 package gatewayapp
 
 import (
+	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 )
 
@@ -17,10 +20,10 @@ func TestFlagsAreTheDecidedInterface(t *testing.T) {
 		"audience": "connector-mcp", "authz-cache-ttl": "10s", "token-cache-ttl": "5m0s", "max-inflight": "256",
 		"max-inflight-per-caller": "8", "call-timeout": "1m0s", "max-request-bytes": "1048576",
 		"metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "allowed-hosts": "[]",
-		// Issue 21: the bounds of a stalled body, a search and failed authentications.
+		// The bounds of a stalled body, a search and failed authentications.
 		"body-read-timeout": "10s", "max-search-reviews": "256", "auth-failure-rate": "1", "auth-failure-burst": "10",
 		"auth-negative-cache-ttl": "10s",
-		// The manager's trust and egress flags, shared.
+		// The trust and egress flags shared with the manager.
 		"skip-provenance-unsafe": "false", "keyless-without-tlog-unsafe": "false", "trusted-root": "", "default-identity-issuer": "", "default-public-key": "",
 		"default-source-repository": "", "default-source-ref": "", "egress-allow-cidr": "[]", "service-cidr": "[]", "allow-loopback-unsafe": "false",
 	}
@@ -82,5 +85,34 @@ func TestServerTimeouts(t *testing.T) {
 	}
 	if err := o.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
+	}
+}
+
+// TestSetupRequiresValidatedOptions: Validate is the gateway's one validation, so Setup refuses
+// options no Validate accepted (before it touches the manager) instead of validating again; a
+// Validate that fails, after one that passed, leaves the options unvalidated. The shared trust,
+// egress and TLS checks are part of it.
+func TestSetupRequiresValidatedOptions(t *testing.T) {
+	o := DefaultOptions()
+	o.PlainHTTPUnsafe = true
+	if _, err := Setup(nil, o, logr.Discard(), false); !errors.Is(err, ErrNotValidated) {
+		t.Fatalf("Setup without Validate = %v, want ErrNotValidated", err)
+	}
+	if err := o.Validate(); err != nil || !o.validated {
+		t.Fatalf("Validate = %v, validated %v", err, o.validated)
+	}
+	for flag, mod := range map[string]func(*Options){
+		"--egress-allow-cidr":       func(o *Options) { o.EgressAllowCIDRs = []string{"not-a-cidr"} },
+		"--default-identity-issuer": func(o *Options) { o.DefaultSubject = "ci" },
+		"--ca-bundle-file":          func(o *Options) { o.CABundleFile = filepath.Join(t.TempDir(), "absent.crt") },
+	} {
+		bad := o
+		mod(&bad)
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("Validate with a bad %s = %v", flag, err)
+		}
+		if _, err := Setup(nil, bad, logr.Discard(), false); !errors.Is(err, ErrNotValidated) {
+			t.Errorf("Setup after a failed Validate (%s) = %v, want ErrNotValidated", flag, err)
+		}
 	}
 }

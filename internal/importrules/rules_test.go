@@ -130,15 +130,7 @@ var rules = []rule{
 // allowed are known violations being removed by work in flight. Each entry names the rule, the
 // importing package and the forbidden package it reaches, and why it is still here. An entry that
 // no longer matches a violation fails the test, so it is deleted as soon as the code is fixed.
-//
-// The gateway's composition root still reads the manager's Options for the flags it shares (pack
-// verification, the CA bundle, the egress IP policy and the deny list) and calls the manager's
-// wiring of the Resolver: the shared option structs (issue 22) are the remaining move.
-var allowed = []violation{
-	{Rule: "the_gateway_is_not_the_manager", From: module + "/cmd/gateway", To: module + "/internal/managerapp"},
-	{Rule: "the_gateway_is_not_the_manager", From: module + "/internal/gatewayapp", To: module + "/internal/managerapp"},
-	{Rule: "composition_roots_only_under_cmd", From: module + "/internal/gatewayapp", To: module + "/internal/managerapp"},
-}
+var allowed = []violation{}
 
 // pkg is the part of `go list -json` output the rules need.
 type pkg struct {

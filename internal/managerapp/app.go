@@ -1,20 +1,13 @@
-// Package managerapp wires the connector-mcp manager: flags for the cluster policy, the real
-// adapters (mcpclient and egress for live freezes, ocipack for pack verification), metrics and
-// both reconcilers. cmd/manager runs it; the envtest user stories run the same wiring against a
-// test control plane.
 package managerapp
 
 import (
-	"crypto/rand"
-	"fmt"
-	"os"
-
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/internal/adapters"
+	"github.com/b10x/connector-mcp/internal/appoptions"
 	"github.com/b10x/connector-mcp/internal/controllers"
-	"github.com/b10x/connector-mcp/internal/controllers/adapters"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/packstore"
@@ -46,34 +39,15 @@ type Wired struct {
 	PackStore *packstore.Store
 }
 
-// LoadCredentialHashKey reads the HMAC key of status.credentialHash from path; an empty path
-// gives a fresh random key (ephemeral true).
-func LoadCredentialHashKey(path string) (key []byte, ephemeral bool, err error) {
-	if path == "" {
-		key = make([]byte, controllers.CredentialHashKeyMinBytes)
-		if _, err := rand.Read(key); err != nil {
-			return nil, false, err
-		}
-		return key, true, nil
-	}
-	key, err = os.ReadFile(path) //nolint:gosec // an operator-given path
-	if err != nil {
-		return nil, false, fmt.Errorf("--credential-hash-key-file: %w", err)
-	}
-	if len(key) < controllers.CredentialHashKeyMinBytes {
-		return nil, false, fmt.Errorf("--credential-hash-key-file: the key has %d bytes, at least %d are required", len(key), controllers.CredentialHashKeyMinBytes)
-	}
-	return key, false, nil
-}
-
-// Setup builds the adapters from o and registers both reconcilers with mgr. Metrics are
-// registered with controller-runtime's registry unless reg is false (tests running several
-// managers in one process).
+// Setup validates o (the manager's one validation: cmd/manager does not validate its flags
+// itself), builds the adapters from it and registers the reconcilers with mgr. Metrics are
+// registered with controller-runtime's registry unless registerMetrics is false (tests running
+// several managers in one process).
 func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	ip, err := ipPolicy(mgr.GetConfig(), o)
+	ip, err := o.IPPolicy(mgr.GetConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -103,11 +77,12 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	if store != nil {
 		blobs = store
 	}
-	deny, err := ClusterDeny(mgr, o)
+	deny, err := o.ClusterDeny(mgr.GetAPIReader())
 	if err != nil {
 		return nil, err
 	}
-	resolver, err := newResolver(mgr, o, ip, deny, m, blobs)
+	resolver, err := o.NewResolver(appoptions.ResolverInputs{IP: ip, Deny: deny, Secrets: mgr.GetClient(), Trust: mgr.GetClient(),
+		Store: blobs, CacheHits: m.VerificationCacheHits, CacheMisses: m.VerificationCacheMisses})
 	if err != nil {
 		return nil, err
 	}
@@ -177,65 +152,4 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		return nil, err
 	}
 	return w, nil
-}
-
-// setupDriftWebhook builds the drift webhook sink of o (none when no URL is set), runs it with
-// mgr and hands it to the deployment reconciler.
-func setupDriftWebhook(mgr ctrl.Manager, o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, w *Wired, registerMetrics bool) error {
-	if o.DriftWebhookURL == "" {
-		return nil
-	}
-	log := ctrl.Log.WithName("drift-webhook")
-	sink, err := driftWebhookSink(o, ip, deny, func(msg string, kv ...any) { log.Info(msg, kv...) })
-	if err != nil {
-		return err
-	}
-	if registerMetrics {
-		if err := sink.Metrics().Register(metrics.Registry); err != nil {
-			return err
-		}
-	}
-	if err := mgr.Add(sink); err != nil {
-		return err
-	}
-	w.DriftWebhook = sink
-	w.Deployments.DriftNotifier = sink
-	return nil
-}
-
-// driftWebhookSink builds the drift webhook sink of o, its client through k8sbinding.NewClient.
-func driftWebhookSink(o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, log func(string, ...any)) (*review.WebhookSink, error) {
-	tlsCfg, err := o.TLSClientConfig()
-	if err != nil {
-		return nil, err
-	}
-	sink, err := review.NewWebhookSink(review.WebhookOptions{
-		URL: o.DriftWebhookURL, BearerFile: o.DriftWebhookBearerFile,
-		Egress: egress.Policy{IP: ip, TLSClientConfig: tlsCfg, Timeout: o.ExchangeTimeout, MaxResponseBytes: 64 << 10},
-		Deny:   deny,
-		Log:    log,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("--drift-webhook-url: %w", err)
-	}
-	return sink, nil
-}
-
-// setupPackStore builds the verified-pack store of o.VerifiedPackNamespace (nil when empty) and
-// adds its Sweeper to mgr. The store reads with the manager's API reader: its ConfigMaps are not
-// in the cache.
-func setupPackStore(mgr ctrl.Manager, o Options) (*packstore.Store, error) {
-	if o.VerifiedPackNamespace == "" {
-		return nil, nil
-	}
-	log := ctrl.Log.WithName("verified-pack-store")
-	store, err := packstore.New(o.VerifiedPackNamespace, mgr.GetAPIReader(), mgr.GetClient(), packstore.DefaultMaxBytes, log)
-	if err != nil {
-		return nil, err
-	}
-	sweeper := &packstore.Sweeper{Store: store, Profiles: mgr.GetClient(), Deleter: mgr.GetClient(), Interval: o.VerifiedPackSweepInterval, Log: log}
-	if err := mgr.Add(sweeper); err != nil {
-		return nil, err
-	}
-	return store, nil
 }

@@ -38,7 +38,7 @@ var outboundAllowList = map[string]string{
 	"mcpclient boundClient http.Client":                                          "a copy of the given client (the binaries always give the Binder port's), or mcpctl's own default when none is given",
 	"mcpclient/oauth refusalRecorder.wrap http.DefaultTransport":                 "a fallback for a client without a Transport (mcpctl login); the producer's client comes from k8sbinding.NewClient and has one",
 	"mcpclient/oauth registrationCapture.wrap http.DefaultTransport":             "as refusalRecorder.wrap",
-	"internal/ociregistry Client.repository http.DefaultClient":                  "mcpctl pack pull/push on a workstation (no HTTPClient); the binaries set HTTPClient from k8sbinding.NewClient (registryHTTPClient)",
+	"internal/ociregistry Client.repository http.DefaultClient":                  "mcpctl pack pull/push on a workstation (no HTTPClient); the binaries set HTTPClient from k8sbinding.NewClient (appoptions.RegistryHTTPClient)",
 	"internal/ociregistry contentCheckTransport.RoundTrip http.DefaultTransport": "only for a caller's client without a Transport (mcpctl); the binaries' registry client has one",
 }
 
@@ -54,7 +54,7 @@ var guarded = map[string]map[string]bool{
 	modulePath + "/egress": {"NewHTTPClient": true, "NewTransport": true, "NewBindingTransport": true, "NewDialer": true, "Dialer": true},
 }
 
-// TestEveryOutboundClientHasTheDenyList (issue 21, finding 2) reads the non-test Go files of
+// TestEveryOutboundClientHasTheDenyList reads the non-test Go files of
 // every package of this module that the manager and the gateway link (go list -deps
 // ./cmd/manager ./cmd/gateway) and fails on each http.Client, http.Transport or net.Dialer
 // built (or http.DefaultClient / DefaultTransport / http.Get used), and each call of egress's

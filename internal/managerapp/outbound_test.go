@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/internal/appoptions"
 	"github.com/b10x/connector-mcp/internal/review"
 	"github.com/b10x/connector-mcp/refusal"
 )
@@ -91,7 +92,7 @@ var outboundClients = []outboundClient{
 		return get(hc, url)
 	}},
 	{"registry", func(t *testing.T, o Options, ip egress.IPPolicy, deny egress.DenySource, url string) error {
-		hc, err := registryHTTPClient(ip, deny, nil, o.ExchangeTimeout)
+		hc, err := appoptions.RegistryHTTPClient(ip, deny, nil, o.ExchangeTimeout)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,9 +139,9 @@ var outboundClients = []outboundClient{
 	}},
 }
 
-// TestOutboundClientsRefuseClusterAddresses (issue 21, finding 2 and item 9d): each of the
-// binaries' free-standing outbound clients — the OCI registry client, the OAuth producer's and
-// the drift webhook's, built as the manager wires them — refuses, with destination_refused and
+// TestOutboundClientsRefuseClusterAddresses: each of the binaries' free-standing outbound
+// clients — the OCI registry client, the OAuth producer's and the drift webhook's, built as the
+// manager wires them — refuses, with destination_refused and
 // before connecting, the apiserver's Service IP and EndpointSlice address, an address of a
 // ServiceCIDR object and of a --service-cidr flag, the gateway's own Service IP and endpoint
 // (--gateway-service) and the metadata address. The must-pass twin: an address outside the deny
@@ -152,7 +153,7 @@ func TestOutboundClientsRefuseClusterAddresses(t *testing.T) {
 	o.GatewayService = "connector-mcp-system/connector-mcp-gateway"
 	o.AllowLoopbackUnsafe = true // plain-http counting servers on loopback aliases
 	ip := egress.IPPolicy{Loopback: egress.LoopbackAllowedUnsafe}
-	deny, err := clusterDeny(fakeCluster(), o)
+	deny, err := o.ClusterDeny(fakeCluster())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/b10x/connector-mcp/internal/appoptions"
 )
 
 // --verified-pack-namespace defaults to $POD_NAMESPACE in the binaries (ApplyEnvDefaults), an
@@ -11,7 +13,7 @@ import (
 // environment.
 func TestVerifiedPackNamespaceDefault(t *testing.T) {
 	env := func(k string) string {
-		if k == EnvPodNamespace {
+		if k == appoptions.EnvPodNamespace {
 			return "connector-mcp-system"
 		}
 		return ""

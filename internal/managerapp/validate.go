@@ -6,9 +6,7 @@ import (
 
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/internal/controllers"
-	"github.com/b10x/connector-mcp/internal/controllers/adapters"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
-	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/review"
 )
 
@@ -16,7 +14,8 @@ import (
 // below 1.
 var ErrProfileConcurrency = errors.New("--profile-concurrency must be at least 1")
 
-// Validate checks the options.
+// Validate checks the options, the shared ones included, and reads the CA bundle (once: the
+// wiring uses what it read). Setup calls it; it is the manager's one validation.
 func (o *Options) Validate() error {
 	var errs []error
 	for _, iss := range o.AllowedOAuthIssuers {
@@ -31,29 +30,7 @@ func (o *Options) Validate() error {
 	if o.VerifiedPackNamespace != "" && o.VerifiedPackSweepInterval <= 0 {
 		errs = append(errs, errors.New("--verified-pack-sweep-interval must be positive"))
 	}
-	if (o.DefaultSubject != "" || o.DefaultSubjectRegExp != "") && o.DefaultIssuer == "" {
-		errs = append(errs, errors.New("--default-identity-subject needs --default-identity-issuer"))
-	}
-	if o.DefaultSubject != "" && o.DefaultSubjectRegExp != "" {
-		errs = append(errs, errors.New("set at most one of --default-identity-subject and --default-identity-subject-regexp"))
-	}
-	if o.DefaultIssuer != "" && o.DefaultSubject == "" && o.DefaultSubjectRegExp == "" {
-		errs = append(errs, errors.New("--default-identity-issuer needs --default-identity-subject or --default-identity-subject-regexp"))
-	}
-	if o.DefaultSubjectRegExp != "" {
-		if err := ociregistry.CheckSubjectRegExp(o.DefaultSubjectRegExp); err != nil {
-			errs = append(errs, fmt.Errorf("--default-identity-subject-regexp: %w", err))
-		}
-	}
-	if (o.DefaultSourceRepository == "") != (o.DefaultSourceRef == "") {
-		errs = append(errs, errors.New("--default-source-repository and --default-source-ref go together"))
-	}
-	if o.TrustedRootPath != "" && o.TrustedRootTUFURL != "" {
-		errs = append(errs, errTrustedRootSources)
-	}
-	if (o.TrustedRootTUFURL == "") != (o.TrustedRootTUFRootPath == "") {
-		errs = append(errs, errors.New("--trusted-root-tuf-url and --trusted-root-tuf-root go together"))
-	}
+	errs = append(errs, o.Verification.Validate())
 	if o.Concurrency < 1 {
 		errs = append(errs, errors.New("--concurrency must be at least 1"))
 	}
@@ -67,15 +44,7 @@ func (o *Options) Validate() error {
 	if _, err := o.ShardSelector(); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := egress.ParseCIDRs(o.EgressAllowCIDRs); err != nil {
-		errs = append(errs, fmt.Errorf("--egress-allow-cidr: %w", err))
-	}
-	if _, err := egress.ParseCIDRs(o.ServiceCIDRs); err != nil {
-		errs = append(errs, fmt.Errorf("--service-cidr: %w", err))
-	}
-	if _, err := k8sbinding.ParseServiceName(o.GatewayService); err != nil {
-		errs = append(errs, fmt.Errorf("--gateway-service: %w", err))
-	}
+	errs = append(errs, o.Egress.Validate())
 	// Drift webhook sink.
 	if o.DriftWebhookBearerFile != "" && o.DriftWebhookURL == "" {
 		errs = append(errs, errors.New("--drift-webhook-bearer-file needs --drift-webhook-url"))
@@ -90,23 +59,6 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--drift-webhook-url: %w", err))
 		}
 	}
-	o.caBundle = nil
-	if cfg, err := o.readTLSClientConfig(); err != nil {
-		errs = append(errs, err)
-	} else {
-		o.caBundle = &caBundle{file: o.CABundleFile, cfg: cfg}
-	}
+	errs = append(errs, o.TLS.Validate())
 	return errors.Join(errs...)
-}
-
-// WaivedChecks lists the checks o waives by an unsafe option, as shown in every verified
-// profile's status.verified.waivedChecks, with the flag that waives each.
-func (o *Options) WaivedChecks() (checks, flags []string) {
-	if o.SkipProvenanceUnsafe {
-		checks, flags = append(checks, adapters.WaivedProvenance), append(flags, "--skip-provenance-unsafe")
-	}
-	if o.KeylessWithoutTlogUnsafe {
-		checks, flags = append(checks, adapters.WaivedKeylessTlog), append(flags, "--keyless-without-tlog-unsafe")
-	}
-	return checks, flags
 }

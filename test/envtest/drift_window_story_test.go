@@ -25,6 +25,7 @@ import (
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	gwapp "github.com/b10x/connector-mcp/internal/gatewayapp"
 	"github.com/b10x/connector-mcp/internal/invocation"
+	"github.com/b10x/connector-mcp/internal/managerapp"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
@@ -153,7 +154,7 @@ func TestStoryDriftWindowBounded(t *testing.T) {
 	stopWatch()
 	if at := time.Duration(notReadyAt.Load()); at != 0 {
 		t.Logf("fast Ready=False (SnapshotDrift) read %v after the change, %v after the first refusal (periodic re-verification: off; its default is %v)",
-			at.Round(time.Millisecond), (at - refusedAt).Round(time.Millisecond), gwapp.DefaultOptions().Verify.ReverifyInterval)
+			at.Round(time.Millisecond), (at - refusedAt).Round(time.Millisecond), managerapp.DefaultOptions().ReverifyInterval)
 		if at-refusedAt > 10*time.Second {
 			t.Fatalf("Ready=False %v after the refusal, want within 10s", at-refusedAt)
 		}

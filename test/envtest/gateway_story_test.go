@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,6 +34,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/appoptions"
 	gwapp "github.com/b10x/connector-mcp/internal/gatewayapp"
 	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/internal/managerapp"
@@ -74,18 +76,28 @@ func startGatewayAs(t testing.TB, restCfg *rest.Config, ns string, o gwapp.Optio
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
-		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}, ByObject: managerapp.CacheByObject()},
+		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}, ByObject: appoptions.CacheByObject()},
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		GracefulShutdownTimeout: &shutdown,
 	})
 	if err != nil {
 		t.Fatalf("gateway manager: %v", err)
 	}
+	w := setupGateway(t, mgr, o, log)
+	return serveGateway(t, mgr, w), w, logs
+}
+
+// setupGateway validates o and sets the gateway up on mgr, as cmd/gateway does.
+func setupGateway(t testing.TB, mgr ctrl.Manager, o gwapp.Options, log logr.Logger) *gwapp.Wired {
+	t.Helper()
+	if err := o.Validate(); err != nil {
+		t.Fatalf("gateway options: %v", err)
+	}
 	w, err := gwapp.Setup(mgr, o, log, false)
 	if err != nil {
 		t.Fatalf("gateway setup: %v", err)
 	}
-	return serveGateway(t, mgr, w), w, logs
+	return w
 }
 
 // serveGateway starts mgr and serves w on a loopback port until the test ends (both must stop
@@ -117,9 +129,16 @@ func serveGateway(t testing.TB, mgr ctrl.Manager, w *gwapp.Wired) string {
 	return "http://" + ln.Addr().String()
 }
 
-func gatewayOptions() gwapp.Options {
+// gatewayOptions are the development gateway options of the stories, verifying and dialing as
+// devOptions' manager does.
+func gatewayOptions() gwapp.Options { return gatewayOptionsFor(devOptions()) }
+
+// gatewayOptionsFor are the development gateway options verifying and dialing as the manager of
+// m does: its trust, egress and TLS policy, its verified-pack store, retry interval and probe
+// timeout.
+func gatewayOptionsFor(m managerapp.Options) gwapp.Options {
 	o := gwapp.DefaultOptions()
-	o.Verify = devOptions()
+	o.Shared, o.VerifiedPackNamespace, o.RetryInterval, o.ProbeTimeout = m.Shared, m.VerifiedPackNamespace, m.RetryInterval, m.ProbeTimeout
 	o.PlainHTTPUnsafe = true
 	o.AuthzCacheTTL = 2 * time.Second
 	o.MaxArgumentBytes = 4096

@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/appoptions"
 	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/managerapp"
 	"github.com/b10x/connector-mcp/internal/mcptest"
@@ -121,7 +122,7 @@ func startChartManager(t *testing.T, ns, sa string) *forbiddenLog {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &shutdown,
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:                         cache.Options{ByObject: managerapp.CacheByObject()}, // as cmd/manager
+		Cache:                         cache.Options{ByObject: appoptions.CacheByObject()}, // as cmd/manager
 	})
 	if err != nil {
 		t.Fatalf("manager: %v", err)

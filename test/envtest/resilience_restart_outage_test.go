@@ -376,10 +376,9 @@ func TestResilienceGatewayStartDuringRegistryOutage(t *testing.T) {
 	rw := startBeforeOutage(t, "resil-gw-outage", true)
 	entry := waitStored(t, rw.ns, rw.ref)
 	for _, withStore := range []bool{true, false} {
-		o := gatewayOptions()
-		o.Verify = rw.o
+		o := gatewayOptionsFor(rw.o)
 		if !withStore {
-			o.Verify.VerifiedPackNamespace = ""
+			o.VerifiedPackNamespace = ""
 		}
 		_, gw, logs := startGateway(t, rw.ns, o)
 		if withStore {

@@ -34,7 +34,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
-	gwapp "github.com/b10x/connector-mcp/internal/gatewayapp"
+	"github.com/b10x/connector-mcp/internal/appoptions"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/managerapp"
 	"github.com/b10x/connector-mcp/internal/mcptest"
@@ -167,17 +167,14 @@ func startClusterGateway(t *testing.T, restCfg *rest.Config) (string, *gatewayLo
 	shutdown := 10 * time.Second
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache:                   cache.Options{ByObject: managerapp.CacheByObject()}, // as cmd/gateway
+		Cache:                   cache.Options{ByObject: appoptions.CacheByObject()}, // as cmd/gateway
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		GracefulShutdownTimeout: &shutdown,
 	})
 	if err != nil {
 		t.Fatalf("gateway manager: %v", err)
 	}
-	w, err := gwapp.Setup(mgr, gatewayOptions(), funcr.New(logs.add, funcr.Options{Verbosity: 1}), false)
-	if err != nil {
-		t.Fatalf("gateway setup: %v", err)
-	}
+	w := setupGateway(t, mgr, gatewayOptions(), funcr.New(logs.add, funcr.Options{Verbosity: 1}))
 	return serveGateway(t, mgr, w), logs
 }
 

@@ -33,6 +33,7 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/internal/appoptions"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/managerapp"
 	"github.com/b10x/connector-mcp/internal/mcptest"
@@ -406,7 +407,7 @@ func TestStoryHostileTenant(t *testing.T) {
 	}
 }
 
-// The manager's cache configuration (managerapp.CacheByObject) gives an informer that holds only
+// The manager's cache configuration (appoptions.CacheByObject) gives an informer that holds only
 // opted-in Secrets: an unlabelled Secret of the same namespace is not in it. Twin: the same cache
 // without that configuration holds both.
 func TestStoryCredentialCacheHoldsOnlyOptedInSecrets(t *testing.T) {
@@ -435,7 +436,7 @@ func TestStoryCredentialCacheHoldsOnlyOptedInSecrets(t *testing.T) {
 		}
 		return out
 	}
-	if got := names(managerapp.CacheByObject()); strings.Join(got, ",") != "opted-in" {
+	if got := names(appoptions.CacheByObject()); strings.Join(got, ",") != "opted-in" {
 		t.Fatalf("the manager's Secret cache holds %v, want only opted-in", got)
 	}
 	if got := names(nil); len(got) != 2 {

@@ -92,7 +92,7 @@ app.kubernetes.io/component: gateway
 {{- end -}}
 {{- end -}}
 
-{{/* Trust and egress flags (app.Options.BindVerifyFlags) shared by the manager and the gateway.
+{{/* Trust, egress and TLS flags (internal/appoptions, Shared.BindFlags) shared by the manager and the gateway.
 Every value is quoted (connector-mcp.arg). */}}
 {{- define "connector-mcp.verifyArgs" -}}
 {{- $p := .Values.policy -}}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto"
 	"errors"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/ocipack"
@@ -32,7 +32,7 @@ type PackVerifier struct {
 	Registry ociregistry.Client
 	// Secrets reads pull secrets and public-key Secrets by name. The manager gives it its
 	// cached client, whose Secret informer sees only Secrets labelled
-	// connectors.b10x.io/credential=true (app.CacheByObject), so an un-opted Secret is never
+	// connectors.b10x.io/credential=true (appoptions.CacheByObject), so an un-opted Secret is never
 	// read; every Secret read is also checked with k8sbinding.CheckOptIn or CheckSecret.
 	Secrets client.Reader
 	// Trust lists McpTrustPolicies and reads Namespaces (for namespaceSelector). Nil means no

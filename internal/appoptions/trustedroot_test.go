@@ -1,4 +1,4 @@
-package managerapp
+package appoptions
 
 import (
 	"os"
@@ -52,9 +52,9 @@ func TestTrustedRootFromTUF(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo := newTUFRepo(t, trJSON)
-	o := DefaultOptions()
+	o := DefaultShared()
 	o.AllowLoopbackUnsafe = true
-	ip, err := ipPolicy(&rest.Config{Host: "https://10.0.0.1:6443"}, o)
+	ip, err := o.IPPolicy(&rest.Config{Host: "https://10.0.0.1:6443"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestTrustedRootFromTUF(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := loadTrustedRoot(o, hc)
+	got, err := o.loadTrustedRoot(hc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestTrustedRootFromTUF(t *testing.T) {
 	// Twin: the same repository under another repository's root.json is not trusted.
 	other := newTUFRepo(t, trJSON)
 	o.TrustedRootTUFRootPath = writeFile(t, "other-root.json", other.RootJSON)
-	if _, err := loadTrustedRoot(o, hc); err == nil || !strings.Contains(err.Error(), "--trusted-root-tuf-url") {
+	if _, err := o.loadTrustedRoot(hc); err == nil || !strings.Contains(err.Error(), "--trusted-root-tuf-url") {
 		t.Fatalf("a repository not signed by the anchor's keys was trusted: %v", err)
 	}
 }
@@ -93,7 +93,7 @@ func TestTrustedRootOptionsValidate(t *testing.T) {
 		"TUF without root": {"", "https://tuf.example", "", "go together"},
 		"root without TUF": {"", "", "root.json", "go together"},
 	} {
-		o := DefaultOptions()
+		o := DefaultShared()
 		o.TrustedRootPath, o.TrustedRootTUFURL, o.TrustedRootTUFRootPath = c.file, c.url, c.anchor
 		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", name, err)

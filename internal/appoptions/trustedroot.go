@@ -1,4 +1,4 @@
-package managerapp
+package appoptions
 
 import (
 	"errors"
@@ -11,23 +11,23 @@ import (
 	"github.com/b10x/connector-mcp/internal/ociregistry"
 )
 
-// loadTrustedRoot loads the trusted root: from the file o.TrustedRootPath, or live from the TUF
-// repository o.TrustedRootTUFURL (trust anchored in the root.json at o.TrustedRootTUFRootPath,
+// loadTrustedRoot loads the trusted root: from the file v.TrustedRootPath, or live from the TUF
+// repository v.TrustedRootTUFURL (trust anchored in the root.json at v.TrustedRootTUFRootPath,
 // fetched through hc, refreshed every 24 hours), or nil (public keys only) when neither is set.
-func loadTrustedRoot(o Options, hc *http.Client) (root.TrustedMaterial, error) {
+func (v *Verification) loadTrustedRoot(hc *http.Client) (root.TrustedMaterial, error) {
 	switch {
-	case o.TrustedRootTUFURL != "":
-		anchor, err := os.ReadFile(o.TrustedRootTUFRootPath)
+	case v.TrustedRootTUFURL != "":
+		anchor, err := os.ReadFile(v.TrustedRootTUFRootPath)
 		if err != nil {
 			return nil, fmt.Errorf("--trusted-root-tuf-root: %w", err)
 		}
-		live, err := root.NewLiveTrustedRoot(ociregistry.TUFOptions(anchor, o.TrustedRootTUFURL, hc))
+		live, err := root.NewLiveTrustedRoot(ociregistry.TUFOptions(anchor, v.TrustedRootTUFURL, hc))
 		if err != nil {
 			return nil, fmt.Errorf("--trusted-root-tuf-url: %w", err)
 		}
 		return live, nil
-	case o.TrustedRootPath != "":
-		tr, err := ociregistry.LoadTrustedRoot(o.TrustedRootPath)
+	case v.TrustedRootPath != "":
+		tr, err := ociregistry.LoadTrustedRoot(v.TrustedRootPath)
 		if err != nil {
 			return nil, err
 		}

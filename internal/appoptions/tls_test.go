@@ -1,7 +1,8 @@
-package managerapp
+package appoptions
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/pem"
 	"errors"
 	"net/http"
@@ -26,7 +27,7 @@ func TestCABundleFile(t *testing.T) {
 	if err := os.WriteFile(good, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	exchange := func(o Options) error {
+	exchange := func(o TLS) error {
 		cfg, err := o.TLSClientConfig()
 		if err != nil {
 			return err
@@ -40,15 +41,14 @@ func TestCABundleFile(t *testing.T) {
 		_, err = tr.Exchange(context.Background(), req)
 		return err
 	}
-	o := DefaultOptions()
-	o.CABundleFile = good
+	o := TLS{CABundleFile: good}
 	if err := o.Validate(); err != nil {
 		t.Fatalf("valid bundle: %v", err)
 	}
 	if err := exchange(o); err != nil {
 		t.Fatalf("with --ca-bundle-file: %v", err)
 	}
-	if err := exchange(DefaultOptions()); !errors.Is(err, egress.ErrTLSRefused) || !strings.Contains(err.Error(), egress.RefusalTLSUnknownAuthority) {
+	if err := exchange(TLS{}); !errors.Is(err, egress.ErrTLSRefused) || !strings.Contains(err.Error(), egress.RefusalTLSUnknownAuthority) {
 		t.Fatalf("without it: got %v, want %s", err, egress.RefusalTLSUnknownAuthority)
 	}
 
@@ -57,10 +57,46 @@ func TestCABundleFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{bad, filepath.Join(dir, "absent.crt")} {
-		o := DefaultOptions()
-		o.CABundleFile = path
+		o := TLS{CABundleFile: path}
 		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--ca-bundle-file") {
 			t.Fatalf("%s: got %v, want an error naming --ca-bundle-file", path, err)
 		}
+	}
+}
+
+// TestCABundleReadOnce: Validate reads --ca-bundle-file and TLSClientConfig, in the copies of the
+// options made after it too, returns what it read without reading the file again (it still works
+// once the file is gone); options not validated, or whose file name changed since, get
+// ErrCABundleNotRead instead of a second read.
+func TestCABundleReadOnce(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	file := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := TLS{CABundleFile: file}
+	if _, err := o.TLSClientConfig(); !errors.Is(err, ErrCABundleNotRead) {
+		t.Fatalf("before Validate: %v, want ErrCABundleNotRead", err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	copied := o
+	for name, opts := range map[string]*TLS{"validated": &o, "a copy": &copied} {
+		cfg, err := opts.TLSClientConfig()
+		if err != nil || cfg == nil || cfg.RootCAs == nil || cfg.MinVersion != tls.VersionTLS12 {
+			t.Fatalf("%s, file removed: %v, %v; want the configuration Validate read", name, cfg, err)
+		}
+	}
+	copied.CABundleFile = file + ".other"
+	if _, err := copied.TLSClientConfig(); !errors.Is(err, ErrCABundleNotRead) {
+		t.Fatalf("another file name: %v, want ErrCABundleNotRead", err)
+	}
+	if cfg, err := (&TLS{}).TLSClientConfig(); cfg != nil || err != nil {
+		t.Fatalf("no bundle file: %v, %v; want nil (the system roots)", cfg, err)
 	}
 }

@@ -2,9 +2,9 @@ package adapters
 
 import (
 	"context"
-	"github.com/b10x/connector-mcp/internal/activation"
 
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/internal/activation"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/snapshot"
