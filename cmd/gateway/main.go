@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/appoptions"
@@ -87,7 +86,7 @@ func run() int {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                opts.Metrics.ServerOptions(),
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,
 		// Secrets are never cached: the resolver and the connector read them by name, uncached,
 		// where a namespace consented (docs/security.md).

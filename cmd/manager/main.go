@@ -7,7 +7,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"flag"
 	"os"
 	"time"
@@ -21,11 +20,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/appoptions"
 	"github.com/b10x/connector-mcp/internal/managerapp"
 )
 
@@ -35,18 +33,16 @@ func main() {
 
 func run() int {
 	var (
-		metricsAddr, probeAddr, leaderNS string
-		secureMetrics, enableHTTP2       bool
-		leaderElect                      bool
-		shutdownTimeout                  time.Duration
+		probeAddr, leaderNS string
+		leaderElect         bool
+		shutdownTimeout     time.Duration
 		// Profiling endpoint.
 		pprofAddr string
 	)
 	opts := managerapp.DefaultOptions()
 	fs := pflag.CommandLine
-	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint (\"0\" disables it).")
-	fs.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS behind Kubernetes authentication and authorization.")
-	fs.BoolVar(&enableHTTP2, "enable-http2", false, "Enable HTTP/2 on served endpoints (off by default: CVE-2023-44487, CVE-2023-39325).")
+	metrics := appoptions.DefaultMetrics(":8443")
+	metrics.BindFlags(fs)
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the liveness and readiness probes.")
 	fs.BoolVar(&leaderElect, "leader-elect", false, "Enable leader election so that only one replica is active.")
 	fs.StringVar(&leaderNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
@@ -72,14 +68,6 @@ func run() int {
 		return 1
 	}
 
-	tlsOpts := []func(*tls.Config){}
-	if !enableHTTP2 {
-		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
-	}
-	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: secureMetrics, TLSOpts: tlsOpts}
-	if secureMetrics {
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		log.Error(err, "Unable to load the kubeconfig")
@@ -87,8 +75,8 @@ func run() int {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsOpts,
-		WebhookServer:                 webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
+		Metrics:                       metrics.ServerOptions(),
+		WebhookServer:                 webhook.NewServer(webhook.Options{TLSOpts: metrics.TLSOpts()}),
 		HealthProbeBindAddress:        probeAddr,
 		Cache:                         managerapp.CacheOptions(),
 		LeaderElection:                leaderElect,

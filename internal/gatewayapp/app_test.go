@@ -19,7 +19,7 @@ func TestFlagsAreTheDecidedInterface(t *testing.T) {
 		"listen-address": ":8443", "tls-cert-file": "", "tls-key-file": "", "plain-http-unsafe": "false",
 		"audience": "connector-mcp", "authz-cache-ttl": "10s", "token-cache-ttl": "5m0s", "max-inflight": "256",
 		"max-inflight-per-caller": "8", "call-timeout": "1m0s", "max-request-bytes": "1048576",
-		"metrics-bind-address": ":8080", "health-probe-bind-address": ":8081", "allowed-hosts": "[]",
+		"metrics-bind-address": ":8080", "metrics-secure": "true", "enable-http2": "false", "health-probe-bind-address": ":8081", "allowed-hosts": "[]",
 		// The bounds of a stalled body, a search and failed authentications.
 		"body-read-timeout": "10s", "max-search-reviews": "256", "auth-failure-rate": "1", "auth-failure-burst": "10",
 		"auth-negative-cache-ttl": "10s",

@@ -27,7 +27,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.AuthNegativeCacheTTL, "auth-negative-cache-ttl", o.AuthNegativeCacheTTL, "How long a token the apiserver refused is refused again without a TokenReview.")
 	fs.IntVar(&o.MaxArgumentBytes, "max-argument-bytes", o.MaxArgumentBytes, "Maximum size of one call's arguments (more: argument_too_large).")
 	fs.IntVar(&o.MaxResultBytes, "max-result-bytes", o.MaxResultBytes, "Maximum size of one call's result (more: result_too_large).")
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus /metrics endpoint (\"0\" disables it).")
+	o.Metrics.BindFlags(fs)
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz.")
 	fs.StringSliceVar(&o.AllowedHosts, "allowed-hosts", o.AllowedHosts, "Host header names the gateway answers, e.g. its Service DNS names (repeatable). Empty: only loopback names on loopback addresses.")
 	fs.DurationVar(&o.UpstreamSessionMaxAge, "upstream-session-max-age", o.UpstreamSessionMaxAge, "How long one upstream MCP session is reused before a new one is connected (negative: a session per call).")

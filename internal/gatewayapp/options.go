@@ -51,8 +51,10 @@ type Options struct {
 	AuthNegativeCacheTTL time.Duration
 	// MaxArgumentBytes and MaxResultBytes bound one call's arguments and result.
 	MaxArgumentBytes, MaxResultBytes int
-	// MetricsBindAddress and HealthProbeBindAddress serve /metrics and /healthz, /readyz.
-	MetricsBindAddress, HealthProbeBindAddress string
+	// Metrics serves /metrics: HTTPS behind authentication and authorization by default.
+	Metrics appoptions.Metrics
+	// HealthProbeBindAddress serves /healthz and /readyz.
+	HealthProbeBindAddress string
 	// AllowedHosts are the Host names the gateway answers (empty: go-sdk's loopback default).
 	AllowedHosts []string
 	// DrainTimeout bounds graceful shutdown.
@@ -90,7 +92,7 @@ func DefaultOptions() Options {
 		AuthNegativeCacheTTL:   gateway.DefaultNegativeTokenCacheTTL,
 		MaxArgumentBytes:       mcpclient.DefaultMaxArgumentBytes,
 		MaxResultBytes:         mcpclient.DefaultMaxResultBytes,
-		MetricsBindAddress:     ":8080",
+		Metrics:                appoptions.DefaultMetrics(":8080"),
 		HealthProbeBindAddress: ":8081",
 		DrainTimeout:           30 * time.Second,
 		UpstreamSessionMaxAge:  invocation.DefaultMaxSessionAge,
