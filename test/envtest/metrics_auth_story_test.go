@@ -64,7 +64,7 @@ func TestStoryMetricsNeedAuthenticationAndAuthorization(t *testing.T) {
 		return addr
 	}
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}}, //nolint:gosec // the server's self-signed certificate; the test checks its authorization, not its name
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}}, //nolint:gosec // the server's self-signed certificate; the test checks its authorization, not its name
 		ForceAttemptHTTP2: true}}
 	get := func(url, bearer string) (int, string) {
 		t.Helper()
