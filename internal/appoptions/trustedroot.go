@@ -17,9 +17,13 @@ import (
 func (v *Verification) loadTrustedRoot(hc *http.Client) (root.TrustedMaterial, error) {
 	switch {
 	case v.TrustedRootTUFURL != "":
-		anchor, err := os.ReadFile(v.TrustedRootTUFRootPath)
-		if err != nil {
-			return nil, fmt.Errorf("--trusted-root-tuf-root: %w", err)
+		var anchor []byte // nil: public-good Sigstore's root, built into sigstore-go (Validate)
+		if v.TrustedRootTUFRootPath != "" {
+			b, err := os.ReadFile(v.TrustedRootTUFRootPath)
+			if err != nil {
+				return nil, fmt.Errorf("--trusted-root-tuf-root: %w", err)
+			}
+			anchor = b
 		}
 		live, err := root.NewLiveTrustedRoot(ociregistry.TUFOptions(anchor, v.TrustedRootTUFURL, hc))
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/ocitest"
 )
 
@@ -98,5 +99,11 @@ func TestTrustedRootOptionsValidate(t *testing.T) {
 		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+	// Public-good Sigstore's repository needs no root.json: sigstore-go builds its root in.
+	o := DefaultShared()
+	o.TrustedRootTUFURL = ociregistry.PublicGoodTUFURL
+	if err := o.Validate(); err != nil {
+		t.Errorf("public-good TUF without a root: %v", err)
 	}
 }

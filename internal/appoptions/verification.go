@@ -30,7 +30,9 @@ type Verification struct {
 	TrustedRootPath string
 	// TrustedRootTUFURL is a TUF repository serving trusted_root.json (e.g. a mirror of
 	// public-good Sigstore's); the trusted root is fetched at start through egress and refreshed
-	// every 24 hours. TrustedRootTUFRootPath is the TUF root.json it is anchored in (required).
+	// every 24 hours. TrustedRootTUFRootPath is the TUF root.json it is anchored in (required, except
+	// for public-good Sigstore's repository, ociregistry.PublicGoodTUFURL, whose root sigstore-go
+	// builds in).
 	TrustedRootTUFURL, TrustedRootTUFRootPath string
 	// DefaultIssuer, DefaultSubject and DefaultSubjectRegExp form the platform's keyless signer
 	// ("default-keyless" in the platform trust source).
@@ -52,7 +54,7 @@ func (v *Verification) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&v.KeylessRequireSignedTimestamp, "keyless-require-signed-timestamp", v.KeylessRequireSignedTimestamp, "Also require an RFC 3161 signed timestamp on keyless packs.")
 	fs.StringVar(&v.TrustedRootPath, "trusted-root", v.TrustedRootPath, "Path of a sigstore trusted_root.json for keyless verification.")
 	fs.StringVar(&v.TrustedRootTUFURL, "trusted-root-tuf-url", v.TrustedRootTUFURL, "TUF repository serving trusted_root.json, fetched through egress and refreshed daily (instead of --trusted-root).")
-	fs.StringVar(&v.TrustedRootTUFRootPath, "trusted-root-tuf-root", v.TrustedRootTUFRootPath, "TUF root.json that anchors --trusted-root-tuf-url.")
+	fs.StringVar(&v.TrustedRootTUFRootPath, "trusted-root-tuf-root", v.TrustedRootTUFRootPath, "TUF root.json that anchors --trusted-root-tuf-url (default for https://tuf-repo-cdn.sigstore.dev: public-good Sigstore's root, built in).")
 	fs.StringVar(&v.DefaultIssuer, "default-identity-issuer", v.DefaultIssuer, "OIDC issuer of the platform's keyless signer (trusted in every namespace).")
 	fs.StringVar(&v.DefaultSubject, "default-identity-subject", v.DefaultSubject, "Exact certificate subject of the platform's keyless signer.")
 	fs.StringVar(&v.DefaultSubjectRegExp, "default-identity-subject-regexp", v.DefaultSubjectRegExp, "Anchored (^...$) certificate subject regular expression of the platform's keyless signer.")
@@ -92,8 +94,11 @@ func (v *Verification) Validate() error {
 	if v.TrustedRootPath != "" && v.TrustedRootTUFURL != "" {
 		errs = append(errs, errTrustedRootSources)
 	}
-	if (v.TrustedRootTUFURL == "") != (v.TrustedRootTUFRootPath == "") {
-		errs = append(errs, errors.New("--trusted-root-tuf-url and --trusted-root-tuf-root go together"))
+	// Public-good Sigstore's repository is anchored in the root built into sigstore-go; any other
+	// needs its own root.json.
+	if (v.TrustedRootTUFURL == "" && v.TrustedRootTUFRootPath != "") ||
+		(v.TrustedRootTUFURL != "" && v.TrustedRootTUFURL != ociregistry.PublicGoodTUFURL && v.TrustedRootTUFRootPath == "") {
+		errs = append(errs, errors.New("--trusted-root-tuf-url and --trusted-root-tuf-root go together (the root may be left out only for public-good Sigstore, "+ociregistry.PublicGoodTUFURL+")"))
 	}
 	return errors.Join(errs...)
 }

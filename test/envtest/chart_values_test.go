@@ -598,3 +598,22 @@ func TestExampleAgentTrustsTheGatewayCA(t *testing.T) {
 		t.Errorf("MCP_URL %q does not call the release's gateway Service", env["MCP_URL"])
 	}
 }
+
+// policy.trustedRootTUF.url of public-good Sigstore needs no rootConfigMap: the manager anchors it
+// in the root sigstore-go builds in, and no root volume is mounted. Twin: any other repository
+// without its root is refused by name.
+func TestChartPublicGoodTUFNeedsNoRoot(t *testing.T) {
+	args := managerArgs(t, map[string]any{"policy": map[string]any{"trustedRootTUF": map[string]any{"url": "https://tuf-repo-cdn.sigstore.dev"}}})
+	var url, root bool
+	for _, a := range args {
+		url = url || a == "--trusted-root-tuf-url=https://tuf-repo-cdn.sigstore.dev"
+		root = root || strings.HasPrefix(a, "--trusted-root-tuf-root")
+	}
+	if !url || root {
+		t.Fatalf("public-good TUF renders args %v", args)
+	}
+	out, err := helmRun(t, map[string]any{"policy": map[string]any{"trustedRootTUF": map[string]any{"url": "https://tuf.example"}}}, "template", "x", chartDir())
+	if err == nil || !strings.Contains(out, "policy.trustedRootTUF.rootConfigMap is required") {
+		t.Fatalf("another repository without its root: %v\n%s", err, out)
+	}
+}

@@ -143,7 +143,9 @@ Every value is quoted (connector-mcp.arg). */}}
 {{- end }}
 {{- if $p.trustedRootTUF.url }}
 - {{ include "connector-mcp.arg" (list "trusted-root-tuf-url" $p.trustedRootTUF.url) }}
+{{- if $p.trustedRootTUF.rootConfigMap }}
 - --trusted-root-tuf-root=/etc/connector-mcp/tuf/root.json
+{{- end }}
 {{- end }}
 {{- if .Values.caBundle.configMapName }}
 - --ca-bundle-file=/etc/connector-mcp/ca/ca.crt
@@ -159,7 +161,7 @@ Every value is quoted (connector-mcp.arg). */}}
   mountPath: /etc/connector-mcp/trusted-root
   readOnly: true
 {{- end }}
-{{- if .Values.policy.trustedRootTUF.url }}
+{{- if .Values.policy.trustedRootTUF.rootConfigMap }}
 - name: trusted-root-tuf
   mountPath: /etc/connector-mcp/tuf
   readOnly: true
@@ -188,10 +190,13 @@ Every value is quoted (connector-mcp.arg). */}}
     - key: trusted_root.json
       path: trusted_root.json
 {{- end }}
-{{- if .Values.policy.trustedRootTUF.url }}
+{{- if and .Values.policy.trustedRootTUF.url (ne .Values.policy.trustedRootTUF.url "https://tuf-repo-cdn.sigstore.dev") (not .Values.policy.trustedRootTUF.rootConfigMap) }}
+{{- fail "policy.trustedRootTUF.rootConfigMap is required with policy.trustedRootTUF.url (except for public-good Sigstore, https://tuf-repo-cdn.sigstore.dev)" }}
+{{- end }}
+{{- if .Values.policy.trustedRootTUF.rootConfigMap }}
 - name: trusted-root-tuf
   configMap:
-    name: {{ required "policy.trustedRootTUF.rootConfigMap is required with policy.trustedRootTUF.url" .Values.policy.trustedRootTUF.rootConfigMap | quote }}
+    name: {{ .Values.policy.trustedRootTUF.rootConfigMap | quote }}
     items:
     - key: root.json
       path: root.json
