@@ -248,8 +248,9 @@ func sdkNeedsTool(desc []byte) bool {
 
 // sdkListResult returns the tools/list result the SDK is handed in place of the recorded result
 // raw: every member as received, the "tools" array holding only the descriptors sdkNeedsTool
-// keeps, in their order. It returns nil (the SDK gets raw as received) when nothing is withheld
-// or when raw is not a page the light split understands (see splitPage).
+// keeps, in their order. It returns nil (the SDK gets raw as received) when nothing is withheld,
+// when raw is not a page readPage reads, or when its "tools" member name is spelled with an
+// escape (a page no real server writes: the SDK reads it whole, as received).
 //
 // The SDK's typed decode and x-mcp-header filter of every descriptor was most of the cost of a
 // listing, and mcpclient freezes the raw descriptors it recorded, not the SDK's decode. What the
@@ -259,10 +260,11 @@ func sdkNeedsTool(desc []byte) bool {
 // cache, which the SDK only consults for headers (it never refuses a tool it has not listed), so
 // it gets the headers it would have had: none.
 func sdkListResult(raw []byte) []byte {
-	tools, _, lo, hi, ok := splitPageAt(raw)
-	if !ok {
+	pg, err := readPage(raw)
+	if err != nil || !pg.plainTools {
 		return nil
 	}
+	tools, lo, hi := pg.tools, pg.lo, pg.hi
 	keep := 0
 	for _, d := range tools {
 		if sdkNeedsTool(d) {

@@ -50,6 +50,13 @@ type scanner struct {
 	// spans, when set, makes the scan record the members of the top-level object in top.
 	spans bool
 	top   []span
+	// elemsOf, when set (with spans), names the top-level member whose array value's elements
+	// the scan records in elems; inElems is set while that member's value is scanned, and
+	// elemsSeen once its value turned out to be an array.
+	elemsOf   []byte
+	inElems   bool
+	elemsSeen bool
+	elems     []span
 	// region and order are sortMembers' scratch space, reused.
 	region []byte
 	order  []int
@@ -132,6 +139,7 @@ func (s *scanner) reset() {
 	s.found = s.found[:0]
 	s.name, s.hasName, s.simple, s.esc = "", false, false, false
 	s.canon, s.out, s.spans, s.top = false, nil, false, nil
+	s.elemsOf, s.inElems, s.elemsSeen, s.elems = nil, false, false, nil
 }
 
 // run scans raw with the scanner's settings.
@@ -283,9 +291,11 @@ func (s *scanner) object(depth int) error {
 		s.pos++
 		s.ws()
 		valueAt := s.pos
+		s.inElems = s.elemsOf != nil && depth == 1 && bytes.Equal(key, s.elemsOf)
 		if err := s.value(depth); err != nil {
 			return err
 		}
+		s.inElems = false
 		if s.spans && depth == 1 {
 			s.top = append(s.top, span{key: key, start: valueAt, end: s.pos})
 		}
@@ -406,6 +416,9 @@ func (s *scanner) array(depth int) error {
 	if s.canon {
 		s.out = append(s.out, '[')
 	}
+	// The elements of the array named by elemsOf (the value of a top-level member) are recorded.
+	rec := s.inElems && depth == 2
+	s.elemsSeen = s.elemsSeen || rec
 	if s.pos < len(s.data) && s.data[s.pos] == ']' {
 		s.pos++
 		if s.canon {
@@ -418,8 +431,12 @@ func (s *scanner) array(depth int) error {
 			s.out = append(s.out, ',')
 		}
 		s.path = append(s.path, segment{index: i})
+		at := s.pos
 		if err := s.value(depth); err != nil {
 			return err
+		}
+		if rec {
+			s.elems = append(s.elems, span{start: at, end: s.pos})
 		}
 		s.path = s.path[:len(s.path)-1]
 		s.ws()
