@@ -1,7 +1,6 @@
 package mcpclient
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -403,70 +402,25 @@ func (s *Session) processStream(ctx context.Context, link *reqLink, st *callStat
 			}
 		}(handedOff)
 	}()
-	r := bufio.NewReader(resp.Body)
-	var name, data []byte
-	hasData := false
+	events := wire.NewEventReader(resp.Body)
 	for {
-		line, rerr := r.ReadSlice('\n')
-		if errors.Is(rerr, bufio.ErrBufferFull) {
-			// A long line: collect it whole (the transport bounds it to the frame limit).
-			full := append([]byte(nil), line...)
-			for errors.Is(rerr, bufio.ErrBufferFull) {
-				line, rerr = r.ReadSlice('\n')
-				full = append(full, line...)
-			}
-			line = full
-		}
-		if rerr != nil && !errors.Is(rerr, io.EOF) {
+		ev, rerr := events.Next()
+		switch {
+		case errors.Is(rerr, wire.ErrMalformedEvent):
+			return "", 0, true, s.fail(rerr)
+		case errors.Is(rerr, io.EOF):
+			return events.LastID, events.Retry, false, nil
+		case rerr != nil:
 			if ctx.Err() != nil {
 				return "", 0, true, ctx.Err()
 			}
-			return last, delay, false, nil // interrupted: resume if possible
+			return events.LastID, events.Retry, false, nil // interrupted: resume if possible
 		}
-		eof := rerr != nil
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 {
-			if hasData {
-				if fin, ferr := s.event(ctx, st, id, name, data); fin {
-					if ferr == nil {
-						handedOff = link.answered()
-					}
-					return "", 0, true, ferr
-				}
+		if fin, ferr := s.event(ctx, st, id, ev.Name, ev.Data); fin {
+			if ferr == nil {
+				handedOff = link.answered()
 			}
-			name, data, hasData = name[:0], data[:0], false
-			if eof {
-				return last, delay, false, nil
-			}
-			continue
-		}
-		field, value, found := bytes.Cut(line, []byte{':'})
-		if !found {
-			return "", 0, true, s.fail(errors.New("malformed event"))
-		}
-		switch string(field) {
-		case "event":
-			name = append(name[:0], bytes.TrimSpace(value)...)
-		case "id":
-			last = string(bytes.TrimSpace(value))
-		case "retry":
-			if n, perr := strconv.ParseInt(string(bytes.TrimSpace(value)), 10, 64); perr == nil {
-				delay = time.Duration(n) * time.Millisecond
-			}
-		case "data":
-			if hasData {
-				data = append(data, '\n')
-			}
-			data = append(data, bytes.TrimSpace(value)...)
-			hasData = true
-		}
-		if eof {
-			if hasData {
-				if fin, ferr := s.event(ctx, st, id, name, data); fin {
-					return "", 0, true, ferr
-				}
-			}
-			return last, delay, false, nil
+			return "", 0, true, ferr
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing/iotest"
 
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/internal/wire"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -65,14 +66,14 @@ func TestPlaceholderFrameOnlyForRecordedCallResult(t *testing.T) {
 	}
 }
 
-// sseRead runs stream through an sseBody bound to a tools/call request with id 1 and returns
+// sseRead runs stream through a wire.SSEBody bound to a tools/call request with id 1 and returns
 // what the SDK reads.
 func sseRead(t *testing.T, stream string) (string, *callState) {
 	t.Helper()
 	r := &registry{}
 	st := &callState{op: opCallTool, cancel: func(error) {}}
 	r.bind("1", st)
-	b := &sseBody{body: io.NopCloser(iotest.OneByteReader(strings.NewReader(stream))), reg: r, st: st, limit: 1 << 20}
+	b := wire.NewSSEBody(io.NopCloser(iotest.OneByteReader(strings.NewReader(stream))), 1<<20, &capture{reg: r, st: st})
 	out, err := io.ReadAll(b)
 	if err != nil {
 		t.Fatal(err)
