@@ -90,27 +90,6 @@ type callBody struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
-// wireRequest is a JSON-RPC request as the SDK's jsonrpc2 encodes it.
-type wireRequest struct {
-	Version string          `json:"jsonrpc"`
-	ID      any             `json:"id,omitempty"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params,omitempty"`
-}
-
-// wireResponse is a JSON-RPC response as the SDK's jsonrpc2 encodes it.
-type wireResponse struct {
-	Version string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   *wireError      `json:"error,omitempty"`
-}
-
-type wireError struct {
-	Code    int64  `json:"code"`
-	Message string `json:"message"`
-}
-
 // requestMeta returns the per-request _meta the SDK injects at 2026-07-28 (SEP-2575): protocol
 // version, client info and client capabilities (this client declares none), keys in the order
 // encoding/json writes a map.
@@ -155,7 +134,7 @@ func (s *Session) callDirect(ctx context.Context, name string, args json.RawMess
 		return err
 	}
 	id := directIDPrefix + strconv.FormatUint(s.seq.Add(1), 10)
-	body, err := marshal(&wireRequest{Version: "2.0", ID: id, Method: opCallTool, Params: params})
+	body, err := marshal(&wire.Request{Version: "2.0", ID: id, Method: opCallTool, Params: params})
 	if err != nil {
 		return err
 	}
@@ -491,28 +470,28 @@ func (s *Session) dispatch(ctx context.Context, id string, raw []byte) (ours, ok
 	if !hasID {
 		return false, true // a notification: progress, logging, list changes have no effect on a call
 	}
-	resp := wireResponse{Version: "2.0", ID: m.ID}
+	resp := wire.Response{Version: "2.0", ID: m.ID}
 	needsParams, known := sdkClientRequests[m.Method]
 	switch {
 	case sdkClientNotifications[m.Method]:
-		resp.Error = &wireError{Code: -32600, Message: fmt.Sprintf("invalid request: unexpected id for %q", m.Method)}
+		resp.Error = &wire.Error{Code: -32600, Message: fmt.Sprintf("invalid request: unexpected id for %q", m.Method)}
 	case !known:
-		resp.Error = &wireError{Code: -32601, Message: fmt.Sprintf("method not found: %q", m.Method)}
+		resp.Error = &wire.Error{Code: -32601, Message: fmt.Sprintf("method not found: %q", m.Method)}
 	case needsParams && len(m.Params) == 0:
-		resp.Error = &wireError{Code: -32600, Message: `invalid request: missing required "params"`}
+		resp.Error = &wire.Error{Code: -32600, Message: `invalid request: missing required "params"`}
 	case m.Method == "ping":
 		resp.Result = json.RawMessage(`{}`)
 	default:
 		s.reg.cancelInflight(&FeatureRefusedError{Feature: serverRequestFeature(m.Method)})
 		// refuseServerRequests answers -32601, which the SDK's jsonrpc2 words as "method not found".
-		resp.Error = &wireError{Code: -32601, Message: fmt.Sprintf("method not found: %q", m.Method)}
+		resp.Error = &wire.Error{Code: -32601, Message: fmt.Sprintf("method not found: %q", m.Method)}
 	}
 	go s.respond(ctx, &resp) // the SDK answers from a goroutine of its own too
 	return false, true
 }
 
 // respond POSTs the answer to a server-to-client request (best effort, as the SDK's).
-func (s *Session) respond(ctx context.Context, resp *wireResponse) {
+func (s *Session) respond(ctx context.Context, resp *wire.Response) {
 	body, err := marshal(resp)
 	if err != nil {
 		return
@@ -533,7 +512,7 @@ func (s *Session) notifyCancelled(ctx context.Context, id, reason string) {
 	if err != nil {
 		return
 	}
-	body, err := marshal(&wireRequest{Version: "2.0", Method: "notifications/cancelled", Params: params})
+	body, err := marshal(&wire.Request{Version: "2.0", Method: "notifications/cancelled", Params: params})
 	if err != nil {
 		return
 	}
