@@ -136,7 +136,7 @@ func TestSplitPage(t *testing.T) {
 		`{"tools":[{"a":1}}]}`,
 	} {
 		if _, _, ok := splitPage([]byte(raw)); ok {
-			t.Errorf("%s: split, want the token reader to decide", raw)
+			t.Errorf("%s: split, want it refused or not rewritten", raw)
 		}
 	}
 }
