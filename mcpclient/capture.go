@@ -38,6 +38,9 @@ type callState struct {
 	got     bool
 	result  json.RawMessage
 	scanned bool // result is part of a frame that passed the strict scan (snapshot.Members/Validate)
+	// page is the split of a tools/list result (readPage, its descriptors sub-slices of result),
+	// made once when the result was recorded.
+	page    *listPage
 	rpcErr  bool
 	rpcCode int64
 	rpcData json.RawMessage
@@ -261,7 +264,15 @@ func sdkNeedsTool(desc []byte) bool {
 // it gets the headers it would have had: none.
 func sdkListResult(raw []byte) []byte {
 	pg, err := readPage(raw)
-	if err != nil || !pg.plainTools {
+	if err != nil {
+		return nil
+	}
+	return pg.sdkList(raw)
+}
+
+// sdkList is sdkListResult of raw, the page pg was split from.
+func (pg *listPage) sdkList(raw []byte) []byte {
+	if !pg.plainTools {
 		return nil
 	}
 	tools, lo, hi := pg.tools, pg.lo, pg.hi
@@ -383,7 +394,27 @@ func (r *registry) deliverMembers(ms []snapshot.Member) []byte {
 	if !st.deliver(result, true, false, 0, nil) {
 		return nil
 	}
-	return sdkResult(st.op, result)
+	return st.sdkResult()
+}
+
+// sdkResult returns what the SDK is handed in place of the result just recorded in st (see the
+// function sdkResult). A tools/list page is split once, here, and the split kept in st.page for
+// ListTools.
+func (st *callState) sdkResult() []byte {
+	st.mu.Lock()
+	op, result := st.op, st.result
+	st.mu.Unlock()
+	if op != opListTools || len(result) == 0 {
+		return sdkResult(op, result)
+	}
+	pg, err := readPage(result)
+	if err != nil {
+		return nil
+	}
+	st.mu.Lock()
+	st.page = &pg
+	st.mu.Unlock()
+	return pg.sdkList(result)
 }
 
 // opCallTool is the operation whose recorded results the SDK sees as placeholders.
@@ -437,7 +468,7 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				if st.deliver(resp.Result, false, false, 0, nil) {
 					// Recorded: the SDK decodes a placeholder or a listing with the tools it
 					// need not see withheld (see sdkResult).
-					if rep := sdkResult(st.op, resp.Result); rep != nil {
+					if rep := st.sdkResult(); rep != nil {
 						resp.Result = rep
 					}
 				}

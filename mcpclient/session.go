@@ -168,14 +168,15 @@ func (s *Session) begin(ctx context.Context, op string) (context.Context, *callS
 //
 // scanned reports that raw is part of a frame that already passed the strict scan (snapshot.Members
 // or snapshot.Validate of the whole frame: the HTTP transport); a stdio frame has only been
-// checked by encoding/json.
-func (s *Session) exchange(ctx context.Context, op string, st *callState, fn func(context.Context) error) (raw json.RawMessage, scanned, served bool, err error) {
+// checked by encoding/json. page is the split of a tools/list result made when it was recorded
+// (nil when there is none).
+func (s *Session) exchange(ctx context.Context, op string, st *callState, fn func(context.Context) error) (raw json.RawMessage, page *listPage, scanned, served bool, err error) {
 	if f := s.reg.sessionFault(); f != nil {
-		return nil, false, false, s.outcomeErr(op, ctx, nil, f)
+		return nil, nil, false, false, s.outcomeErr(op, ctx, nil, f)
 	}
 	if s.broken.Load() {
 		// A direct exchange failed what would have been the SDK's connection.
-		return nil, false, false, s.outcomeErr(op, ctx, nil, errSDKConnFailed)
+		return nil, nil, false, false, s.outcomeErr(op, ctx, nil, errSDKConnFailed)
 	}
 	// A fresh state per request, sharing the operation's cancel function.
 	req := &callState{op: op, cancel: st.cancel}
@@ -187,22 +188,22 @@ func (s *Session) exchange(ctx context.Context, op string, st *callState, fn fun
 		var fr *FeatureRefusedError
 		var r *RefusalError
 		if errors.As(cause, &fr) || errors.As(cause, &r) {
-			return nil, false, false, s.outcomeErr(op, rctx, req, cause)
+			return nil, nil, false, false, s.outcomeErr(op, rctx, req, cause)
 		}
 	}
 	req.mu.Lock()
-	got, result, rpcErr, scanned := req.got, req.result, req.rpcErr, req.scanned
+	got, result, page, rpcErr, scanned := req.got, req.result, req.page, req.rpcErr, req.scanned
 	req.mu.Unlock()
 	if got && !rpcErr {
-		return result, scanned, false, nil
+		return result, page, scanned, false, nil
 	}
 	if sdkErr == nil && !got {
-		return nil, false, true, nil
+		return nil, nil, false, true, nil
 	}
 	if sdkErr == nil {
 		sdkErr = errors.New("error response")
 	}
-	return nil, false, false, s.outcomeErr(op, rctx, req, sdkErr)
+	return nil, nil, false, false, s.outcomeErr(op, rctx, req, sdkErr)
 }
 
 // ListTools lists every tool (all pages, within the bounds) and freezes the listing into a new
@@ -229,7 +230,7 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 		}
 		params := &mcp.ListToolsParams{Cursor: cursor}
 		var typed *mcp.ListToolsResult
-		raw, _, served, err := s.exchange(ctx, op, st, func(ctx context.Context) error {
+		raw, page, _, served, err := s.exchange(ctx, op, st, func(ctx context.Context) error {
 			res, err := s.cs.ListTools(ctx, params)
 			typed = res
 			return err
@@ -239,7 +240,7 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 		}
 		s.mu.Lock()
 		if served {
-			raw = s.pages[cursor]
+			raw, page = s.pages[cursor], nil
 		} else {
 			s.pages[cursor] = raw
 		}
@@ -247,10 +248,15 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 		if raw == nil {
 			return nil, refuse(RefusalInvalidResponse, op, 0, ErrInvalidResponse)
 		}
-		pg, err := readPage(raw)
-		if err != nil {
-			return nil, err
+		if page == nil {
+			// Served from the SDK's cache, or a page the split refused when it was recorded.
+			pg, err := readPage(raw)
+			if err != nil {
+				return nil, err
+			}
+			page = &pg
 		}
+		pg := *page
 		res := struct {
 			Tools      []json.RawMessage
 			NextCursor *string
@@ -361,7 +367,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 			return err
 		}
 	}
-	raw, scanned, _, err := s.exchange(ctx, op, st, fn)
+	raw, _, scanned, _, err := s.exchange(ctx, op, st, fn)
 	if err != nil {
 		return nil, err
 	}
