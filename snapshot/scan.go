@@ -33,6 +33,11 @@ type scanner struct {
 
 	// simple reports that the string str last read had no escape and only printable ASCII.
 	simple bool
+	// discard, set around one str call, makes it check an escaped string without decoding it
+	// into a new buffer: the bytes it returns are then not the string's. tiny is the scratch
+	// space of that check (one decoded escape at a time).
+	discard bool
+	tiny    [8]byte
 	// esc reports that the string str last read had an escape (its bytes are a new buffer, not
 	// a sub-slice of data).
 	esc bool
@@ -185,7 +190,12 @@ func (s *scanner) value(depth int) error {
 	case c == '[':
 		return s.array(depth + 1)
 	case c == '"':
+		// A string value whose decoded bytes nothing reads (no findings, no canonical form, not
+		// a top-level "name") is checked without being decoded into a new buffer.
+		s.discard = !s.canon && s.warn == nil && !s.collect &&
+			(len(s.path) != 1 || !s.path[0].isKey || string(s.key(s.path[0].key)) != "name")
 		str, err := s.str()
+		s.discard = false
 		if err != nil {
 			return err
 		}
@@ -503,11 +513,19 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
-// escaped continues str from the first backslash, decoding into a new buffer.
+// escaped continues str from the first backslash, decoding into a new buffer (when discard is
+// set, checking the escapes only: each is decoded into tiny and dropped).
 func (s *scanner) escaped(start int) ([]byte, error) {
 	s.esc = true
-	out := append([]byte(nil), s.data[start:s.pos]...)
+	keep := !s.discard
+	var out []byte
+	if keep {
+		out = append([]byte(nil), s.data[start:s.pos]...)
+	}
 	for s.pos < len(s.data) {
+		if !keep {
+			out = s.tiny[:0]
+		}
 		c := s.data[s.pos]
 		switch {
 		case c == '"':
