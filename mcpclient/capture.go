@@ -38,6 +38,9 @@ type callState struct {
 	got     bool
 	result  json.RawMessage
 	scanned bool // result is part of a frame that passed the strict scan (snapshot.Members/Validate)
+	// page is the split of a tools/list result (readPage, its descriptors sub-slices of result),
+	// made once when the result was recorded.
+	page    *listPage
 	rpcErr  bool
 	rpcCode int64
 	rpcData json.RawMessage
@@ -248,8 +251,9 @@ func sdkNeedsTool(desc []byte) bool {
 
 // sdkListResult returns the tools/list result the SDK is handed in place of the recorded result
 // raw: every member as received, the "tools" array holding only the descriptors sdkNeedsTool
-// keeps, in their order. It returns nil (the SDK gets raw as received) when nothing is withheld
-// or when raw is not a page the light split understands (see splitPage).
+// keeps, in their order. It returns nil (the SDK gets raw as received) when nothing is withheld,
+// when raw is not a page readPage reads, or when its "tools" member name is spelled with an
+// escape (a page no real server writes: the SDK reads it whole, as received).
 //
 // The SDK's typed decode and x-mcp-header filter of every descriptor was most of the cost of a
 // listing, and mcpclient freezes the raw descriptors it recorded, not the SDK's decode. What the
@@ -259,10 +263,19 @@ func sdkNeedsTool(desc []byte) bool {
 // cache, which the SDK only consults for headers (it never refuses a tool it has not listed), so
 // it gets the headers it would have had: none.
 func sdkListResult(raw []byte) []byte {
-	tools, _, lo, hi, ok := splitPageAt(raw)
-	if !ok {
+	pg, err := readPage(raw)
+	if err != nil {
 		return nil
 	}
+	return pg.sdkList(raw)
+}
+
+// sdkList is sdkListResult of raw, the page pg was split from.
+func (pg *listPage) sdkList(raw []byte) []byte {
+	if !pg.plainTools {
+		return nil
+	}
+	tools, lo, hi := pg.tools, pg.lo, pg.hi
 	keep := 0
 	for _, d := range tools {
 		if sdkNeedsTool(d) {
@@ -381,7 +394,27 @@ func (r *registry) deliverMembers(ms []snapshot.Member) []byte {
 	if !st.deliver(result, true, false, 0, nil) {
 		return nil
 	}
-	return sdkResult(st.op, result)
+	return st.sdkResult()
+}
+
+// sdkResult returns what the SDK is handed in place of the result just recorded in st (see the
+// function sdkResult). A tools/list page is split once, here, and the split kept in st.page for
+// ListTools.
+func (st *callState) sdkResult() []byte {
+	st.mu.Lock()
+	op, result := st.op, st.result
+	st.mu.Unlock()
+	if op != opListTools || len(result) == 0 {
+		return sdkResult(op, result)
+	}
+	pg, err := readPage(result)
+	if err != nil {
+		return nil
+	}
+	st.mu.Lock()
+	st.page = &pg
+	st.mu.Unlock()
+	return pg.sdkList(result)
 }
 
 // opCallTool is the operation whose recorded results the SDK sees as placeholders.
@@ -435,7 +468,7 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				if st.deliver(resp.Result, false, false, 0, nil) {
 					// Recorded: the SDK decodes a placeholder or a listing with the tools it
 					// need not see withheld (see sdkResult).
-					if rep := sdkResult(st.op, resp.Result); rep != nil {
+					if rep := st.sdkResult(); rep != nil {
 						resp.Result = rep
 					}
 				}
@@ -493,14 +526,15 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode >= 300 && ct != "application/json" {
 		// An error page (e.g. a 401 from an authorization gateway) is not a protocol frame:
 		// bound it, but let the status, not its prose, explain the failure.
-		resp.Body = &errorBody{body: resp.Body, limit: int64(t.frame)}
+		resp.Body = &wire.ErrorBody{Body: resp.Body, Limit: int64(t.frame)}
 		resp.ContentLength = -1
 		return resp, nil
 	}
+	c := &capture{reg: t.reg, st: st, probe: probeReq(discover, st, req)}
 	if ct == "text/event-stream" {
-		resp.Body = &sseBody{body: resp.Body, reg: t.reg, st: st, limit: t.frame, probe: probeReq(discover, st, req)}
+		resp.Body = wire.NewSSEBody(resp.Body, t.frame, c)
 	} else {
-		resp.Body = &jsonBody{body: resp.Body, reg: t.reg, st: st, limit: t.frame, probe: probeReq(discover, st, req)}
+		resp.Body = wire.NewJSONBody(resp.Body, t.frame, c)
 	}
 	resp.ContentLength = -1
 	return resp, nil
@@ -552,235 +586,29 @@ func probeBodyFailed(req *http.Request, st *callState, err error) {
 	}
 }
 
-// errorBody bounds a non-protocol error body (read only so the connection can be reused).
-type errorBody struct {
-	body  io.ReadCloser
-	limit int64
-	read  int64
-}
-
-func (b *errorBody) Read(p []byte) (int, error) {
-	if b.read >= b.limit {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > b.limit-b.read {
-		p = p[:b.limit-b.read]
-	}
-	n, err := b.body.Read(p)
-	b.read += int64(n)
-	return n, err
-}
-
-func (b *errorBody) Close() error { return b.body.Close() }
-
 func frameRefusal(limit int) *RefusalError {
 	return refuse(RefusalFrameTooLarge, "", int64(limit), ErrFrameTooLarge)
 }
 
-// jsonBody bounds a JSON response body and records the response it carries. The body is read
-// whole (within the bound) before the SDK gets any of it, as the SDK reads it whole anyway: the
-// SDK then reads the frame as received, or the placeholder frame for a recorded tools/call
-// result (see replaceResult).
-type jsonBody struct {
-	body  io.ReadCloser
-	probe *http.Request // a guarded server/discover (see probeBodyFailed)
+// capture is what the bounded bodies of one response (wire.JSONBody, wire.SSEBody) report to:
+// the registry records the responses of each frame for the request st (nil: the session's own
+// traffic), an overflow of the frame bound fails st (or the session), and the body of a guarded
+// server/discover (probe) that breaks ends the connect.
+type capture struct {
 	reg   *registry
 	st    *callState
-	limit int
-	buf   []byte
-	out   []byte // what the SDK reads, once the body is complete
-	done  bool
-	err   error // the terminal error, returned once out is drained
+	probe *http.Request
 }
 
-func (b *jsonBody) Read(p []byte) (int, error) {
-	if !b.done {
-		b.fill()
-	}
-	if len(b.out) > 0 {
-		n := copy(p, b.out)
-		b.out = b.out[n:]
-		return n, nil
-	}
-	return 0, b.err
+// Frame refuses a frame that is not JSON and records the responses it carries (deliverFrame).
+func (c *capture) Frame(raw []byte) ([]byte, error) { return c.reg.deliverFrame(c.st, raw) }
+
+// TooLarge fails the request (or the session) with frame_too_large.
+func (c *capture) TooLarge(limit int) error {
+	err := frameRefusal(limit)
+	c.reg.fail(c.st, err)
+	return err
 }
 
-// fill reads the whole body within the bound and records the response it carries.
-func (b *jsonBody) fill() {
-	b.done = true
-	for {
-		switch {
-		case cap(b.buf) == 0:
-			b.buf = make([]byte, 0, 4096)
-		case len(b.buf) == cap(b.buf):
-			b.buf = append(b.buf, 0)[:len(b.buf)]
-		}
-		n, err := b.body.Read(b.buf[len(b.buf):cap(b.buf)])
-		probeBodyFailed(b.probe, b.st, err)
-		if len(b.buf)+n > b.limit {
-			b.err = frameRefusal(b.limit)
-			b.reg.fail(b.st, b.err)
-			b.buf = nil
-			return
-		}
-		b.buf = b.buf[:len(b.buf)+n]
-		if errors.Is(err, io.EOF) {
-			rep, ferr := b.reg.deliverFrame(b.st, b.buf)
-			if ferr != nil {
-				b.err, b.buf = ferr, nil
-				return
-			}
-			b.out, b.err = b.buf, io.EOF
-			if rep != nil {
-				b.out = rep
-			}
-			b.buf = nil
-			return
-		}
-		if err != nil {
-			// A body cut short: the SDK sees the read error, as it would have after the bytes.
-			b.err, b.buf = err, nil
-			return
-		}
-	}
-}
-
-func (b *jsonBody) Close() error { return b.body.Close() }
-
-// sseBody bounds each server-sent event (and each line) and records the responses it carries.
-// The lines of an event are held until the event ends, and only then handed to the SDK: as
-// received, or with the data lines replaced by the placeholder frame when the event carried a
-// recorded tools/call result (see replaceResult).
-type sseBody struct {
-	body  io.ReadCloser
-	probe *http.Request // a guarded server/discover (see probeBodyFailed)
-	reg   *registry
-	st    *callState
-	limit int
-	line  []byte // the current partial line
-	data  []byte // the current event's data, joined
-	size  int
-	evt   []byte // the current event's complete lines, as received
-	meta  []byte // the same lines without the data lines
-	plain bool   // every line of the current event is a "field: value" line
-	out   []byte // bytes ready for the SDK
-	err   error  // a refusal: returned at once
-	rerr  error  // the body's terminal error, returned once out is drained
-}
-
-func (b *sseBody) Read(p []byte) (int, error) {
-	for {
-		if b.err != nil {
-			return 0, b.err
-		}
-		if len(b.out) > 0 {
-			n := copy(p, b.out)
-			b.out = b.out[n:]
-			return n, nil
-		}
-		if b.rerr != nil {
-			return 0, b.rerr
-		}
-		if len(p) == 0 {
-			return 0, nil
-		}
-		// p is the read buffer: process copies what it keeps before p is written.
-		n, err := b.body.Read(p)
-		probeBodyFailed(b.probe, b.st, err)
-		b.out = b.out[:0]
-		if b.process(p[:n]) {
-			continue // b.err is set
-		}
-		if err != nil {
-			// The rest of an unfinished event goes to the SDK as received.
-			b.out = append(append(b.out, b.evt...), b.line...)
-			b.evt, b.meta, b.line = b.evt[:0], b.meta[:0], b.line[:0]
-			b.rerr = err
-		}
-	}
-}
-
-// process parses chunk into lines and events, appending finished events to out. It reports
-// whether the stream was refused (b.err).
-func (b *sseBody) process(chunk []byte) bool {
-	for rest := chunk; len(rest) > 0; {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			if len(b.line)+len(rest) > b.limit {
-				return b.overflow()
-			}
-			b.line = append(b.line, rest...)
-			break
-		}
-		if len(b.line)+i > b.limit {
-			return b.overflow()
-		}
-		b.line = append(b.line, rest[:i+1]...)
-		rest = rest[i+1:]
-		raw := b.line // the line as received, with its newline
-		line := bytes.TrimSuffix(raw[:len(raw)-1], []byte{'\r'})
-		if len(line) == 0 {
-			if b.endEvent(raw) {
-				return true
-			}
-			b.line = b.line[:0]
-			continue
-		}
-		if len(b.evt) == 0 {
-			b.plain = true
-		}
-		b.evt = append(b.evt, raw...)
-		b.line = b.line[:0]
-		b.size += len(line)
-		if b.size > b.limit {
-			return b.overflow()
-		}
-		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			v = bytes.TrimPrefix(v, []byte(" "))
-			if len(b.data) > 0 {
-				b.data = append(b.data, '\n')
-			}
-			b.data = append(b.data, v...)
-		} else {
-			b.plain = b.plain && bytes.IndexByte(line, ':') >= 0
-			b.meta = append(b.meta, raw...)
-		}
-	}
-	return false
-}
-
-// endEvent handles the blank line blank that ends an event. It reports whether the stream was
-// refused.
-func (b *sseBody) endEvent(blank []byte) bool {
-	var rep []byte
-	if len(b.data) > 0 {
-		var ferr error
-		if rep, ferr = b.reg.deliverFrame(b.st, b.data); ferr != nil {
-			b.err = ferr
-			b.out = b.out[:0]
-			return true
-		}
-	}
-	if rep != nil && b.plain {
-		// The SDK reads the event's other fields as received and the placeholder as its data.
-		b.out = append(b.out, b.meta...)
-		b.out = append(b.out, "data: "...)
-		b.out = append(b.out, rep...)
-		b.out = append(b.out, '\n')
-	} else {
-		b.out = append(b.out, b.evt...)
-	}
-	b.out = append(b.out, blank...)
-	b.data, b.size = b.data[:0], 0
-	b.evt, b.meta = b.evt[:0], b.meta[:0]
-	return false
-}
-
-func (b *sseBody) overflow() bool {
-	b.err = frameRefusal(b.limit)
-	b.line, b.data, b.evt, b.meta, b.out = nil, nil, nil, nil, nil
-	b.reg.fail(b.st, b.err)
-	return true
-}
-
-func (b *sseBody) Close() error { return b.body.Close() }
+// Broken ends a guarded connect whose answer was cut short (probeBodyFailed).
+func (c *capture) Broken(err error) { probeBodyFailed(c.probe, c.st, err) }

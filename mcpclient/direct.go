@@ -1,7 +1,6 @@
 package mcpclient
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -91,27 +90,6 @@ type callBody struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
-// wireRequest is a JSON-RPC request as the SDK's jsonrpc2 encodes it.
-type wireRequest struct {
-	Version string          `json:"jsonrpc"`
-	ID      any             `json:"id,omitempty"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params,omitempty"`
-}
-
-// wireResponse is a JSON-RPC response as the SDK's jsonrpc2 encodes it.
-type wireResponse struct {
-	Version string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   *wireError      `json:"error,omitempty"`
-}
-
-type wireError struct {
-	Code    int64  `json:"code"`
-	Message string `json:"message"`
-}
-
 // requestMeta returns the per-request _meta the SDK injects at 2026-07-28 (SEP-2575): protocol
 // version, client info and client capabilities (this client declares none), keys in the order
 // encoding/json writes a map.
@@ -156,7 +134,7 @@ func (s *Session) callDirect(ctx context.Context, name string, args json.RawMess
 		return err
 	}
 	id := directIDPrefix + strconv.FormatUint(s.seq.Add(1), 10)
-	body, err := marshal(&wireRequest{Version: "2.0", ID: id, Method: opCallTool, Params: params})
+	body, err := marshal(&wire.Request{Version: "2.0", ID: id, Method: opCallTool, Params: params})
 	if err != nil {
 		return err
 	}
@@ -403,70 +381,25 @@ func (s *Session) processStream(ctx context.Context, link *reqLink, st *callStat
 			}
 		}(handedOff)
 	}()
-	r := bufio.NewReader(resp.Body)
-	var name, data []byte
-	hasData := false
+	events := wire.NewEventReader(resp.Body)
 	for {
-		line, rerr := r.ReadSlice('\n')
-		if errors.Is(rerr, bufio.ErrBufferFull) {
-			// A long line: collect it whole (the transport bounds it to the frame limit).
-			full := append([]byte(nil), line...)
-			for errors.Is(rerr, bufio.ErrBufferFull) {
-				line, rerr = r.ReadSlice('\n')
-				full = append(full, line...)
-			}
-			line = full
-		}
-		if rerr != nil && !errors.Is(rerr, io.EOF) {
+		ev, rerr := events.Next()
+		switch {
+		case errors.Is(rerr, wire.ErrMalformedEvent):
+			return "", 0, true, s.fail(rerr)
+		case errors.Is(rerr, io.EOF):
+			return events.LastID, events.Retry, false, nil
+		case rerr != nil:
 			if ctx.Err() != nil {
 				return "", 0, true, ctx.Err()
 			}
-			return last, delay, false, nil // interrupted: resume if possible
+			return events.LastID, events.Retry, false, nil // interrupted: resume if possible
 		}
-		eof := rerr != nil
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 {
-			if hasData {
-				if fin, ferr := s.event(ctx, st, id, name, data); fin {
-					if ferr == nil {
-						handedOff = link.answered()
-					}
-					return "", 0, true, ferr
-				}
+		if fin, ferr := s.event(ctx, st, id, ev.Name, ev.Data); fin {
+			if ferr == nil {
+				handedOff = link.answered()
 			}
-			name, data, hasData = name[:0], data[:0], false
-			if eof {
-				return last, delay, false, nil
-			}
-			continue
-		}
-		field, value, found := bytes.Cut(line, []byte{':'})
-		if !found {
-			return "", 0, true, s.fail(errors.New("malformed event"))
-		}
-		switch string(field) {
-		case "event":
-			name = append(name[:0], bytes.TrimSpace(value)...)
-		case "id":
-			last = string(bytes.TrimSpace(value))
-		case "retry":
-			if n, perr := strconv.ParseInt(string(bytes.TrimSpace(value)), 10, 64); perr == nil {
-				delay = time.Duration(n) * time.Millisecond
-			}
-		case "data":
-			if hasData {
-				data = append(data, '\n')
-			}
-			data = append(data, bytes.TrimSpace(value)...)
-			hasData = true
-		}
-		if eof {
-			if hasData {
-				if fin, ferr := s.event(ctx, st, id, name, data); fin {
-					return "", 0, true, ferr
-				}
-			}
-			return last, delay, false, nil
+			return "", 0, true, ferr
 		}
 	}
 }
@@ -537,28 +470,28 @@ func (s *Session) dispatch(ctx context.Context, id string, raw []byte) (ours, ok
 	if !hasID {
 		return false, true // a notification: progress, logging, list changes have no effect on a call
 	}
-	resp := wireResponse{Version: "2.0", ID: m.ID}
+	resp := wire.Response{Version: "2.0", ID: m.ID}
 	needsParams, known := sdkClientRequests[m.Method]
 	switch {
 	case sdkClientNotifications[m.Method]:
-		resp.Error = &wireError{Code: -32600, Message: fmt.Sprintf("invalid request: unexpected id for %q", m.Method)}
+		resp.Error = &wire.Error{Code: -32600, Message: fmt.Sprintf("invalid request: unexpected id for %q", m.Method)}
 	case !known:
-		resp.Error = &wireError{Code: -32601, Message: fmt.Sprintf("method not found: %q", m.Method)}
+		resp.Error = &wire.Error{Code: -32601, Message: fmt.Sprintf("method not found: %q", m.Method)}
 	case needsParams && len(m.Params) == 0:
-		resp.Error = &wireError{Code: -32600, Message: `invalid request: missing required "params"`}
+		resp.Error = &wire.Error{Code: -32600, Message: `invalid request: missing required "params"`}
 	case m.Method == "ping":
 		resp.Result = json.RawMessage(`{}`)
 	default:
 		s.reg.cancelInflight(&FeatureRefusedError{Feature: serverRequestFeature(m.Method)})
 		// refuseServerRequests answers -32601, which the SDK's jsonrpc2 words as "method not found".
-		resp.Error = &wireError{Code: -32601, Message: fmt.Sprintf("method not found: %q", m.Method)}
+		resp.Error = &wire.Error{Code: -32601, Message: fmt.Sprintf("method not found: %q", m.Method)}
 	}
 	go s.respond(ctx, &resp) // the SDK answers from a goroutine of its own too
 	return false, true
 }
 
 // respond POSTs the answer to a server-to-client request (best effort, as the SDK's).
-func (s *Session) respond(ctx context.Context, resp *wireResponse) {
+func (s *Session) respond(ctx context.Context, resp *wire.Response) {
 	body, err := marshal(resp)
 	if err != nil {
 		return
@@ -579,7 +512,7 @@ func (s *Session) notifyCancelled(ctx context.Context, id, reason string) {
 	if err != nil {
 		return
 	}
-	body, err := marshal(&wireRequest{Version: "2.0", Method: "notifications/cancelled", Params: params})
+	body, err := marshal(&wire.Request{Version: "2.0", Method: "notifications/cancelled", Params: params})
 	if err != nil {
 		return
 	}

@@ -19,8 +19,12 @@
 // Every server frame is read by the snapshot package's strict JSON scanner (grammar, valid UTF-8,
 // unique member names at every depth, exact-case names), which is stricter than encoding/json
 // and go-sdk on purpose: a hostile frame the SDK would read one way and this package another is
-// refused by name instead. The tools/call path over Streamable HTTP shares its wire pieces with
-// the gateway (internal/wire).
+// refused by name instead: a tools/list page is split into its descriptors and a tools/call
+// result into its members by that scanner (snapshot.MembersAndElements, snapshot.Members), in the
+// same strict pass. The protocol-level wire pieces (the bounded JSON and SSE bodies below the SDK,
+// the SSE event reader and the JSON-RPC envelope of the direct tools/call path) are shared with
+// the gateway in internal/wire; the capture registry that records each request's raw answer, and
+// everything that mirrors go-sdk's session state, stay here.
 //
 // See docs/mcpclient.md.
 package mcpclient

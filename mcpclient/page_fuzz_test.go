@@ -4,10 +4,76 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/b10x/connector-mcp/snapshot"
 )
 
+// splitPage is the page sdkListResult rewrites: read by readPage (the strict split), its "tools"
+// member name spelled plainly; ok is false for any other page.
+func splitPage(raw []byte) ([]json.RawMessage, *string, bool) {
+	p, err := readPage(raw)
+	if err != nil || !p.plainTools {
+		return nil, nil, false
+	}
+	return p.tools, p.next, true
+}
+
+// parsePageTokens is the reference reader of a tools/list result: encoding/json token by token,
+// member names of the result object unique, the descriptors not checked (snapshot.New checks them
+// when frozen).
+func parsePageTokens(raw []byte) ([]json.RawMessage, *string, error) {
+	const op = "tools/list"
+	invalid := refuse(RefusalInvalidResponse, op, 0, ErrInvalidResponse)
+	if !utf8.Valid(raw) {
+		return nil, nil, &snapshot.RefusalError{Name: snapshot.RefusalInvalidUTF8, Err: snapshot.ErrInvalidUTF8}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, invalid
+	}
+	var (
+		tools []json.RawMessage
+		next  *string
+		seen  = map[string]bool{}
+	)
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			return nil, nil, invalid
+		}
+		if seen[key] {
+			return nil, nil, &snapshot.RefusalError{Name: snapshot.RefusalDuplicateKey, Err: snapshot.ErrDuplicateKey}
+		}
+		seen[key] = true
+		switch key {
+		case "tools":
+			if err := dec.Decode(&tools); err != nil {
+				return nil, nil, invalid
+			}
+		case "nextCursor":
+			if err := dec.Decode(&next); err != nil {
+				return nil, nil, invalid
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, nil, invalid
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, invalid
+	}
+	if tools == nil {
+		return nil, nil, invalid
+	}
+	return tools, next, nil
+}
+
 // FuzzParsePageMatchesTokens: a page that is JSON (the transports refuse any other frame before a
-// page is read) and that the light split (splitPage) accepts is read exactly as the token-by-token
+// page is read) and that the strict split (splitPage) accepts is read exactly as the token-by-token
 // reader reads it: the same descriptors byte for byte and the same cursor. splitPage never panics,
 // whatever the input.
 func FuzzParsePageMatchesTokens(f *testing.F) {
@@ -45,11 +111,11 @@ func FuzzParsePageMatchesTokens(f *testing.F) {
 	})
 }
 
-// TestSplitPage: the light split reads a page's descriptors as received (nested strings holding
-// brackets and escaped quotes included) and its cursor; its twins, pages it must not read itself
-// (a repeated or escaped member name, "tools" not an array, a cursor that is not a string, a
-// duplicate or invalid member outside the descriptors, trailing data, invalid UTF-8), go to the
-// token reader.
+// TestSplitPage: the strict split reads a page's descriptors as received (nested strings holding
+// brackets and escaped quotes included) and its cursor; its twins are pages it does not hand
+// back: refused (a repeated member name, "tools" not an array, a cursor that is not a string, a
+// duplicate or invalid member outside the descriptors, trailing data, invalid UTF-8) or, for an
+// escaped "tools" name, read but not rewritten for the SDK.
 func TestSplitPage(t *testing.T) {
 	tools, next, ok := splitPage([]byte(` {"_meta":{"k":[1]}, "tools" : [ {"name":"a","d":"}]\"{["} , {"name":"b"} ],"nextCursor":"c"} `))
 	if !ok || len(tools) != 2 || string(tools[0]) != `{"name":"a","d":"}]\"{["}` || string(tools[1]) != `{"name":"b"}` || next == nil || *next != "c" {
@@ -70,7 +136,7 @@ func TestSplitPage(t *testing.T) {
 		`{"tools":[{"a":1}}]}`,
 	} {
 		if _, _, ok := splitPage([]byte(raw)); ok {
-			t.Errorf("%s: split, want the token reader to decide", raw)
+			t.Errorf("%s: split, want it refused or not rewritten", raw)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing/iotest"
 
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/internal/wire"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -65,14 +66,14 @@ func TestPlaceholderFrameOnlyForRecordedCallResult(t *testing.T) {
 	}
 }
 
-// sseRead runs stream through an sseBody bound to a tools/call request with id 1 and returns
+// sseRead runs stream through a wire.SSEBody bound to a tools/call request with id 1 and returns
 // what the SDK reads.
 func sseRead(t *testing.T, stream string) (string, *callState) {
 	t.Helper()
 	r := &registry{}
 	st := &callState{op: opCallTool, cancel: func(error) {}}
 	r.bind("1", st)
-	b := &sseBody{body: io.NopCloser(iotest.OneByteReader(strings.NewReader(stream))), reg: r, st: st, limit: 1 << 20}
+	b := wire.NewSSEBody(io.NopCloser(iotest.OneByteReader(strings.NewReader(stream))), 1<<20, &capture{reg: r, st: st})
 	out, err := io.ReadAll(b)
 	if err != nil {
 		t.Fatal(err)
@@ -150,8 +151,8 @@ func TestCallToolResultAsSentWithPlaceholder(t *testing.T) {
 	}
 }
 
-// The light pass reads what the full exact-case decode reads, and leaves anything else to it.
-func TestSplitCallResultMatchesFullDecode(t *testing.T) {
+// The strict split reads what the full exact-case decode reads, and refuses anything else.
+func TestParseCallResultMatchesFullDecode(t *testing.T) {
 	docs := []string{
 		`{}`, ` { "isError" : true , "content" : [ {"a":"}\"]"} ] } `,
 		`{"content":[],"resultType":"input_required","isError":null}`,
@@ -163,16 +164,20 @@ func TestSplitCallResultMatchesFullDecode(t *testing.T) {
 		if err := snapshot.Unmarshal([]byte(d), &full); err != nil {
 			t.Fatalf("%s: %v", d, err)
 		}
-		got, ok := splitCallResult([]byte(d))
+		got, ok := parseCallResult([]byte(d))
 		if !ok || got != full {
-			t.Fatalf("%s: light pass read %+v (ok %v), full decode %+v", d, got, ok, full)
+			t.Fatalf("%s: strict split read %+v (ok %v), full decode %+v", d, got, ok, full)
 		}
 	}
-	// Must-fail twins: the light pass declines, and parseCallResult refuses by the full decode.
-	for _, d := range []string{`{"isError":"yes"}`, `{"resultType":1}`, `{"is\u0045rror":true}`, `[]`, `{"isError":true}x`} {
-		if _, ok := splitCallResult([]byte(d)); ok {
-			t.Fatalf("%s: light pass accepted", d)
+	// Must-fail twins: parseCallResult refuses what the full decode refuses.
+	for _, d := range []string{`{"isError":"yes"}`, `{"resultType":1}`, `[]`, `{"isError":true}x`, `{"isError":true,"isError":false}`} {
+		if _, ok := parseCallResult([]byte(d)); ok {
+			t.Fatalf("%s: accepted", d)
 		}
+	}
+	// An escaped member name is the member, as the full decode reads it.
+	if got, ok := parseCallResult([]byte(`{"is\u0045rror":true}`)); !ok || !got.IsError {
+		t.Fatalf(`{"is\u0045rror":true}: read %+v (ok %v), want isError true`, got, ok)
 	}
 	if _, ok := parseCallResult([]byte(`{"isError":"yes"}`)); ok {
 		t.Fatal(`{"isError":"yes"} accepted`)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -169,14 +168,15 @@ func (s *Session) begin(ctx context.Context, op string) (context.Context, *callS
 //
 // scanned reports that raw is part of a frame that already passed the strict scan (snapshot.Members
 // or snapshot.Validate of the whole frame: the HTTP transport); a stdio frame has only been
-// checked by encoding/json.
-func (s *Session) exchange(ctx context.Context, op string, st *callState, fn func(context.Context) error) (raw json.RawMessage, scanned, served bool, err error) {
+// checked by encoding/json. page is the split of a tools/list result made when it was recorded
+// (nil when there is none).
+func (s *Session) exchange(ctx context.Context, op string, st *callState, fn func(context.Context) error) (raw json.RawMessage, page *listPage, scanned, served bool, err error) {
 	if f := s.reg.sessionFault(); f != nil {
-		return nil, false, false, s.outcomeErr(op, ctx, nil, f)
+		return nil, nil, false, false, s.outcomeErr(op, ctx, nil, f)
 	}
 	if s.broken.Load() {
 		// A direct exchange failed what would have been the SDK's connection.
-		return nil, false, false, s.outcomeErr(op, ctx, nil, errSDKConnFailed)
+		return nil, nil, false, false, s.outcomeErr(op, ctx, nil, errSDKConnFailed)
 	}
 	// A fresh state per request, sharing the operation's cancel function.
 	req := &callState{op: op, cancel: st.cancel}
@@ -188,22 +188,22 @@ func (s *Session) exchange(ctx context.Context, op string, st *callState, fn fun
 		var fr *FeatureRefusedError
 		var r *RefusalError
 		if errors.As(cause, &fr) || errors.As(cause, &r) {
-			return nil, false, false, s.outcomeErr(op, rctx, req, cause)
+			return nil, nil, false, false, s.outcomeErr(op, rctx, req, cause)
 		}
 	}
 	req.mu.Lock()
-	got, result, rpcErr, scanned := req.got, req.result, req.rpcErr, req.scanned
+	got, result, page, rpcErr, scanned := req.got, req.result, req.page, req.rpcErr, req.scanned
 	req.mu.Unlock()
 	if got && !rpcErr {
-		return result, scanned, false, nil
+		return result, page, scanned, false, nil
 	}
 	if sdkErr == nil && !got {
-		return nil, false, true, nil
+		return nil, nil, false, true, nil
 	}
 	if sdkErr == nil {
 		sdkErr = errors.New("error response")
 	}
-	return nil, false, false, s.outcomeErr(op, rctx, req, sdkErr)
+	return nil, nil, false, false, s.outcomeErr(op, rctx, req, sdkErr)
 }
 
 // ListTools lists every tool (all pages, within the bounds) and freezes the listing into a new
@@ -230,7 +230,7 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 		}
 		params := &mcp.ListToolsParams{Cursor: cursor}
 		var typed *mcp.ListToolsResult
-		raw, _, served, err := s.exchange(ctx, op, st, func(ctx context.Context) error {
+		raw, page, _, served, err := s.exchange(ctx, op, st, func(ctx context.Context) error {
 			res, err := s.cs.ListTools(ctx, params)
 			typed = res
 			return err
@@ -240,7 +240,7 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 		}
 		s.mu.Lock()
 		if served {
-			raw = s.pages[cursor]
+			raw, page = s.pages[cursor], nil
 		} else {
 			s.pages[cursor] = raw
 		}
@@ -248,14 +248,19 @@ func (s *Session) ListTools(ctx context.Context) (*snapshot.ToolSnapshot, error)
 		if raw == nil {
 			return nil, refuse(RefusalInvalidResponse, op, 0, ErrInvalidResponse)
 		}
-		tools, next, err := parsePage(raw)
-		if err != nil {
-			return nil, err
+		if page == nil {
+			// Served from the SDK's cache, or a page the split refused when it was recorded.
+			pg, err := readPage(raw)
+			if err != nil {
+				return nil, err
+			}
+			page = &pg
 		}
+		pg := *page
 		res := struct {
 			Tools      []json.RawMessage
 			NextCursor *string
-		}{tools, next}
+		}{pg.tools, pg.next}
 		if typed == nil {
 			// The SDK failed to decode the page it was handed (its tool cache does not hold it).
 			caches = true
@@ -362,7 +367,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 			return err
 		}
 	}
-	raw, scanned, _, err := s.exchange(ctx, op, st, fn)
+	raw, _, scanned, _, err := s.exchange(ctx, op, st, fn)
 	if err != nil {
 		return nil, err
 	}
@@ -403,74 +408,26 @@ type callResult struct {
 }
 
 // parseCallResult reads a tools/call result object with exact-case member names: an "IsError"
-// or "ResultType" variant is an unknown member, not a second value for the field. raw has passed
-// the strict scan (grammar, UTF-8, unique member names). The common result is read in one light
-// pass over its top-level members (splitCallResult); any other goes to snapshot.Unmarshal.
+// or "ResultType" variant is an unknown member, not a second value for the field. The result is
+// split strictly (snapshot.Members: grammar, UTF-8, unique member names at every depth) and only
+// isError and resultType are decoded (snapshot.Unmarshal); ok is false for anything else.
 func parseCallResult(raw []byte) (callResult, bool) {
-	if res, ok := splitCallResult(raw); ok {
-		return res, true
+	ms, err := snapshot.Members(raw)
+	if err != nil {
+		return callResult{}, false
 	}
 	var res callResult
-	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || snapshot.Unmarshal(raw, &res) != nil {
-		return callResult{}, false
-	}
-	return res, true
-}
-
-// splitCallResult reads isError and resultType from the top-level members of a result whose
-// grammar was already checked, decoding only those two values (exactly as snapshot.Unmarshal
-// decodes them); ok is false for anything it does not expect (a member name with an escape
-// included), and parseCallResult's full decode decides.
-func splitCallResult(raw []byte) (res callResult, ok bool) {
-	p := pageSplitter{b: raw}
-	var seenErr, seenType bool
-	p.ws()
-	if !p.eat('{') {
-		return callResult{}, false
-	}
-	for first := true; ; first = false {
-		p.ws()
-		if first && p.eat('}') {
-			break
-		}
-		name, ok := p.plainString()
-		if !ok {
-			return callResult{}, false
-		}
-		p.ws()
-		if !p.eat(':') {
-			return callResult{}, false
-		}
-		p.ws()
-		v, ok := p.value()
-		if !ok {
-			return callResult{}, false
-		}
-		// A repeated isError or resultType (not possible after the strict scan) goes to the full
-		// decode, which refuses it.
-		switch name {
+	for _, m := range ms {
+		switch m.Name {
 		case "isError":
-			if seenErr || snapshot.Unmarshal(v, &res.IsError) != nil {
+			if snapshot.Unmarshal(m.Value, &res.IsError) != nil {
 				return callResult{}, false
 			}
-			seenErr = true
 		case "resultType":
-			if seenType || snapshot.Unmarshal(v, &res.ResultType) != nil {
+			if snapshot.Unmarshal(m.Value, &res.ResultType) != nil {
 				return callResult{}, false
 			}
-			seenType = true
 		}
-		p.ws()
-		if p.eat('}') {
-			break
-		}
-		if !p.eat(',') {
-			return callResult{}, false
-		}
-	}
-	p.ws()
-	if p.i != len(p.b) {
-		return callResult{}, false
 	}
 	return res, true
 }
@@ -485,277 +442,60 @@ func taskRequired(desc []byte) bool {
 	return snapshot.Unmarshal(desc, &d) == nil && d.Execution.TaskSupport == "required"
 }
 
-// parsePage reads a tools/list result: the raw descriptors (sub-slices of raw, not copies) and the
-// next cursor. The common page is split in one light pass (splitPage); any other page goes to
-// parsePageTokens, which names the refusal (or lets snapshot.New name it, with the tool).
-func parsePage(raw []byte) ([]json.RawMessage, *string, error) {
-	if tools, next, ok := splitPage(raw); ok {
-		return tools, next, nil
-	}
-	return parsePageTokens(raw)
+// listPage is a tools/list result as readPage splits it.
+type listPage struct {
+	// tools are the descriptors as received: sub-slices of the result, not copies.
+	tools []json.RawMessage
+	next  *string
+	// lo and hi locate the "tools" array in the result (brackets included).
+	lo, hi int
+	// plainTools reports that the "tools" member name is spelled without an escape.
+	plainTools bool
 }
 
-// splitPage splits a tools/list result without decoding the descriptors: they are each checked
-// in full (grammar, UTF-8, duplicate members, numbers) when snapshot.New freezes them, so checking
-// them here too would be a second full parse. What New does not check is checked here: the result
-// is valid UTF-8, an object whose member names are plain (no escape) and unique, "tools" is an
-// array, "nextCursor" is absent, null or a string (exact-case decode), and every other member
-// passes snapshot.Validate. The transports have already refused a frame that is not JSON (stdio:
-// encoding/json's check of the line; HTTP: the strict scan of the frame), so the structure the
-// split relies on holds; ok is false for anything it does not expect, and parsePageTokens decides.
-func splitPage(raw []byte) (tools []json.RawMessage, next *string, ok bool) {
-	tools, next, _, _, ok = splitPageAt(raw)
-	return tools, next, ok
-}
-
-// splitPageAt is splitPage that also returns where the "tools" array is: raw[lo:hi], brackets
-// included.
-func splitPageAt(raw []byte) (tools []json.RawMessage, next *string, lo, hi int, ok bool) {
-	if !utf8.Valid(raw) {
-		return nil, nil, 0, 0, false
-	}
-	p := pageSplitter{b: raw}
-	p.ws()
-	if !p.eat('{') {
-		return nil, nil, 0, 0, false
-	}
-	var names [8]string
-	seen := names[:0]
-	for first := true; ; first = false {
-		p.ws()
-		if first && p.eat('}') {
-			break
+// readPage splits a tools/list result in one strict pass (snapshot.MembersAndElements: grammar,
+// UTF-8, unique member names at every depth, the descriptors included) without decoding the
+// descriptors, which snapshot.New freezes one by one. The result must be an object whose "tools"
+// member is an array and whose "nextCursor" is absent, null or a string (exact-case names); any
+// other page is refused invalid_response, and a page the scan refuses (invalid UTF-8, a duplicate
+// member) by the scan's name.
+func readPage(raw []byte) (listPage, error) {
+	invalid := refuse(RefusalInvalidResponse, opListTools, 0, ErrInvalidResponse)
+	ms, tools, err := snapshot.MembersAndElements(raw, "tools")
+	if err != nil {
+		var sr *snapshot.RefusalError
+		if errors.As(err, &sr) && sr.Name != snapshot.RefusalInvalidJSON {
+			return listPage{}, err
 		}
-		name, ok := p.plainString()
-		if !ok {
-			return nil, nil, 0, 0, false
-		}
-		for _, n := range seen {
-			if n == name {
-				return nil, nil, 0, 0, false
-			}
-		}
-		seen = append(seen, name)
-		p.ws()
-		if !p.eat(':') {
-			return nil, nil, 0, 0, false
-		}
-		p.ws()
-		switch name {
-		case "tools":
-			lo = p.i
-			if tools, ok = p.array(); !ok {
-				return nil, nil, 0, 0, false
-			}
-			hi = p.i
-		default:
-			v, ok := p.value()
-			if !ok {
-				return nil, nil, 0, 0, false
-			}
-			if name == "nextCursor" {
-				if snapshot.Unmarshal(v, &next) != nil {
-					return nil, nil, 0, 0, false
-				}
-			} else if snapshot.Validate(v) != nil {
-				return nil, nil, 0, 0, false
-			}
-		}
-		p.ws()
-		if p.eat('}') {
-			break
-		}
-		if !p.eat(',') {
-			return nil, nil, 0, 0, false
-		}
-	}
-	p.ws()
-	if p.i != len(p.b) || tools == nil {
-		return nil, nil, 0, 0, false
-	}
-	return tools, next, lo, hi, true
-}
-
-// pageSplitter finds the extent of JSON values in text whose grammar was already checked; every
-// step is bounds-checked, so any input is safe, and a step that finds something unexpected fails.
-type pageSplitter struct {
-	b []byte
-	i int
-}
-
-func (p *pageSplitter) ws() {
-	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
-		p.i++
-	}
-}
-
-func (p *pageSplitter) eat(c byte) bool {
-	if p.i < len(p.b) && p.b[p.i] == c {
-		p.i++
-		return true
-	}
-	return false
-}
-
-// plainString reads a string with no escape and no control character.
-func (p *pageSplitter) plainString() (string, bool) {
-	if !p.eat('"') {
-		return "", false
-	}
-	start := p.i
-	for p.i < len(p.b) {
-		switch c := p.b[p.i]; {
-		case c == '"':
-			p.i++
-			return string(p.b[start : p.i-1]), true
-		case c == '\\' || c < 0x20:
-			return "", false
-		}
-		p.i++
-	}
-	return "", false
-}
-
-// skipString moves past a string (at its opening quote), escapes included.
-func (p *pageSplitter) skipString() bool {
-	p.i++
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case '"':
-			p.i++
-			return true
-		case '\\':
-			p.i++
-		}
-		p.i++
-	}
-	return false
-}
-
-// value returns the extent of the value at p.i: a string, an object or array (brackets balanced
-// outside strings), or a literal or number (up to the next delimiter).
-func (p *pageSplitter) value() ([]byte, bool) {
-	start := p.i
-	if p.i >= len(p.b) {
-		return nil, false
-	}
-	switch p.b[p.i] {
-	case '"':
-		if !p.skipString() {
-			return nil, false
-		}
-	case '{', '[':
-		depth := 0
-		for p.i < len(p.b) {
-			switch p.b[p.i] {
-			case '"':
-				if !p.skipString() {
-					return nil, false
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			p.i++
-			if depth == 0 {
-				break
-			}
-		}
-		if depth != 0 {
-			return nil, false
-		}
-	default:
-		for p.i < len(p.b) {
-			c := p.b[p.i]
-			if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-				break
-			}
-			p.i++
-		}
-	}
-	if p.i == start {
-		return nil, false
-	}
-	return p.b[start:p.i:p.i], true
-}
-
-// array returns the elements of the array at p.i (empty, not nil, for []).
-func (p *pageSplitter) array() ([]json.RawMessage, bool) {
-	if !p.eat('[') {
-		return nil, false
-	}
-	out := make([]json.RawMessage, 0, 64)
-	p.ws()
-	if p.eat(']') {
-		return out, true
-	}
-	for {
-		p.ws()
-		v, ok := p.value()
-		if !ok {
-			return nil, false
-		}
-		out = append(out, v)
-		p.ws()
-		if p.eat(']') {
-			return out, true
-		}
-		if !p.eat(',') {
-			return nil, false
-		}
-	}
-}
-
-// parsePageTokens reads a tools/list result token by token. Member names of the result object must
-// be unique; the descriptors themselves are validated when frozen.
-func parsePageTokens(raw []byte) ([]json.RawMessage, *string, error) {
-	const op = "tools/list"
-	invalid := refuse(RefusalInvalidResponse, op, 0, ErrInvalidResponse)
-	if !utf8.Valid(raw) {
-		return nil, nil, &snapshot.RefusalError{Name: snapshot.RefusalInvalidUTF8, Err: snapshot.ErrInvalidUTF8}
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, nil, invalid
-	}
-	var (
-		tools []json.RawMessage
-		next  *string
-		seen  = map[string]bool{}
-	)
-	for dec.More() {
-		tok, err := dec.Token()
-		key, ok := tok.(string)
-		if err != nil || !ok {
-			return nil, nil, invalid
-		}
-		if seen[key] {
-			return nil, nil, &snapshot.RefusalError{Name: snapshot.RefusalDuplicateKey, Err: snapshot.ErrDuplicateKey}
-		}
-		seen[key] = true
-		switch key {
-		case "tools":
-			if err := dec.Decode(&tools); err != nil {
-				return nil, nil, invalid
-			}
-		case "nextCursor":
-			if err := dec.Decode(&next); err != nil {
-				return nil, nil, invalid
-			}
-		default:
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, nil, invalid
-			}
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, nil, invalid
+		return listPage{}, invalid
 	}
 	if tools == nil {
-		return nil, nil, invalid
+		return listPage{}, invalid
 	}
-	return tools, next, nil
+	p := listPage{tools: tools}
+	for _, m := range ms {
+		switch m.Name {
+		case "tools":
+			p.lo, p.hi = m.Offset, m.Offset+len(m.Value)
+			p.plainTools = plainNameBefore(raw[:p.lo], "tools")
+		case "nextCursor":
+			if snapshot.Unmarshal(m.Value, &p.next) != nil {
+				return listPage{}, invalid
+			}
+		}
+	}
+	return p, nil
+}
+
+// plainNameBefore reports whether head, the part of a checked object up to one member's value,
+// ends with that member's name spelled plainly: "name", then the colon (whitespace allowed).
+func plainNameBefore(head []byte, name string) bool {
+	head = bytes.TrimRight(head, " \t\n\r")
+	head, ok := bytes.CutSuffix(head, []byte{':'})
+	if !ok {
+		return false
+	}
+	head = bytes.TrimRight(head, " \t\n\r")
+	return len(head) >= len(name)+2 && head[len(head)-1] == '"' && head[len(head)-len(name)-2] == '"' &&
+		string(head[len(head)-len(name)-1:len(head)-1]) == name
 }

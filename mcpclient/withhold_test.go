@@ -172,7 +172,7 @@ func TestSDKListResult(t *testing.T) {
 }
 
 // Must-fail twins: the SDK gets the result as received when nothing is withheld, when the page
-// is one the light split does not handle (an escaped member name), and for another operation.
+// is one the strict split does not rewrite (an escaped member name), and for another operation.
 func TestSDKListResultAsReceived(t *testing.T) {
 	cases := []struct {
 		name, op, result string
@@ -214,8 +214,8 @@ func TestSDKNeedsTool(t *testing.T) {
 	}
 }
 
-// FuzzSDKListResult: nothing is withheld from a page the light split does not read; what the SDK
-// is handed for a JSON page is JSON, read by the same light split
+// FuzzSDKListResult: nothing is withheld from a page the strict split does not read; what the SDK
+// is handed for a JSON page is JSON, read by the same strict split
 // as the same page with exactly the descriptors sdkNeedsTool keeps, in order, and the same
 // cursor; when nothing is withheld it is the page as received. It never panics.
 func FuzzSDKListResult(f *testing.F) {

@@ -16,13 +16,12 @@ import (
 // once decoded case-insensitively (ocipack's TestProvenancePredicateIsDecodedExactCase,
 // TestDockerConfigIsDecodedExactCase).
 var plainDecodes = map[string]string{ //nolint:gosec // G101: reasons, not credentials
-	"mcpclient/capture.go:deliverMembers":  "an id into any: no struct field to case-fold onto",
-	"mcpclient/capture.go:deliverRaw":      "a batch into []json.RawMessage: no struct field to case-fold onto",
-	"mcpclient/capture.go:RoundTrip":       "the outgoing request the SDK wrote (not server data), and its id into any",
-	"mcpclient/session.go:parsePageTokens": "token by token with exact member names and its own duplicate check; values into []json.RawMessage and *string",
-	"ociregistry/pack.go:checkJSON":        "a probe into map[string]json.RawMessage (no struct field to case-fold onto), then snapshot.Canonicalize refuses duplicates",
-	"ocipack/profile.go:yamlToJSON":        "yaml.v3 nodes only, to count documents; the document is then converted with YAMLToJSONStrict and decoded with UnmarshalStrict",
-	"ocipack/profile.go:canonicalToYAML":   "canonical JSON this package produced, into any (no struct field)",
+	"mcpclient/capture.go:deliverMembers": "an id into any: no struct field to case-fold onto",
+	"mcpclient/capture.go:deliverRaw":     "a batch into []json.RawMessage: no struct field to case-fold onto",
+	"mcpclient/capture.go:RoundTrip":      "the outgoing request the SDK wrote (not server data), and its id into any",
+	"ociregistry/pack.go:checkJSON":       "a probe into map[string]json.RawMessage (no struct field to case-fold onto), then snapshot.Canonicalize refuses duplicates",
+	"ocipack/profile.go:yamlToJSON":       "yaml.v3 nodes only, to count documents; the document is then converted with YAMLToJSONStrict and decoded with UnmarshalStrict",
+	"ocipack/profile.go:canonicalToYAML":  "canonical JSON this package produced, into any (no struct field)",
 }
 
 // TestServerDataDecodesAreExactCase walks the consumer packages' sources (invocation, mcpclient,

@@ -33,6 +33,11 @@ type scanner struct {
 
 	// simple reports that the string str last read had no escape and only printable ASCII.
 	simple bool
+	// discard, set around one str call, makes it check an escaped string without decoding it
+	// into a new buffer: the bytes it returns are then not the string's. tiny is the scratch
+	// space of that check (one decoded escape at a time).
+	discard bool
+	tiny    [8]byte
 	// esc reports that the string str last read had an escape (its bytes are a new buffer, not
 	// a sub-slice of data).
 	esc bool
@@ -50,6 +55,13 @@ type scanner struct {
 	// spans, when set, makes the scan record the members of the top-level object in top.
 	spans bool
 	top   []span
+	// elemsOf, when set (with spans), names the top-level member whose array value's elements
+	// the scan records in elems; inElems is set while that member's value is scanned, and
+	// elemsSeen once its value turned out to be an array.
+	elemsOf   []byte
+	inElems   bool
+	elemsSeen bool
+	elems     []span
 	// region and order are sortMembers' scratch space, reused.
 	region []byte
 	order  []int
@@ -132,6 +144,7 @@ func (s *scanner) reset() {
 	s.found = s.found[:0]
 	s.name, s.hasName, s.simple, s.esc = "", false, false, false
 	s.canon, s.out, s.spans, s.top = false, nil, false, nil
+	s.elemsOf, s.inElems, s.elemsSeen, s.elems = nil, false, false, nil
 }
 
 // run scans raw with the scanner's settings.
@@ -177,7 +190,12 @@ func (s *scanner) value(depth int) error {
 	case c == '[':
 		return s.array(depth + 1)
 	case c == '"':
+		// A string value whose decoded bytes nothing reads (no findings, no canonical form, not
+		// a top-level "name") is checked without being decoded into a new buffer.
+		s.discard = !s.canon && s.warn == nil && !s.collect &&
+			(len(s.path) != 1 || !s.path[0].isKey || string(s.key(s.path[0].key)) != "name")
 		str, err := s.str()
+		s.discard = false
 		if err != nil {
 			return err
 		}
@@ -283,9 +301,11 @@ func (s *scanner) object(depth int) error {
 		s.pos++
 		s.ws()
 		valueAt := s.pos
+		s.inElems = s.elemsOf != nil && depth == 1 && bytes.Equal(key, s.elemsOf)
 		if err := s.value(depth); err != nil {
 			return err
 		}
+		s.inElems = false
 		if s.spans && depth == 1 {
 			s.top = append(s.top, span{key: key, start: valueAt, end: s.pos})
 		}
@@ -406,6 +426,9 @@ func (s *scanner) array(depth int) error {
 	if s.canon {
 		s.out = append(s.out, '[')
 	}
+	// The elements of the array named by elemsOf (the value of a top-level member) are recorded.
+	rec := s.inElems && depth == 2
+	s.elemsSeen = s.elemsSeen || rec
 	if s.pos < len(s.data) && s.data[s.pos] == ']' {
 		s.pos++
 		if s.canon {
@@ -418,8 +441,12 @@ func (s *scanner) array(depth int) error {
 			s.out = append(s.out, ',')
 		}
 		s.path = append(s.path, segment{index: i})
+		at := s.pos
 		if err := s.value(depth); err != nil {
 			return err
+		}
+		if rec {
+			s.elems = append(s.elems, span{start: at, end: s.pos})
 		}
 		s.path = s.path[:len(s.path)-1]
 		s.ws()
@@ -486,11 +513,19 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
-// escaped continues str from the first backslash, decoding into a new buffer.
+// escaped continues str from the first backslash, decoding into a new buffer (when discard is
+// set, checking the escapes only: each is decoded into tiny and dropped).
 func (s *scanner) escaped(start int) ([]byte, error) {
 	s.esc = true
-	out := append([]byte(nil), s.data[start:s.pos]...)
+	keep := !s.discard
+	var out []byte
+	if keep {
+		out = append([]byte(nil), s.data[start:s.pos]...)
+	}
 	for s.pos < len(s.data) {
+		if !keep {
+			out = s.tiny[:0]
+		}
 		c := s.data[s.pos]
 		switch {
 		case c == '"':

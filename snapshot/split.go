@@ -8,6 +8,8 @@ type Member struct {
 	Name string
 	// Value is the member's value exactly as received: a sub-slice of the input, not a copy.
 	Value json.RawMessage
+	// Offset is where Value starts in the input.
+	Offset int
 }
 
 // Members checks raw as Validate does (one well-formed value, valid UTF-8, paired surrogate
@@ -16,21 +18,50 @@ type Member struct {
 // refused "invalid_json" (ErrInvalidJSON). Errors are *RefusalError values carrying no document
 // text.
 func Members(raw []byte) ([]Member, error) {
-	s, err := splitTop(raw, '{')
+	s, err := splitTop(raw, '{', "")
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Member, len(s.top))
-	for i, sp := range s.top {
-		out[i] = Member{Name: string(sp.key), Value: raw[sp.start:sp.end:sp.end]}
-	}
-	return out, nil
+	return s.topMembers(raw), nil
 }
 
-// splitTop validates raw (scanWellFormed), recording the spans of its top-level object's members,
-// and requires the top-level value to open with open.
-func splitTop(raw []byte, open byte) (*scanner, error) {
+// MembersAndElements is Members that also returns, in the same pass, the elements of the array
+// that is the value of the top-level member named array (matched byte for byte after decoding):
+// each exactly as received (a sub-slice of raw), in document order; empty, not nil, for []; nil
+// when no member has that name or its value is not an array. The elements are checked as the
+// rest of the document is, so a list is read in one strict pass.
+func MembersAndElements(raw []byte, array string) ([]Member, []json.RawMessage, error) {
+	s, err := splitTop(raw, '{', array)
+	if err != nil {
+		return nil, nil, err
+	}
+	var elems []json.RawMessage
+	if s.elemsSeen {
+		elems = make([]json.RawMessage, len(s.elems))
+		for i, sp := range s.elems {
+			elems[i] = raw[sp.start:sp.end:sp.end]
+		}
+	}
+	return s.topMembers(raw), elems, nil
+}
+
+// topMembers returns the members of the top-level object a spans scan of raw recorded.
+func (s *scanner) topMembers(raw []byte) []Member {
+	out := make([]Member, len(s.top))
+	for i, sp := range s.top {
+		out[i] = Member{Name: string(sp.key), Value: raw[sp.start:sp.end:sp.end], Offset: sp.start}
+	}
+	return out
+}
+
+// splitTop validates raw (scanWellFormed), recording the spans of its top-level object's members
+// (and, when array is not empty, the elements of the array value of the member so named), and
+// requires the top-level value to open with open.
+func splitTop(raw []byte, open byte, array string) (*scanner, error) {
 	s := &scanner{spans: true}
+	if array != "" {
+		s.elemsOf = []byte(array)
+	}
 	if err := s.run(raw, scanWellFormed, nil); err != nil {
 		return nil, err
 	}

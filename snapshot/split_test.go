@@ -48,3 +48,52 @@ func TestMembersRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestMembersAndElements: the elements of the named array member come back as received, in
+// order (nested arrays and strings holding brackets included), with the members and their
+// offsets; an empty array gives an empty, non-nil list.
+func TestMembersAndElements(t *testing.T) {
+	raw := []byte(` {"x":[9], "tools" : [ {"name":"a","d":"}]\"{["} , [[1]],"s" ], "n":{"tools":[2]}} `)
+	ms, elems, err := MembersAndElements(raw, "tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"name":"a","d":"}]\"{["}`, `[[1]]`, `"s"`}
+	if len(elems) != len(want) {
+		t.Fatalf("got %d elements: %q", len(elems), elems)
+	}
+	for i := range want {
+		if string(elems[i]) != want[i] {
+			t.Errorf("element %d: got %s, want %s", i, elems[i], want[i])
+		}
+	}
+	if len(ms) != 3 || ms[1].Name != "tools" || string(raw[ms[1].Offset:ms[1].Offset+len(ms[1].Value)]) != string(ms[1].Value) || ms[1].Value[0] != '[' {
+		t.Fatalf("members: %+v", ms)
+	}
+	if _, elems, err := MembersAndElements([]byte(`{"tools":[]}`), "tools"); err != nil || elems == nil || len(elems) != 0 {
+		t.Fatalf("empty array: %q, %v", elems, err)
+	}
+}
+
+// TestMembersAndElementsRefusals is TestMembersAndElements' must-fail twin: no elements for a
+// member that is absent, not an array, or spelled in another case, and a refusal by name for an
+// invalid element.
+func TestMembersAndElementsRefusals(t *testing.T) {
+	for _, raw := range []string{`{"tools":{}}`, `{"Tools":[1]}`, `{"x":[1]}`, `{"x":{"tools":[1]}}`, `{"tools":"[1]"}`} {
+		if _, elems, err := MembersAndElements([]byte(raw), "tools"); err != nil || elems != nil {
+			t.Errorf("%s: got %q, %v, want no elements", raw, elems, err)
+		}
+	}
+	for _, tc := range []struct{ raw, name string }{
+		{`{"tools":[{"a":1,"a":2}]}`, "duplicate_key"},
+		{"{\"tools\":[\"\xff\"]}", "invalid_utf8"},
+		{`{"tools":[1,]}`, "invalid_json"},
+		{`[{"tools":[]}]`, "invalid_json"},
+	} {
+		_, _, err := MembersAndElements([]byte(tc.raw), "tools")
+		var r *RefusalError
+		if !errors.As(err, &r) || r.Name != tc.name {
+			t.Errorf("%s: got %v, want refusal %s", tc.raw, err, tc.name)
+		}
+	}
+}

@@ -81,65 +81,16 @@ func (g *Gateway) handleCall(ctx context.Context, info *reqInfo, p *mcp.CallTool
 	return res, err
 }
 
-// parseDirectCall reads body as a tools/call request of the given protocol revision; false for
-// anything but the shape serveDirect takes.
+// parseDirectCall reads body as a tools/call request of the given protocol revision
+// (wire.ParseCall, then the _meta the go-sdk server accepts for it); false for anything but the
+// shape serveDirect takes.
 func parseDirectCall(body []byte, version string) (*directCall, bool) {
-	top, err := snapshot.Members(body)
-	if err != nil || len(top) != 4 {
+	c, ok := wire.ParseCall(body)
+	if !ok || !metaFits(c.Meta, version) {
 		return nil, false
 	}
-	call := &directCall{modern: version == protocolModern}
-	var params json.RawMessage
-	for _, m := range top {
-		switch m.Name {
-		case "jsonrpc":
-			if string(m.Value) != `"2.0"` {
-				return nil, false
-			}
-		case "method":
-			if string(m.Value) != `"tools/call"` {
-				return nil, false
-			}
-		case "id":
-			if !plainID(m.Value) {
-				return nil, false
-			}
-			call.id = m.Value
-		case "params":
-			params = m.Value
-		default:
-			return nil, false
-		}
-	}
-	if call.id == nil || params == nil {
-		return nil, false
-	}
-	ps, err := snapshot.Members(params)
-	if err != nil {
-		return nil, false
-	}
-	var meta json.RawMessage
-	for _, m := range ps {
-		switch m.Name {
-		case "name":
-			if m.Value[0] != '"' || json.Unmarshal(m.Value, &call.params.Name) != nil || call.params.Name == "" {
-				return nil, false
-			}
-		case "arguments":
-			if m.Value[0] != '{' {
-				return nil, false
-			}
-			call.params.Arguments = m.Value
-		case "_meta":
-			meta = m.Value
-		default:
-			return nil, false
-		}
-	}
-	if call.params.Name == "" || !metaFits(meta, version) {
-		return nil, false
-	}
-	return call, true
+	return &directCall{id: c.ID, modern: version == protocolModern,
+		params: mcp.CallToolParamsRaw{Name: c.Name, Arguments: c.Arguments}}, true
 }
 
 // metaFits reports whether _meta is what the go-sdk server accepts for version without a
@@ -224,32 +175,6 @@ func clientMetaDecodes(caps, ci json.RawMessage) bool {
 		clientMetaCache.Unlock()
 	}
 	return ok
-}
-
-// plainID reports whether v is a JSON-RPC id the gateway echoes byte for byte: an integer of at
-// most 15 digits, or a string of printable ASCII without escapes or HTML-significant characters.
-func plainID(v json.RawMessage) bool {
-	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-		for _, c := range v[1 : len(v)-1] {
-			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-				return false
-			}
-		}
-		return true
-	}
-	d := v
-	if len(d) > 0 && d[0] == '-' {
-		d = d[1:]
-	}
-	if len(d) == 0 || len(d) > 15 || (d[0] == '0' && len(d) > 1) {
-		return false
-	}
-	for _, c := range d {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // writeDirect writes the JSON-RPC response to call as the go-sdk server does in JSON-response

@@ -180,16 +180,3 @@ func TestDirectCallDeclines(t *testing.T) {
 		}
 	}
 }
-
-// TestPlainID pins which JSON-RPC ids the direct path echoes byte for byte.
-func TestPlainID(t *testing.T) {
-	for id, want := range map[string]bool{
-		`1`: true, `-7`: true, `"req-1"`: true, `123456789012345`: true,
-		`1.0`: false, `1e3`: false, `01`: false, `1234567890123456`: false, `"a\"b"`: false, `"<x>"`: false,
-		`null`: false, `{}`: false, `""`: true, `-`: false, `"é"`: false,
-	} {
-		if got := plainID(json.RawMessage(id)); got != want {
-			t.Errorf("plainID(%s) = %v, want %v", id, got, want)
-		}
-	}
-}

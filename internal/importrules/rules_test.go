@@ -76,6 +76,15 @@ var rules = []rule{
 		To:   []string{module + "/egress/..."},
 	},
 	{
+		// The wire layer both direct paths share reads JSON with the strict scanner and nothing
+		// else of the module: snapshot and refusal (below it) are all it may reach.
+		Name: "the_wire_layer_stands_on_snapshot_alone",
+		From: []string{module + "/internal/wire/..."},
+		To: []string{module + "/api/...", module + "/mcpclient/...", module + "/egress/...",
+			module + "/ocipack/...", module + "/admission/...", module + "/argschema/...",
+			module + "/drift/...", module + "/internal/...", module + "/cmd/...", module + "/test/..."},
+	},
+	{
 		Name: "refusal_is_a_leaf",
 		From: []string{module + "/refusal/...", module + "/internal/netcause/..."},
 		To:   []string{module + "/..."},

@@ -1,7 +1,12 @@
 // Package wire holds the pieces of the Streamable HTTP wire that the MCP client (mcpclient) and
 // the gateway both speak beside go-sdk on their direct tools/call paths: the protocol revisions
-// they answer directly, the JSON-RPC encoding go-sdk's jsonrpc2 writes, and the content
-// negotiation of a POST.
+// they answer directly, the JSON-RPC envelope as go-sdk's jsonrpc2 writes it (Request, Response,
+// Marshal) and the common tools/call request (ParseCall, PlainID), the content negotiation of a
+// POST, the response bodies bounded to a frame limit below go-sdk (JSONBody, SSEBody, ErrorBody,
+// reporting each frame to a Frames), and the server-sent event reader (EventReader).
+//
+// It holds no session state: what a frame means to a request (the capture of raw results, the
+// refusals of a session) belongs to its caller, through Frames.
 //
 // JSON read from the wire is parsed by the snapshot package's strict scanner (unique member
 // names at every depth, valid UTF-8, exact-case names), which stays stricter than encoding/json
