@@ -4,7 +4,7 @@
 //
 // A [Registry] keeps one [invocation.Surface] per ServiceDeployment that is Ready for its current
 // generation, built from the profile document the gateway itself verifies with the manager's
-// policy (activation.Resolver built by app.NewResolver). A deployment that stops being Ready is
+// policy (activation.Resolver built by appoptions.Shared.NewResolver). A deployment that stops being Ready is
 // removed from the registry on the informer event that says so.
 //
 // [Gateway] serves two routes:

@@ -22,7 +22,7 @@ import (
 )
 
 // ProfileResolver verifies a profile's source and document under the cluster policy;
-// *activation.Resolver (app.NewResolver) implements it.
+// *activation.Resolver (appoptions.Shared.NewResolver) implements it.
 type ProfileResolver interface {
 	Resolve(ctx context.Context, p *apiv1.McpServiceProfile) (*activation.Resolved, *activation.StageError)
 }
