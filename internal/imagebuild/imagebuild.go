@@ -13,6 +13,7 @@ package imagebuild
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,6 +87,9 @@ type Options struct {
 	GoCommand string
 	// WorkDir holds the built binaries; a temporary directory when empty.
 	WorkDir string
+	// Entrypoint is the image's entrypoint; the Entrypoint constant (the manager) when empty.
+	// Test images (devnode's pause, the e2e upstream and agents) name their own binary.
+	Entrypoint string
 }
 
 // Built is the result of Build: the index (one image per platform) and its SBOM.
@@ -174,7 +178,7 @@ func Build(ctx context.Context, o Options) (*Built, error) {
 		cf.OS, cf.Architecture, cf.Created = goos, goarch, created
 		cf.Author = "connector-mcp"
 		cf.Config.User = User
-		cf.Config.Entrypoint = []string{Entrypoint}
+		cf.Config.Entrypoint = []string{cmp.Or(o.Entrypoint, Entrypoint)}
 		cf.Config.Labels = labels
 		cf.Config.Env = []string{"PATH=/"}
 		if img, err = mutate.ConfigFile(img, cf); err != nil {
