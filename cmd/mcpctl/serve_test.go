@@ -438,3 +438,75 @@ func TestServePack(t *testing.T) {
 		})
 	}
 }
+
+// reviewedRawProfile snapshots the raw test engine started with flags (one tool, "echo") and
+// reviews it as "say", effect read.
+func reviewedRawProfile(t *testing.T, dir string, flags ...string) string {
+	t.Helper()
+	code, snap, errOut := runServerCLI(t, nil, append([]string{"snapshot"}, stdioArgs(flags...)...)...)
+	if code != 0 {
+		t.Fatalf("snapshot: %s", errOut)
+	}
+	snapPath := filepath.Join(dir, "snap.json")
+	if err := os.WriteFile(snapPath, []byte(snap), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, prof, errOut := runServerCLI(t, nil, "profile", "init", "--snapshot", snapPath)
+	if code != 0 {
+		t.Fatalf("profile init: %s", errOut)
+	}
+	doc, err := ocipack.DecodeProfile([]byte(prof))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range doc.Operations {
+		doc.Operations[i] = apiv1.OperationMapping{RemoteName: doc.Operations[i].RemoteName, OperationRef: "say", Title: "Say", Description: "Says.", Effect: apiv1.EffectRead}
+	}
+	b, err := ocipack.EncodeProfile(doc, ocipack.FormatJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "profile.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// An admitted call whose upstream answers a non-complete resultType (a created task, a request
+// for input, another kind) is refused by name to the agent (an isError result "refused: NAME",
+// audited with that outcome): the admitted-call path shares mcpclient's classification. Nothing
+// of the upstream's answer reaches the agent. The twin: the same upstream answering a complete
+// result is passed on.
+func TestServeRefusesNonCompleteResults(t *testing.T) {
+	for _, c := range []struct{ hostile, want string }{
+		{mcptest.HostileTaskResult, "refused: tasks"},
+		{mcptest.HostileInputRequired, "refused: input_required"},
+		{mcptest.HostileOtherResultType, "refused: multi_round"},
+		{mcptest.HostileNone, `{"text":"hi"}`},
+	} {
+		t.Run(c.want, func(t *testing.T) {
+			flags := []string{"--hostile", c.hostile}
+			if c.hostile == mcptest.HostileNone {
+				flags = []string{"--raw"} // the same raw engine, behaving
+			}
+			prof := reviewedRawProfile(t, t.TempDir(), flags...)
+			s := startServe(t, append([]string{"--profile", prof}, stdioArgs(flags...)...)...)
+			cs := s.stdioClient(t)
+			text, isErr := callText(t, cs, "say", map[string]any{"text": "hi"})
+			if text != c.want || isErr != (c.hostile != mcptest.HostileNone) {
+				t.Fatalf("call: %q (isError %v), want %q", text, isErr, c.want)
+			}
+			if c.hostile == mcptest.HostileNone {
+				return
+			}
+			want := `"outcome":"` + strings.TrimPrefix(c.want, "refused: ") + `"`
+			waitFor(t, s.stderr, regexp.MustCompile(regexp.QuoteMeta(want)))
+			for _, leak := range []string{"task-1", "started", "first half", "partial"} {
+				if strings.Contains(s.stderr.String(), leak) {
+					t.Fatalf("the upstream's answer reached the log:\n%s", s.stderr.String())
+				}
+			}
+		})
+	}
+}
