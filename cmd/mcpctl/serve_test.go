@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -272,6 +273,44 @@ func TestServeStdio(t *testing.T) {
 	s := startServe(t, append([]string{"--profile", prof}, stdioArgs()...)...)
 	cs := s.stdioClient(t)
 	checkReviewedSurface(t, cs, s.stderr.String)
+}
+
+// Tools only: prompts, resources and completion are refused as method not found (go-sdk would
+// answer empty lists for capabilities serve does not declare; its client does not even send
+// them, so the agent here speaks raw JSON-RPC over HTTP); tools/list is the twin.
+func TestServeRefusesOtherFeatures(t *testing.T) {
+	prof := reviewedDefaultProfile(t, t.TempDir(), nil)
+	s := startServe(t, append([]string{"--listen", "127.0.0.1:0", "--profile", prof}, stdioArgs()...)...)
+	url := waitFor(t, s.stderr, regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+/mcp)`))
+	post := func(method, params string) string {
+		t.Helper()
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url,
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return string(b)
+	}
+	for method, feature := range map[string]string{"prompts/list": "prompts", "resources/list": "resources",
+		"resources/templates/list": "resources", "completion/complete": "completion"} {
+		body := post(method, `{}`)
+		// go-sdk rewrites the message of every -32601 to its own "method not found: METHOD".
+		if !strings.Contains(body, `"code":-32601`) || strings.Contains(body, `"result"`) || strings.Contains(body, `"`+feature+`":[]`) {
+			t.Errorf("%s: %s", method, body)
+		}
+	}
+	if body := post("tools/list", `{}`); !strings.Contains(body, `"name":"say"`) {
+		t.Fatalf("tools/list: %s", body)
+	}
 }
 
 func TestServeHTTP(t *testing.T) {
