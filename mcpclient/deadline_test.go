@@ -47,13 +47,14 @@ func assertNoProse(t *testing.T, err error, as *oauthtest.AuthServer) {
 	}
 }
 
-// A slow authorization server does not spend the negotiation deadline: every answer of the
-// authorization server takes longer than the whole ProbeTimeout, and the connect (negotiation,
-// discovery, registration, authorization, token exchange) still succeeds; the probe deadline
-// counts only the MCP exchanges.
-func TestSlowAuthorizationServerDoesNotSpendProbeDeadline(t *testing.T) {
+// A slow authorization server does not spend the operation deadlines: every answer of the
+// authorization server takes longer than the whole ProbeTimeout (and CallTimeout), and the
+// connect (negotiation, discovery, registration, authorization, token exchange) still succeeds;
+// so does a call that needs a step-up authorization (403 insufficient_scope on "admin"). The
+// probe and call deadlines count only the MCP exchanges.
+func TestSlowAuthorizationServerDoesNotSpendOperationDeadlines(t *testing.T) {
 	const probe = time.Second
-	as, cfg := oauthServer(t, oauthtest.Config{Delay: probe + 200*time.Millisecond}, oauthtest.Fetcher, Limits{ProbeTimeout: probe})
+	as, cfg := oauthServer(t, oauthtest.Config{Delay: probe + 200*time.Millisecond}, oauthtest.Fetcher, Limits{ProbeTimeout: probe, CallTimeout: probe})
 	ctx := context.Background()
 	start := time.Now()
 	s, err := NewClient(nil).Connect(ctx, cfg)
@@ -69,6 +70,12 @@ func TestSlowAuthorizationServerDoesNotSpendProbeDeadline(t *testing.T) {
 	}
 	if _, err := s.CallTool(ctx, "echo", json.RawMessage(`{"text":"hi"}`)); err != nil {
 		t.Fatalf("call after the authorization: %v", err)
+	}
+	if _, err := s.CallTool(ctx, "admin", json.RawMessage(`{"text":"hi"}`)); err != nil {
+		t.Fatalf("step-up through the slow authorization server: %v", err)
+	}
+	if c := as.Counts(); c.CodeGrants != 2 {
+		t.Fatalf("counts %+v, want a second (step-up) code grant", c)
 	}
 }
 
