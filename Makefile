@@ -140,6 +140,7 @@ envtest-bins: ## Build (or reuse) kube-apiserver, etcd and kubectl; prints their
 test: ## Unit + envtest suites with -race (real kube-apiserver/etcd), plus MCP conformance.
 	bash hack/conformance.sh
 	bash hack/gateway-conformance.sh
+	bash hack/serve-conformance.sh
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
 .PHONY: conformance
@@ -149,6 +150,10 @@ conformance: ## Run the MCP conformance suite against mcpclient (hack/conformanc
 .PHONY: gateway-conformance
 gateway-conformance: ## Run the MCP conformance suite's server side against the gateway (hack/gateway-conformance.sh).
 	bash hack/gateway-conformance.sh
+
+.PHONY: serve-conformance
+serve-conformance: ## Run the MCP conformance suite's server side against mcpctl serve over HTTP (hack/serve-conformance.sh).
+	bash hack/serve-conformance.sh
 
 .PHONY: bench
 bench: ## Run benchmarks (-benchmem) and write $(BENCH_OUT) for benchstat.

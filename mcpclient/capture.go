@@ -29,6 +29,8 @@ type callKey struct{}
 type callState struct {
 	op     string
 	cancel context.CancelCauseFunc
+	// clock is the operation's deadline, paused while an authorization runs (timedAuthorizer).
+	clock *opClock
 	// guardDiscover (HTTP connect that may probe): a server/discover exchange that gets no
 	// recognised answer ends the whole connect with a transport error, so the SDK's built-in
 	// fallback cannot turn a transport failure into a legacy verdict.

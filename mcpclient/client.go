@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -153,10 +154,14 @@ func (c *Client) open(ctx context.Context, cfg ServerConfig, era Era, probe bool
 		if cfg.HTTP.OAuthHandler == nil && !cfg.WatchToolListChanged {
 			s.hc = hc // the direct tools/call path shares it (direct.go)
 		}
+		var oh auth.OAuthHandler
+		if cfg.HTTP.OAuthHandler != nil {
+			oh = &timedAuthorizer{inner: cfg.HTTP.OAuthHandler, lim: s.lim}
+		}
 		transport = &mcp.StreamableClientTransport{
 			Endpoint:             cfg.HTTP.URL,
 			HTTPClient:           hc,
-			OAuthHandler:         cfg.HTTP.OAuthHandler,
+			OAuthHandler:         oh,
 			MaxRetries:           2, // bounded resumption of an interrupted SSE response
 			DisableStandaloneSSE: !cfg.WatchToolListChanged,
 			MaxEventSize:         s.lim.MaxFrameBytes + 1<<16,
@@ -169,9 +174,9 @@ func (c *Client) open(ctx context.Context, cfg ServerConfig, era Era, probe bool
 	}
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	tctx, stop := context.WithTimeoutCause(cctx, timeout, cause)
+	tctx, clock, stop := withClock(cctx, timeout, cause)
 	defer stop()
-	state := &callState{op: "connect", cancel: cancel, guardDiscover: cfg.HTTP != nil && era != EraLegacy}
+	state := &callState{op: "connect", cancel: cancel, clock: clock, guardDiscover: cfg.HTTP != nil && era != EraLegacy}
 	s.reg.track(state)
 	defer s.reg.untrack(state)
 	tctx = context.WithValue(tctx, callKey{}, state)

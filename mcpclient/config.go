@@ -34,6 +34,8 @@ const (
 	defaultMaxStderrBytes     = 64 << 10
 	DefaultProbeTimeout       = 5 * time.Second
 	DefaultCallTimeout        = 60 * time.Second
+	DefaultOAuthTimeout       = 30 * time.Second
+	DefaultLoginTimeout       = 5 * time.Minute
 )
 
 // Limits are the bounds applied to one server. A zero field selects its default; there is no
@@ -57,10 +59,20 @@ type Limits struct {
 	MaxStderrBytes int
 	// ProbeTimeout bounds protocol negotiation (server/discover with fallback) before the legacy
 	// attempt in a fresh stdio process (refusal "probe_timeout"; over HTTP the refusal is final).
+	// It counts the negotiation exchanges only: an OAuth authorization the server asks for on the
+	// way runs under OAuthTimeout and LoginTimeout, with this deadline paused.
 	ProbeTimeout time.Duration
 	// CallTimeout bounds each operation: a connect with a known era, a complete listing, one call
-	// (refusal "call_timeout").
+	// (refusal "call_timeout"). Like ProbeTimeout, it is paused while an authorization runs.
 	CallTimeout time.Duration
+	// OAuthTimeout bounds one authorization that HTTPServer.OAuthHandler runs when the server
+	// answers 401 or 403 insufficient_scope: metadata discovery, client registration, token
+	// exchange and refresh together (refusal "oauth_timeout"). The interactive part, when the
+	// handler marks it (package mcpclient/oauth does, around its Fetcher), does not count.
+	OAuthTimeout time.Duration
+	// LoginTimeout bounds the interactive part of such an authorization: the user completing it
+	// in a browser (refusal "login_timeout"). OAuthTimeout is paused meanwhile.
+	LoginTimeout time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -81,6 +93,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.CallTimeout <= 0 {
 		l.CallTimeout = DefaultCallTimeout
+	}
+	if l.OAuthTimeout <= 0 {
+		l.OAuthTimeout = DefaultOAuthTimeout
+	}
+	if l.LoginTimeout <= 0 {
+		l.LoginTimeout = DefaultLoginTimeout
 	}
 	return l
 }

@@ -32,6 +32,12 @@ const (
 	RefusalProbeTimeout = "probe_timeout"
 	// RefusalCallTimeout: a request did not finish within Limits.CallTimeout.
 	RefusalCallTimeout = "call_timeout"
+	// RefusalOAuthTimeout: the exchanges of an authorization the server asked for (discovery,
+	// registration, token exchange, refresh) did not finish within Limits.OAuthTimeout.
+	RefusalOAuthTimeout = "oauth_timeout"
+	// RefusalLoginTimeout: the interactive part of an authorization (the user in a browser) did
+	// not finish within Limits.LoginTimeout.
+	RefusalLoginTimeout = "login_timeout"
 	// RefusalInvalidArguments: call arguments are not one JSON object.
 	RefusalInvalidArguments = "invalid_arguments"
 	// RefusalInvalidResponse: a response is not the JSON shape the protocol requires.
@@ -95,6 +101,12 @@ var (
 	ErrProbeTimeout = errors.New("protocol negotiation timed out")
 	// ErrCallTimeout: a request did not finish within Limits.CallTimeout (refusal "call_timeout").
 	ErrCallTimeout = errors.New("call timed out")
+	// ErrOAuthTimeout: the exchanges of an authorization the server asked for did not finish
+	// within Limits.OAuthTimeout (refusal "oauth_timeout").
+	ErrOAuthTimeout = errors.New("authorization exchanges timed out")
+	// ErrLoginTimeout: the interactive part of an authorization did not finish within
+	// Limits.LoginTimeout (refusal "login_timeout").
+	ErrLoginTimeout = errors.New("interactive login timed out")
 	// ErrInvalidArguments: call arguments are not one JSON object (refusal "invalid_arguments").
 	ErrInvalidArguments = errors.New("invalid arguments")
 	// ErrInvalidResponse: a response is not the JSON shape the protocol requires

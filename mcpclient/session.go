@@ -148,13 +148,13 @@ func (s *Session) refuseServerRequests(next mcp.MethodHandler) mcp.MethodHandler
 	}
 }
 
-// begin prepares one bounded request: a context with the call deadline, cancellable with a
-// refusal cause, carrying the callState the transports fill in.
+// begin prepares one bounded request: a context with the call deadline (paused while an
+// authorization runs, see timedAuthorizer), cancellable with a refusal cause, carrying the callState the transports fill in.
 func (s *Session) begin(ctx context.Context, op string) (context.Context, *callState, func()) {
 	cctx, cancel := context.WithCancelCause(ctx)
-	tctx, stop := context.WithTimeoutCause(cctx, s.lim.CallTimeout,
+	tctx, clock, stop := withClock(cctx, s.lim.CallTimeout,
 		refuse(RefusalCallTimeout, op, s.lim.CallTimeout.Milliseconds(), ErrCallTimeout))
-	st := &callState{op: op, cancel: cancel}
+	st := &callState{op: op, cancel: cancel, clock: clock}
 	s.reg.track(st)
 	return context.WithValue(tctx, callKey{}, st), st, func() {
 		s.reg.untrack(st)
@@ -179,7 +179,7 @@ func (s *Session) exchange(ctx context.Context, op string, st *callState, fn fun
 		return nil, nil, false, false, s.outcomeErr(op, ctx, nil, errSDKConnFailed)
 	}
 	// A fresh state per request, sharing the operation's cancel function.
-	req := &callState{op: op, cancel: st.cancel}
+	req := &callState{op: op, cancel: st.cancel, clock: st.clock}
 	s.reg.track(req)
 	defer s.reg.untrack(req)
 	rctx := context.WithValue(ctx, callKey{}, req)

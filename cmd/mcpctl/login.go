@@ -10,6 +10,7 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/oauthk8s"
+	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/mcpclient/oauth"
 )
 
@@ -59,7 +60,7 @@ func newLoginCmd(env *cliEnv) *cobra.Command {
 	fs.StringVar(&f.secretEnv, "client-secret-env", "", "name of the environment variable holding the pre-registered client's secret")
 	fs.StringVar(&f.metadataURL, "client-metadata-url", "", "Client ID Metadata Document URL (https), used when the authorization server supports it")
 	fs.StringArrayVar(&f.scopes, "scope", nil, "scope to request in addition to those the server asks for (repeatable)")
-	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the authorization in the browser")
+	fs.DurationVar(&f.timeout, "timeout", mcpclient.DefaultLoginTimeout, "how long to wait for the authorization in the browser")
 	fs.BoolVar(&f.noBrowser, "no-browser", false, "only print the authorization URL, do not try to open a browser")
 	cmd.RunE = action(func(cmd *cobra.Command, args []string) error {
 		return login(cmd.Context(), env, args, f)

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
@@ -284,6 +285,19 @@ type proxy struct {
 func (p *proxy) server() (*mcp.Server, error) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpctl-serve", Version: cliVersion()},
 		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+	// Tools only: go-sdk would answer prompts/list and resources/list with empty lists although
+	// no such capability is declared; they are refused as method not found, as the gateway does
+	// (go-sdk replaces the message of a -32601 with its own "method not found: METHOD").
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			for _, f := range []string{"prompts", "resources", "completion"} {
+				if strings.HasPrefix(method, f+"/") {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "refused: " + f}
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	for _, t := range p.set.Tools() {
 		var schema map[string]any
 		if err := json.Unmarshal(t.InputSchema, &schema); err != nil || schema["type"] != "object" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -274,6 +275,44 @@ func TestServeStdio(t *testing.T) {
 	checkReviewedSurface(t, cs, s.stderr.String)
 }
 
+// Tools only: prompts, resources and completion are refused as method not found (go-sdk would
+// answer empty lists for capabilities serve does not declare; its client does not even send
+// them, so the agent here speaks raw JSON-RPC over HTTP); tools/list is the twin.
+func TestServeRefusesOtherFeatures(t *testing.T) {
+	prof := reviewedDefaultProfile(t, t.TempDir(), nil)
+	s := startServe(t, append([]string{"--listen", "127.0.0.1:0", "--profile", prof}, stdioArgs()...)...)
+	url := waitFor(t, s.stderr, regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+/mcp)`))
+	post := func(method, params string) string {
+		t.Helper()
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url,
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return string(b)
+	}
+	for method, feature := range map[string]string{"prompts/list": "prompts", "resources/list": "resources",
+		"resources/templates/list": "resources", "completion/complete": "completion"} {
+		body := post(method, `{}`)
+		// go-sdk rewrites the message of every -32601 to its own "method not found: METHOD".
+		if !strings.Contains(body, `"code":-32601`) || strings.Contains(body, `"result"`) || strings.Contains(body, `"`+feature+`":[]`) {
+			t.Errorf("%s: %s", method, body)
+		}
+	}
+	if body := post("tools/list", `{}`); !strings.Contains(body, `"name":"say"`) {
+		t.Fatalf("tools/list: %s", body)
+	}
+}
+
 func TestServeHTTP(t *testing.T) {
 	dir := t.TempDir()
 	prof := reviewedDefaultProfile(t, dir, nil)
@@ -434,6 +473,78 @@ func TestServePack(t *testing.T) {
 			r := startServe(t, append(tc.args, stdioArgs()...)...)
 			if code := r.exit(t); code != exitRefused || !strings.Contains(r.stderr.String(), "refused: "+tc.want+"\n") {
 				t.Fatalf("exit %d\n%s", code, r.stderr.String())
+			}
+		})
+	}
+}
+
+// reviewedRawProfile snapshots the raw test engine started with flags (one tool, "echo") and
+// reviews it as "say", effect read.
+func reviewedRawProfile(t *testing.T, dir string, flags ...string) string {
+	t.Helper()
+	code, snap, errOut := runServerCLI(t, nil, append([]string{"snapshot"}, stdioArgs(flags...)...)...)
+	if code != 0 {
+		t.Fatalf("snapshot: %s", errOut)
+	}
+	snapPath := filepath.Join(dir, "snap.json")
+	if err := os.WriteFile(snapPath, []byte(snap), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, prof, errOut := runServerCLI(t, nil, "profile", "init", "--snapshot", snapPath)
+	if code != 0 {
+		t.Fatalf("profile init: %s", errOut)
+	}
+	doc, err := ocipack.DecodeProfile([]byte(prof))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range doc.Operations {
+		doc.Operations[i] = apiv1.OperationMapping{RemoteName: doc.Operations[i].RemoteName, OperationRef: "say", Title: "Say", Description: "Says.", Effect: apiv1.EffectRead}
+	}
+	b, err := ocipack.EncodeProfile(doc, ocipack.FormatJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "profile.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// An admitted call whose upstream answers a non-complete resultType (a created task, a request
+// for input, another kind) is refused by name to the agent (an isError result "refused: NAME",
+// audited with that outcome): the admitted-call path shares mcpclient's classification. Nothing
+// of the upstream's answer reaches the agent. The twin: the same upstream answering a complete
+// result is passed on.
+func TestServeRefusesNonCompleteResults(t *testing.T) {
+	for _, c := range []struct{ hostile, want string }{
+		{mcptest.HostileTaskResult, "refused: tasks"},
+		{mcptest.HostileInputRequired, "refused: input_required"},
+		{mcptest.HostileOtherResultType, "refused: multi_round"},
+		{mcptest.HostileNone, `{"text":"hi"}`},
+	} {
+		t.Run(c.want, func(t *testing.T) {
+			flags := []string{"--hostile", c.hostile}
+			if c.hostile == mcptest.HostileNone {
+				flags = []string{"--raw"} // the same raw engine, behaving
+			}
+			prof := reviewedRawProfile(t, t.TempDir(), flags...)
+			s := startServe(t, append([]string{"--profile", prof}, stdioArgs(flags...)...)...)
+			cs := s.stdioClient(t)
+			text, isErr := callText(t, cs, "say", map[string]any{"text": "hi"})
+			if text != c.want || isErr != (c.hostile != mcptest.HostileNone) {
+				t.Fatalf("call: %q (isError %v), want %q", text, isErr, c.want)
+			}
+			if c.hostile == mcptest.HostileNone {
+				return
+			}
+			want := `"outcome":"` + strings.TrimPrefix(c.want, "refused: ") + `"`
+			waitFor(t, s.stderr, regexp.MustCompile(regexp.QuoteMeta(want)))
+			for _, leak := range []string{"task-1", "started", "first half", "partial"} {
+				if strings.Contains(s.stderr.String(), leak) {
+					t.Fatalf("the upstream's answer reached the log:\n%s", s.stderr.String())
+				}
 			}
 		})
 	}

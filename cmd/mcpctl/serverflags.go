@@ -18,7 +18,7 @@ var mcpClient = mcpclient.NewClient(&mcpclient.Options{Name: "mcpctl", Version: 
 
 // serverFlags name one MCP server for the verbs that reach one (discover, snapshot, call,
 // profile check): --url URL (Streamable HTTP) or -- CMD ARGS... (stdio, argv only, never a shell),
-// --inherit-env NAME (repeatable), one flag per bound, --timeout and --probe-timeout, the
+// --inherit-env NAME (repeatable), one flag per bound, --timeout, --probe-timeout and --oauth-timeout, the
 // egress flags and --bearer-file. For HTTP servers, either the static bearer of --bearer-file or
 // the OAuth credentials stored by "mcpctl login" are presented, never both.
 type serverFlags struct {
@@ -70,6 +70,7 @@ func newServerFlags(fs *pflag.FlagSet, uses ...serverUse) *serverFlags {
 	}
 	fs.DurationVar(&l.CallTimeout, "timeout", mcpclient.DefaultCallTimeout, "deadline of each operation (connect, listing, call)")
 	fs.DurationVar(&l.ProbeTimeout, "probe-timeout", mcpclient.DefaultProbeTimeout, "deadline of protocol negotiation before the legacy fallback")
+	fs.DurationVar(&l.OAuthTimeout, "oauth-timeout", mcpclient.DefaultOAuthTimeout, "deadline of an OAuth authorization the server asks for (discovery, registration, token exchange, refresh); the operation's deadline is paused meanwhile")
 	f.egress.register(fs)
 	return f
 }
@@ -93,8 +94,8 @@ func (f *serverFlags) config(ctx context.Context, env *cliEnv, args []string, da
 			return cfg, usagef("%s must be positive", name)
 		}
 	}
-	if f.limits.CallTimeout <= 0 || f.limits.ProbeTimeout <= 0 {
-		return cfg, usagef("--timeout and --probe-timeout must be positive")
+	if f.limits.CallTimeout <= 0 || f.limits.ProbeTimeout <= 0 || f.limits.OAuthTimeout <= 0 {
+		return cfg, usagef("--timeout, --probe-timeout and --oauth-timeout must be positive")
 	}
 	cfg.Limits = f.limits
 	cfg.WatchToolListChanged = f.watchToolList

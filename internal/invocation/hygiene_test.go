@@ -76,11 +76,14 @@ func TestRefusalOrder(t *testing.T) {
 	}
 }
 
-// Refusals of the MCP client by feature name pass through as *CallError, still named.
+// Refusals of the MCP client by feature name pass through as *CallError, still named: a tool
+// requiring tasks, and every non-complete tools/call resultType (input_required, task, another).
 func TestFeatureRefusalsPassThrough(t *testing.T) {
 	for _, c := range []struct{ hostile, op, want string }{
 		{mcptest.HostileTaskRequired, "long_job", "tasks"}, // the raw engine serves its own tool
 		{mcptest.HostileInputRequired, "get", "input_required"},
+		{mcptest.HostileTaskResult, "get", "tasks"},            // a created task is not a result
+		{mcptest.HostileOtherResultType, "get", "multi_round"}, // any other non-complete resultType
 		{mcptest.HostileNone, "get", ""},
 	} {
 		t.Run(c.want, func(t *testing.T) {

@@ -54,6 +54,8 @@ func StdioArgv(flags ...string) []string {
 //	--stderr N           write N bytes to stderr at start (stderr capture tests)
 //	--change-after D     change tool "echo" after D (notifications/tools/list_changed)
 //	--print-env          stdio: expose the environment as tool "env" (raw engine)
+//	--conformance        serve the tools of the conformance suite's server scenarios
+//	                     (NewConformanceServer)
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcptest-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -71,6 +73,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		sse       = fs.Bool("sse", false, "raw engine: answer HTTP with SSE")
 		noise     = fs.Int("stderr", 0, "write N bytes to stderr at start")
 		printEnv  = fs.Bool("print-env", false, "raw engine: serve tool 'env' whose description is the environment")
+		conform   = fs.Bool("conformance", false, "serve the tools of the conformance suite's server scenarios")
 		change    = fs.Duration("change-after", 0, "go-sdk server: change tool 'echo' after this long (list_changed)")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -119,6 +122,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			tools = t
 		}
 		srv = NewServer("mcptest", tools)
+		if *conform {
+			srv = NewConformanceServer()
+		}
 		if *change > 0 {
 			time.AfterFunc(*change, func() {
 				SetTool(srv, &mcp.Tool{Name: "echo", Description: "Echo, changed at run time.", InputSchema: json.RawMessage(`{"type":"object"}`)})

@@ -30,6 +30,8 @@ const (
 	HostileElicitation     = "elicitation"      // tools/call sends elicitation/create first
 	HostileRoots           = "roots"            // tools/call sends roots/list first
 	HostileInputRequired   = "input-required"   // tools/call returns resultType input_required
+	HostileTaskResult      = "task-result"      // tools/call returns resultType task (a created task, not its result)
+	HostileOtherResultType = "other-result"     // tools/call returns a non-complete resultType of no known kind
 	HostileOversizeResult  = "oversize-result"  // tools/call returns a result of Size bytes
 	HostileUnknownContent  = "unknown-content"  // tools/call returns an unknown content type
 	HostileTaskRequired    = "task-required"    // the first tool requires task execution
@@ -215,6 +217,10 @@ func (r *Raw) call(ctx context.Context, m rawMsg, id string, result func(string)
 		return serverRequest("roots/list")
 	case HostileInputRequired:
 		return result(`{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"?","requestedSchema":{"type":"object"}}}}}`)
+	case HostileTaskResult:
+		return result(`{"resultType":"task","task":{"taskId":"task-1","status":"working","pollInterval":500},"content":[{"type":"text","text":"started"}]}`)
+	case HostileOtherResultType:
+		return result(`{"resultType":"partial","content":[{"type":"text","text":"first half"}]}`)
 	case HostileOversizeResult:
 		return result(`{"content":[{"type":"text","text":"` + strings.Repeat("y", r.Size) + `"}]}`)
 	case HostileUnknownContent:

@@ -73,6 +73,16 @@ type Config struct {
 	// Addr is the listen address (default "127.0.0.1:0"); another 127.0.0.x address puts the
 	// server on a loopback alias, to test per-address dial policies.
 	Addr string
+	// Delay holds every answer of the server (metadata, registration, authorization, token) for
+	// this long: a slow authorization server.
+	Delay time.Duration
+	// OIDCOnly publishes the metadata only as OpenID Connect discovery
+	// (/.well-known/openid-configuration, appended to the issuer's path as OIDC Discovery 1.0
+	// does), with no RFC 8414 oauth-authorization-server document.
+	OIDCOnly bool
+	// IssuerPath, when set (e.g. "/tenant1"), makes the issuer the server's base URL with this
+	// path; the endpoints live below it.
+	IssuerPath string
 }
 
 type client struct {
@@ -107,6 +117,7 @@ type AuthServer struct {
 	codeGrants    int
 	refreshes     int
 	clientCreds   int
+	metadataReads int
 	issued        []string
 	requested     [][]string
 }
@@ -128,11 +139,30 @@ func NewAuthServer(t testing.TB, cfg Config) *AuthServer {
 		a.clients[id] = client{secret: secret}
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/oauth-authorization-server", a.metadata)
-	mux.HandleFunc("POST /register", a.register)
-	mux.HandleFunc("GET /authorize", a.authorize)
-	mux.HandleFunc("POST /token", a.token)
-	a.srv = httptest.NewUnstartedServer(mux)
+	p := cfg.IssuerPath
+	switch {
+	case cfg.OIDCOnly:
+		mux.HandleFunc("GET "+p+"/.well-known/openid-configuration", a.metadata)
+	case p != "":
+		mux.HandleFunc("GET /.well-known/oauth-authorization-server"+p, a.metadata)
+	default:
+		mux.HandleFunc("GET /.well-known/oauth-authorization-server", a.metadata)
+	}
+	mux.HandleFunc("POST "+p+"/register", a.register)
+	mux.HandleFunc("GET "+p+"/authorize", a.authorize)
+	mux.HandleFunc("POST "+p+"/token", a.token)
+	var h http.Handler = mux
+	if cfg.Delay > 0 {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-time.After(cfg.Delay):
+			case <-r.Context().Done():
+				return
+			}
+			mux.ServeHTTP(w, r)
+		})
+	}
+	a.srv = httptest.NewUnstartedServer(h)
 	if cfg.Addr != "" {
 		ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", cfg.Addr)
 		if err != nil {
@@ -142,7 +172,7 @@ func NewAuthServer(t testing.TB, cfg Config) *AuthServer {
 		a.srv.Listener = ln
 	}
 	a.srv.Start()
-	a.Issuer = a.srv.URL
+	a.Issuer = a.srv.URL + cfg.IssuerPath
 	t.Cleanup(a.srv.Close)
 	return a
 }
@@ -150,6 +180,9 @@ func NewAuthServer(t testing.TB, cfg Config) *AuthServer {
 func random() string { return rand.Text() }
 
 func (a *AuthServer) metadata(w http.ResponseWriter, _ *http.Request) {
+	a.mu.Lock()
+	a.metadataReads++
+	a.mu.Unlock()
 	m := map[string]any{
 		"issuer":                                         a.Issuer,
 		"authorization_endpoint":                         a.Issuer + "/authorize",
@@ -171,6 +204,12 @@ func (a *AuthServer) metadata(w http.ResponseWriter, _ *http.Request) {
 	}
 	if a.cfg.ClientIDMetadataDocuments {
 		m["client_id_metadata_document_supported"] = true
+	}
+	if a.cfg.OIDCOnly {
+		// The members OpenID Connect Discovery 1.0 requires besides the OAuth ones.
+		m["jwks_uri"] = a.Issuer + "/jwks"
+		m["subject_types_supported"] = []string{"public"}
+		m["id_token_signing_alg_values_supported"] = []string{"RS256"}
 	}
 	writeJSON(w, http.StatusOK, m)
 }
@@ -394,16 +433,17 @@ func (a *AuthServer) DenyNext() {
 }
 
 // Counts reports how often each endpoint completed: client registrations, authorization
-// requests, authorization-code grants, refresh grants and client-credentials grants.
+// requests, authorization-code grants, refresh grants, client-credentials grants and reads of
+// the metadata document (RFC 8414, or OpenID Connect discovery with Config.OIDCOnly).
 type Counts struct {
-	Registrations, Authorizations, CodeGrants, Refreshes, ClientCredentials int
+	Registrations, Authorizations, CodeGrants, Refreshes, ClientCredentials, MetadataReads int
 }
 
 // Counts returns the endpoint counters.
 func (a *AuthServer) Counts() Counts {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return Counts{a.registrations, a.authorizes, a.codeGrants, a.refreshes, a.clientCreds}
+	return Counts{a.registrations, a.authorizes, a.codeGrants, a.refreshes, a.clientCreds, a.metadataReads}
 }
 
 // Issued returns every access and refresh token the server has minted, in order (for tests that

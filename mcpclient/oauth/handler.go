@@ -13,6 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/b10x/connector-mcp/internal/authphase"
 )
 
 // Options configure a [Handler] for one MCP server.
@@ -235,7 +237,11 @@ func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 			fetchErr = err
 			return nil, err
 		}
-		res, err := fetch(ctx, args)
+		// The wait for the user is the interactive phase: a caller bounding this authorization
+		// (mcpclient's Limits.LoginTimeout) runs it under its own deadline.
+		wctx, end := authphase.Interactive(ctx)
+		res, err := fetch(wctx, args)
+		end()
 		fetchErr = err
 		return res, err
 	}
