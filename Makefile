@@ -143,6 +143,15 @@ test: ## Unit + envtest suites with -race (real kube-apiserver/etcd), plus MCP c
 	bash hack/serve-conformance.sh
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
+# `make e2e`: the real-node suite's timeout (cold image builds on a loaded 2-core machine).
+E2E_TIMEOUT ?= 45m
+NODE_BINS = kube-controller-manager kube-scheduler kubelet kube-proxy
+
+.PHONY: e2e
+e2e: ## Real node (kubelet, containerd, kube-proxy in a network namespace): make image, helm install, Pods Ready, TLS rotation, uninstall; restores the machine. Root.
+	bash hack/node-deps.sh
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh $(NODE_BINS))" $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/e2e/
+
 .PHONY: conformance
 conformance: ## Run the MCP conformance suite against mcpclient (hack/conformance.sh).
 	bash hack/conformance.sh

@@ -246,7 +246,8 @@ func (n *Node) inNS(ctx context.Context, name string, args ...string) error {
 }
 
 // startNetwork creates the namespace (a bind-mounted file in the work directory, not /run/netns)
-// and the veth pair, and routes the Service range to the node's link; there is no default route.
+// and the veth pair, routes the Service range to the node's link (there is no default route in the
+// namespace) and the Pod range from this machine to the node.
 func (n *Node) startNetwork(ctx context.Context) error {
 	nw := n.Network
 	n.netnsDir = filepath.Join(n.WorkDir, "netns")
@@ -266,6 +267,8 @@ func (n *Node) startNetwork(ctx context.Context) error {
 	for _, c := range [][]string{
 		{"ip", "addr", "add", cidr(nw.HostIP), "dev", n.hostLink},
 		{"ip", "link", "set", n.hostLink, "up"},
+		// This machine reaches Pods directly (tests dial a Pod's port); the route goes with the link.
+		{"ip", "route", "add", nw.PodCIDR, "via", nw.NodeIP.String(), "dev", n.hostLink},
 	} {
 		if err := run(ctx, c[0], c[1:]...); err != nil {
 			return err
