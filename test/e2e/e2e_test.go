@@ -117,8 +117,9 @@ func TestE2E(t *testing.T) {
 	}
 	e := &env{t: t, root: root, node: node, cs: cs, kubectl: filepath.Join(bin, "kubectl"), helm: strings.TrimSpace(string(helm))}
 
-	t.Run("image", e.buildImage)
-	t.Run("install", e.install)
+	if !t.Run("install", e.install) {
+		t.FailNow()
+	}
 	t.Run("pods", e.podsRunUnderTheChart)
 	t.Run("leader election", e.leaderLease)
 	t.Run("gateway TLS rotation", e.tlsRotation)
@@ -134,17 +135,76 @@ func TestE2E(t *testing.T) {
 	}
 }
 
-// buildImage runs `make image` into the node's registry, one platform (the node's).
-func (e *env) buildImage(t *testing.T) {
-	ctx := t.Context()
-	e.imageRepo = e.node.Registry + "/connector-mcp"
-	out := e.must(ctx, "make", "-s", "image", "IMAGE_REPO="+e.imageRepo, "IMAGE_PLATFORMS=linux/amd64")
-	lines := strings.Fields(out)
-	if len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], "sha256:") {
-		t.Fatalf("make image printed no digest: %q", out)
+// installSteps reads the install block of docs/install.md ("## On a real node"): the first sh
+// block after that heading, one command per line (backslash continuations joined).
+func installSteps(t *testing.T, root string) [][]string {
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "install.md"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	e.digest = lines[len(lines)-1]
-	t.Logf("image %s@%s", e.imageRepo, e.digest)
+	_, sec, ok := strings.Cut(string(doc), "## On a real node")
+	if !ok {
+		t.Fatal(`docs/install.md has no "## On a real node" section`)
+	}
+	_, block, ok := strings.Cut(sec, "```sh\n")
+	if !ok {
+		t.Fatal("docs/install.md: no sh block in the real-node section")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	var steps [][]string
+	for _, line := range strings.Split(strings.ReplaceAll(block, "\\\n", " "), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			steps = append(steps, f)
+		}
+	}
+	return steps
+}
+
+// install runs docs/install.md's real-node block: make image into the node's registry, the
+// namespace with restricted Pod Security enforced, the gateway's TLS Secret, helm install.
+func (e *env) install(t *testing.T) {
+	ctx := t.Context()
+	ca, err := newTestCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsCA = ca
+	certPEM, keyPEM, err := ca.serving(gatewayHosts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.imageRepo = e.node.Registry + "/connector-mcp"
+	for _, step := range installSteps(t, e.root) {
+		for i, a := range step {
+			a = strings.ReplaceAll(a, "$REGISTRY", e.node.Registry)
+			a = strings.ReplaceAll(a, "$DIGEST", e.digest)
+			a = strings.Replace(a, "=tls.crt", "="+filepath.Join(dir, "tls.crt"), 1)
+			step[i] = strings.Replace(a, "=tls.key", "="+filepath.Join(dir, "tls.key"), 1)
+		}
+		name := map[string]string{"kubectl": e.kubectl, "helm": e.helm, "make": "make"}[step[0]]
+		if name == "" {
+			t.Fatalf("docs/install.md real-node block: unknown command %q", step[0])
+		}
+		t.Logf("$ %s", strings.Join(step, " "))
+		out := e.must(ctx, name, step[1:]...)
+		if step[0] == "make" {
+			lines := strings.Fields(out)
+			if len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], "sha256:") {
+				t.Fatalf("make image printed no digest: %q", out)
+			}
+			e.digest = lines[len(lines)-1]
+			t.Logf("image %s@%s", e.imageRepo, e.digest)
+		}
+	}
+	if e.digest == "" {
+		t.Fatal("the install block built no image")
+	}
 }
 
 // gatewayHosts are the names the chart's gateway certificate must carry (its Service's DNS names).
@@ -153,35 +213,7 @@ func gatewayHosts() []string {
 	return []string{svc, svc + "." + namespace, svc + "." + namespace + ".svc", svc + "." + namespace + ".svc.cluster.local"}
 }
 
-// install creates the release namespace with restricted Pod Security enforced, the gateway's TLS
-// Secret, and runs the chart's install command.
-func (e *env) install(t *testing.T) {
-	ctx := t.Context()
-	_, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:   namespace,
-		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"},
-	}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := newTestCA()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tlsCA = ca
-	if err := e.writeTLSSecret(ctx, ca); err != nil {
-		t.Fatal(err)
-	}
-	e.installCmd = []string{"install", release, "charts/connector-mcp",
-		"--namespace", namespace,
-		"--set", "image.repository=" + e.imageRepo,
-		"--set", "image.digest=" + e.digest,
-		"--set", "gateway.enabled=true",
-		"--set", "gateway.tls.secretName=" + tlsSecret,
-		"--wait", "--timeout", "5m"}
-	e.must(ctx, e.helm, e.installCmd...)
-}
-
+// tlsCA signs the gateway's serving certificates (the test's stand-in for the platform's issuer).
 var tlsCA *testCA
 
 func (e *env) writeTLSSecret(ctx context.Context, ca *testCA) error {
@@ -208,6 +240,13 @@ func (e *env) writeTLSSecret(ctx context.Context, ca *testCA) error {
 // ServiceAccounts, read-only root, non-root, in a namespace that enforces restricted.
 func (e *env) podsRunUnderTheChart(t *testing.T) {
 	ctx := t.Context()
+	ns, err := e.cs.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		t.Fatalf("namespace %s does not enforce restricted Pod Security: %v", namespace, ns.Labels)
+	}
 	pods, err := e.cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
 	if err != nil {
 		t.Fatal(err)
@@ -365,6 +404,9 @@ func (e *env) gatewayRestarts(ctx context.Context, t *testing.T) int32 {
 func (e *env) uninstall(t *testing.T) {
 	ctx := t.Context()
 	e.must(ctx, e.helm, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "3m")
+	// helm --wait does not wait for the Pods of a deleted Deployment; the garbage collector and
+	// the kubelet remove them.
+	e.waitNoPods(t)
 	out := e.must(ctx, e.kubectl, "get", "all,serviceaccounts,roles,rolebindings,configmaps,secrets,leases,networkpolicies,poddisruptionbudgets",
 		"-n", namespace, "-l", "app.kubernetes.io/instance="+release, "-o", "name")
 	if strings.TrimSpace(out) != "" {
@@ -378,6 +420,23 @@ func (e *env) uninstall(t *testing.T) {
 	crds := e.must(ctx, e.kubectl, "get", "crd", "-o", "jsonpath={.items[*].metadata.name}")
 	if !strings.Contains(crds, "servicedeployments.connectors.b10x.io") {
 		t.Errorf("the CRDs should stay after uninstall (docs/install.md), got %q", crds)
+	}
+}
+
+func (e *env) waitNoPods(t *testing.T) {
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		pods, err := e.cs.CoreV1().Pods(namespace).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pods of the release still exist 3 minutes after helm uninstall", len(pods.Items))
+		}
+		time.Sleep(time.Second)
 	}
 }
 
