@@ -123,6 +123,9 @@ func TestE2E(t *testing.T) {
 	t.Run("pods", e.podsRunUnderTheChart)
 	t.Run("leader election", e.leaderLease)
 	t.Run("gateway TLS rotation", e.tlsRotation)
+	t.Run("caller through the Service", e.callerThroughTheService)
+	t.Run("leader takeover", e.leaderTakeover)
+	t.Run("upgrade", e.upgrade)
 	t.Run("uninstall", e.uninstall)
 
 	stop()

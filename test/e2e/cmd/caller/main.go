@@ -20,33 +20,41 @@ import (
 
 func main() {
 	url := flag.String("url", "", "gateway route URL, e.g. https://connector-mcp-gateway.connector-mcp-system.svc:8443/mcp/team-a/weather")
-	caFile := flag.String("ca", "/etc/gateway-ca/ca.crt", "CA bundle that verifies the gateway")
-	tokenFile := flag.String("token", "/var/run/secrets/tokens/gateway", "projected ServiceAccount token")
+	caFile := flag.String("ca", "/etc/connector-mcp-ca/ca.crt", "CA bundle that verifies the gateway")
+	tokenFile := flag.String("token", "/var/run/secrets/connector-mcp/token", "projected ServiceAccount token")
 	flag.Parse()
+	out := call(*url, *caFile, *tokenFile)
+	_ = json.NewEncoder(os.Stdout).Encode(out)
+	if _, ok := out["status"]; !ok {
+		os.Exit(1)
+	}
+}
+
+// call makes the request and describes its outcome: "status" and "serial", or "error".
+func call(url, caFile, tokenFile string) map[string]any {
 	out := map[string]any{}
-	defer func() { _ = json.NewEncoder(os.Stdout).Encode(out) }()
-	ca, err := os.ReadFile(*caFile)
+	ca, err := os.ReadFile(caFile)
 	if err != nil {
 		out["error"] = "read CA bundle: " + err.Error()
-		os.Exit(1)
+		return out
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
 		out["error"] = "CA bundle has no certificate"
-		os.Exit(1)
+		return out
 	}
-	token, err := os.ReadFile(*tokenFile)
+	token, err := os.ReadFile(tokenFile)
 	if err != nil {
 		out["error"] = "read token: " + err.Error()
-		os.Exit(1)
+		return out
 	}
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 	}}
-	req, err := http.NewRequest(http.MethodPost, *url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`))
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`))
 	if err != nil {
 		out["error"] = err.Error()
-		os.Exit(1)
+		return out
 	}
 	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
 	req.Header.Set("Content-Type", "application/json")
@@ -55,7 +63,7 @@ func main() {
 	resp, err := hc.Do(req)
 	if err != nil {
 		out["error"] = fmt.Sprintf("%T", err) + ": " + err.Error()
-		os.Exit(1)
+		return out
 	}
 	defer func() { _ = resp.Body.Close() }()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
@@ -63,4 +71,5 @@ func main() {
 	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
 		out["serial"] = resp.TLS.PeerCertificates[0].SerialNumber.String()
 	}
+	return out
 }
