@@ -197,11 +197,9 @@ func (e *env) install(t *testing.T) {
 		t.Logf("$ %s", strings.Join(step, " "))
 		out := e.must(ctx, name, step[1:]...)
 		if step[0] == "make" {
-			lines := strings.Fields(out)
-			if len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], "sha256:") {
+			if e.digest = digestIn(out); e.digest == "" {
 				t.Fatalf("make image printed no digest: %q", out)
 			}
-			e.digest = lines[len(lines)-1]
 			t.Logf("image %s@%s", e.imageRepo, e.digest)
 		}
 	}
@@ -441,6 +439,17 @@ func (e *env) waitNoPods(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// digestIn is the last sha256 digest in out (a sub-make also prints "Entering directory" lines).
+func digestIn(out string) string {
+	d := ""
+	for _, f := range strings.Fields(out) {
+		if strings.HasPrefix(f, "sha256:") {
+			d = f
+		}
+	}
+	return d
 }
 
 func dumpLogs(t *testing.T, n *devnode.Node) {

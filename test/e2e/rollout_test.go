@@ -49,11 +49,10 @@ func (e *env) leaseHolder(t *testing.T) string {
 func (e *env) upgrade(t *testing.T) {
 	ctx := t.Context()
 	out := e.must(ctx, "env", "SOURCE_DATE_EPOCH=1700000000", "make", "-s", "image", "IMAGE_REPO="+e.imageRepo, "IMAGE_PLATFORMS=linux/amd64")
-	f := strings.Fields(out)
-	if len(f) == 0 || !strings.HasPrefix(f[len(f)-1], "sha256:") || f[len(f)-1] == e.digest {
+	next := digestIn(out)
+	if next == "" || next == e.digest {
 		t.Fatalf("the second build gave no new digest: %q", out)
 	}
-	next := f[len(f)-1]
 	e.must(ctx, e.helm, "upgrade", release, "charts/connector-mcp", "--namespace", namespace, "--reuse-values",
 		"--set", "image.digest="+next, "--wait", "--timeout", "5m")
 	deadline := time.Now().Add(3 * time.Minute)
