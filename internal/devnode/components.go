@@ -203,11 +203,11 @@ func cgroupDirs() []string {
 // makeCgroups creates the cgroup root the kubelet insists exists (cpuset needs its cpus and mems
 // copied from the parent before a task may join).
 func (n *Node) makeCgroups(context.Context) error {
+	n.cgroup = cgroupRoot // from here on Stop sweeps and removes them, even if a mkdir fails
 	for _, d := range cgroupDirs() {
 		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return err
 		}
-		n.cgroup = cgroupRoot
 		if strings.HasSuffix(filepath.Dir(d), "cpuset") {
 			for _, k := range []string{"cpuset.cpus", "cpuset.mems"} {
 				v, err := os.ReadFile(filepath.Join(filepath.Dir(d), k))

@@ -381,7 +381,7 @@ func firstServiceIP(cidr string) (string, error) {
 // per component: the admin and the controllers in system:masters, the kubelet as
 // system:node:devnode (Node authorizer), kube-proxy as system:kube-proxy.
 func (n *Node) writePKI(context.Context) error {
-	ca, err := newAuthority()
+	ca, err := NewCA("connector-mcp devnode CA")
 	if err != nil {
 		return err
 	}

@@ -15,22 +15,24 @@ import (
 	"time"
 )
 
-// authority is the node's one certificate authority: it signs the apiserver's and the kubelet's
-// serving certificates and every component's client certificate.
-type authority struct {
+// CA is a certificate authority for a local cluster and its tests: the node's signs the
+// apiserver's and the kubelet's serving certificates and every component's client certificate;
+// the e2e suite's stands in for a platform's issuer (the gateway's serving certificate).
+type CA struct {
 	cert    *x509.Certificate
 	key     *ecdsa.PrivateKey
 	certPEM []byte
 }
 
-func newAuthority() (*authority, error) {
+// NewCA makes a CA named name, valid for a week.
+func NewCA(name string) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "connector-mcp devnode CA"},
+		Subject:               pkix.Name{CommonName: name},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(7 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
@@ -45,7 +47,7 @@ func newAuthority() (*authority, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &authority{cert: cert, key: key, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+	return &CA{cert: cert, key: key, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
 }
 
 func serial() *big.Int {
@@ -59,9 +61,24 @@ func serial() *big.Int {
 // issued is a certificate and its key, as PEM.
 type issued struct{ certPEM, keyPEM []byte }
 
-// issue signs a leaf: a client certificate for (cn, orgs) when hosts is empty, else a serving
-// certificate for the hosts (IPs and DNS names).
-func (a *authority) issue(cn string, orgs []string, hosts []string) (*issued, error) {
+// CertPEM is the CA's certificate, PEM-encoded (a CA bundle).
+func (a *CA) CertPEM() []byte { return a.certPEM }
+
+// Certificate is the CA's parsed certificate.
+func (a *CA) Certificate() *x509.Certificate { return a.cert }
+
+// Issue signs a leaf with a fresh key and a random serial: a client certificate for (cn, orgs)
+// when hosts is empty, else a serving certificate for the hosts (IPs and DNS names). It returns
+// the certificate and its key as PEM.
+func (a *CA) Issue(cn string, orgs, hosts []string) (certPEM, keyPEM []byte, err error) {
+	i, err := a.issue(cn, orgs, hosts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return i.certPEM, i.keyPEM, nil
+}
+
+func (a *CA) issue(cn string, orgs []string, hosts []string) (*issued, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err

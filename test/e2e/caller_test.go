@@ -43,7 +43,7 @@ func (e *env) callerThroughTheService(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := e.cs.CoreV1().ConfigMaps(callerNS).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "connector-mcp-gateway-ca"}, Data: map[string]string{"ca.crt": string(tlsCA.pem)},
+		ObjectMeta: metav1.ObjectMeta{Name: "connector-mcp-gateway-ca"}, Data: map[string]string{"ca.crt": string(tlsCA.CertPEM())},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -167,12 +167,12 @@ func installSteps(t *testing.T, root string) [][]string {
 // namespace with restricted Pod Security enforced, the gateway's TLS Secret, helm install.
 func (e *env) install(t *testing.T) {
 	ctx := t.Context()
-	ca, err := newTestCA()
+	ca, err := devnode.NewCA("e2e gateway CA")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tlsCA = ca
-	certPEM, keyPEM, err := ca.serving(gatewayHosts())
+	certPEM, keyPEM, err := ca.Issue(gatewayHosts()[0], nil, gatewayHosts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,10 +215,10 @@ func gatewayHosts() []string {
 }
 
 // tlsCA signs the gateway's serving certificates (the test's stand-in for the platform's issuer).
-var tlsCA *testCA
+var tlsCA *devnode.CA
 
-func (e *env) writeTLSSecret(ctx context.Context, ca *testCA) error {
-	certPEM, keyPEM, err := ca.serving(gatewayHosts())
+func (e *env) writeTLSSecret(ctx context.Context, ca *devnode.CA) error {
+	certPEM, keyPEM, err := ca.Issue(gatewayHosts()[0], nil, gatewayHosts())
 	if err != nil {
 		return err
 	}
@@ -283,8 +283,8 @@ func (e *env) podsRunUnderTheChart(t *testing.T) {
 			}
 		}
 		for _, st := range p.Status.ContainerStatuses {
-			if !strings.HasSuffix(st.ImageID, e.digest) && !strings.Contains(st.ImageID, "sha256:") {
-				t.Errorf("pod %s: image id %q", p.Name, st.ImageID)
+			if !strings.HasSuffix(st.ImageID, "@"+e.digest) {
+				t.Errorf("pod %s runs image %q, not the built index %s", p.Name, st.ImageID, e.digest)
 			}
 		}
 	}
@@ -339,7 +339,7 @@ func (e *env) gatewayPodIPs(ctx context.Context, t *testing.T) []string {
 // test CA for the Service's name.
 func servedSerial(ctx context.Context, ip string, port int) (string, error) {
 	pool := x509.NewCertPool()
-	pool.AddCert(tlsCA.cert)
+	pool.AddCert(tlsCA.Certificate())
 	d := &tls.Dialer{Config: &tls.Config{RootCAs: pool, ServerName: gatewayHosts()[2], MinVersion: tls.VersionTLS12}}
 	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ip, fmt.Sprint(port)))
 	if err != nil {
