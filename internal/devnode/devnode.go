@@ -287,6 +287,20 @@ func (n *Node) startNetwork(ctx context.Context) error {
 	return nil
 }
 
+// AddNodeAddress adds ip to the node's interface inside its network namespace, beside NodeIP: a
+// second address on the node's network that a hostNetwork Pod can listen on and that stays the
+// same when that Pod is replaced (NodeIP itself is the apiserver's address, which the product's
+// egress policy always refuses). The machine reaches it over the veth; it goes with the namespace
+// on Stop. ip must lie in the node network and be neither HostIP nor NodeIP.
+func (n *Node) AddNodeAddress(ctx context.Context, ip net.IP) error {
+	nw := n.Network
+	mask := net.CIDRMask(nw.PrefixLen, 32)
+	if ip.To4() == nil || !ip.Mask(mask).Equal(nw.NodeIP.Mask(mask)) || ip.Equal(nw.HostIP) || ip.Equal(nw.NodeIP) {
+		return fmt.Errorf("devnode: %s is not a free address of the node network %s/%d", ip, nw.NodeIP.Mask(mask), nw.PrefixLen)
+	}
+	return n.inNS(ctx, "ip", "addr", "add", fmt.Sprintf("%s/%d", ip, nw.PrefixLen), "dev", "eth0")
+}
+
 // start runs a long-lived component inside the namespace (nsenter execs it, so the PID is the
 // component's), its output in LogDir/NAME.log.
 func (n *Node) start(name, bin string, args ...string) (*proc, error) {

@@ -134,9 +134,12 @@ func firewall(ctx context.Context) string {
 }
 
 // nodeProcesses lists "PID NAME" of running processes whose executable is one of
-// nodeProcessNames.
+// nodeProcessNames and that run outside this process's network namespace: every node component
+// runs inside the node's, so an etcd or kube-apiserver of another test on this machine (an envtest
+// control plane, in the machine's namespace) is not taken for one the node left behind.
 func nodeProcesses() []string {
 	var out []string
+	self, _ := os.Readlink("/proc/self/ns/net")
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
@@ -147,6 +150,9 @@ func nodeProcesses() []string {
 			continue
 		}
 		name := strings.TrimSpace(string(comm))
+		if ns, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "net")); err == nil && ns == self {
+			continue
+		}
 		if slices.Contains(nodeProcessNames, name) || strings.HasPrefix(name, "containerd-shim") {
 			out = append(out, e.Name()+" "+name)
 		}

@@ -2,6 +2,7 @@ package mcptest
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -43,6 +44,7 @@ func StdioArgv(flags ...string) []string {
 // Main is the test server program (cmd/mcptest-server). Flags:
 //
 //	--http ADDR          serve Streamable HTTP on ADDR instead of stdio
+//	--tls-cert FILE --tls-key FILE   with --http: serve HTTPS with this certificate and key
 //	--era modern|legacy  modern: stateless 2026-07-28 (HTTP) / discover answered (stdio);
 //	                     legacy: stateful 2025-11-25 only
 //	--tools FILE         JSON array of tool descriptors (default: DefaultTools)
@@ -75,8 +77,14 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		printEnv  = fs.Bool("print-env", false, "raw engine: serve tool 'env' whose description is the environment")
 		conform   = fs.Bool("conformance", false, "serve the tools of the conformance suite's server scenarios")
 		change    = fs.Duration("change-after", 0, "go-sdk server: change tool 'echo' after this long (list_changed)")
+		tlsCert   = fs.String("tls-cert", "", "with --http: PEM certificate (chain) to serve HTTPS with")
+		tlsKey    = fs.String("tls-key", "", "with --http: PEM private key of --tls-cert")
 	)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if (*tlsCert == "") != (*tlsKey == "") || (*tlsCert != "" && *addr == "") {
+		fmt.Fprintln(stderr, "mcptest-server: --tls-cert and --tls-key go together, with --http")
 		return 2
 	}
 	if *noise > 0 {
@@ -140,7 +148,16 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		fmt.Fprintf(stderr, "mcptest-server: serving %s MCP on http://%s/mcp\n", *era, ln.Addr())
+		scheme := "http"
+		if *tlsCert != "" {
+			cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+			if err != nil {
+				fmt.Fprintln(stderr, "mcptest-server:", err)
+				return 1
+			}
+			ln, scheme = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), "https"
+		}
+		fmt.Fprintf(stderr, "mcptest-server: serving %s MCP on %s://%s/mcp\n", *era, scheme, ln.Addr())
 		hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			<-ctx.Done()

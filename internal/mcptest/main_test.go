@@ -3,6 +3,10 @@ package mcptest
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/b10x/connector-mcp/internal/devnode"
 )
 
 func TestMain(m *testing.M) {
@@ -63,5 +69,70 @@ func TestSampleHTTPServer(t *testing.T) {
 				t.Fatalf("tools = %+v", res.Tools)
 			}
 		})
+	}
+}
+
+// TestSampleHTTPSServer: with --tls-cert and --tls-key the program serves HTTPS (the e2e suite's
+// upstream Pod); a go-sdk client trusting the issuing CA lists its tools, one trusting only the
+// system roots fails the handshake, and a key without a certificate is a usage error.
+func TestSampleHTTPSServer(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := devnode.NewCA("mcptest CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.Issue("127.0.0.1", nil, []string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM,
+		"tools.json": []byte(`[{"name":"search_issues","description":"Search.","inputSchema":{"type":"object"}}]`)}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := Main([]string{"--http", "127.0.0.1:0", "--tls-key", filepath.Join(dir, "tls.key")}, nil, io.Discard, io.Discard); code != 2 {
+		t.Fatalf("--tls-key without --tls-cert: exit %d, want 2", code)
+	}
+	argv := StdioArgv("--http", "127.0.0.1:0", "--tools", filepath.Join(dir, "tools.json"),
+		"--tls-cert", filepath.Join(dir, "tls.crt"), "--tls-key", filepath.Join(dir, "tls.key"))
+	cmd := exec.CommandContext(context.Background(), argv[0], argv[1:]...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(line, "https://")
+	if i < 0 {
+		t.Fatalf("startup line %q names no https URL", line)
+	}
+	url := strings.TrimSpace(line[i:])
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Certificate())
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: trusting, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != 1 || res.Tools[0].Name != "search_issues" {
+		t.Fatalf("tools = %+v", res.Tools)
+	}
+	if cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil); err == nil {
+		cs.Close()
+		t.Fatal("a client without the CA connected: the server is not serving the given certificate")
 	}
 }

@@ -10,11 +10,14 @@ package ocitest
 import (
 	"bytes"
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -36,11 +39,17 @@ type Options struct {
 	Username, Password string
 	// TLS serves HTTPS with a certificate of its own (private) CA; see [Registry.CertPool].
 	TLS bool
+	// Certificate, when set, serves HTTPS with this certificate instead (a CA of the test's).
+	Certificate *tls.Certificate
+	// Addr is the address to listen on (default 127.0.0.1:0), e.g. an address of a network the
+	// test made, where Pods of a test node reach the registry.
+	Addr string
 }
 
-// Registry is an in-process OCI registry listening on a loopback address.
+// Registry is an in-process OCI registry listening on a loopback address (or Options.Addr).
 type Registry struct {
-	// Host is "127.0.0.1:PORT", the registry part of references to this registry.
+	// Host is "127.0.0.1:PORT" (or Options.Addr's host and port), the registry part of references
+	// to this registry.
 	Host string
 
 	server   *httptest.Server
@@ -69,18 +78,32 @@ func New(opts Options) *Registry {
 		referrers: map[string][]descriptor{},
 		tampered:  map[string][]byte{},
 	}
-	if opts.TLS {
-		r.server = httptest.NewTLSServer(http.HandlerFunc(r.serve))
-	} else {
-		r.server = httptest.NewServer(http.HandlerFunc(r.serve))
+	r.server = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
+	if opts.Addr != "" {
+		ln, err := net.Listen("tcp", opts.Addr)
+		if err != nil {
+			panic(fmt.Sprintf("ocitest: listen on %s: %v", opts.Addr, err))
+		}
+		_ = r.server.Listener.Close()
+		r.server.Listener = ln
+	}
+	switch {
+	case opts.Certificate != nil:
+		r.server.TLS = &tls.Config{Certificates: []tls.Certificate{*opts.Certificate}, MinVersion: tls.VersionTLS12}
+		r.server.StartTLS()
+	case opts.TLS:
+		r.server.StartTLS()
+	default:
+		r.server.Start()
 	}
 	r.Host = strings.TrimPrefix(strings.TrimPrefix(r.server.URL, "http://"), "https://")
 	return r
 }
 
-// CertPool returns a pool holding the certificate of a TLS registry (nil for plain HTTP).
+// CertPool returns a pool holding the certificate of a TLS registry (nil for plain HTTP or
+// Options.Certificate: the test holds that certificate's CA).
 func (r *Registry) CertPool() *x509.CertPool {
-	if r.server.Certificate() == nil {
+	if r.opts.Certificate != nil || r.server.Certificate() == nil {
 		return nil
 	}
 	pool := x509.NewCertPool()

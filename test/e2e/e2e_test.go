@@ -38,7 +38,6 @@ const (
 
 // env is what every step shares.
 type env struct {
-	t          *testing.T
 	root       string
 	node       *devnode.Node
 	cs         *kubernetes.Clientset
@@ -47,12 +46,20 @@ type env struct {
 	imageRepo  string
 	digest     string
 	installCmd []string
+	act        *activation
 }
 
+// cmd runs name in the repository root with the node's kubeconfig and returns its stdout; an error
+// carries its stderr.
 func (e *env) cmd(ctx context.Context, name string, args ...string) (string, error) {
+	return e.cmdEnv(ctx, nil, name, args...)
+}
+
+// cmdEnv is cmd with more environment variables.
+func (e *env) cmdEnv(ctx context.Context, env []string, name string, args ...string) (string, error) {
 	c := exec.CommandContext(ctx, name, args...)
 	c.Dir = e.root
-	c.Env = append(os.Environ(), "KUBECONFIG="+e.node.Kubeconfig)
+	c.Env = append(append(os.Environ(), "KUBECONFIG="+e.node.Kubeconfig), env...)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()
@@ -62,11 +69,12 @@ func (e *env) cmd(ctx context.Context, name string, args ...string) (string, err
 	return out.String(), nil
 }
 
-func (e *env) must(ctx context.Context, name string, args ...string) string {
-	e.t.Helper()
-	out, err := e.cmd(ctx, name, args...)
+// must is cmd that ends the (sub)test t on failure.
+func (e *env) must(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := e.cmd(t.Context(), name, args...)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return out
 }
@@ -115,7 +123,7 @@ func TestE2E(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helm: %v", err)
 	}
-	e := &env{t: t, root: root, node: node, cs: cs, kubectl: filepath.Join(bin, "kubectl"), helm: strings.TrimSpace(string(helm))}
+	e := &env{root: root, node: node, cs: cs, kubectl: filepath.Join(bin, "kubectl"), helm: strings.TrimSpace(string(helm))}
 
 	if !t.Run("install", e.install) {
 		t.FailNow()
@@ -123,9 +131,14 @@ func TestE2E(t *testing.T) {
 	t.Run("pods", e.podsRunUnderTheChart)
 	t.Run("leader election", e.leaderLease)
 	t.Run("gateway TLS rotation", e.tlsRotation)
+	if !t.Run("activation", e.activate) {
+		t.FailNow()
+	}
 	t.Run("caller through the Service", e.callerThroughTheService)
 	t.Run("leader takeover", e.leaderTakeover)
 	t.Run("upgrade", e.upgrade)
+	t.Run("drift", e.drift)
+	t.Run("remove tenants", e.removeTenants)
 	t.Run("uninstall", e.uninstall)
 
 	stop()
@@ -166,7 +179,6 @@ func installSteps(t *testing.T, root string) [][]string {
 // install runs docs/install.md's real-node block: make image into the node's registry, the
 // namespace with restricted Pod Security enforced, the gateway's TLS Secret, helm install.
 func (e *env) install(t *testing.T) {
-	ctx := t.Context()
 	ca, err := devnode.NewCA("e2e gateway CA")
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +207,7 @@ func (e *env) install(t *testing.T) {
 			t.Fatalf("docs/install.md real-node block: unknown command %q", step[0])
 		}
 		t.Logf("$ %s", strings.Join(step, " "))
-		out := e.must(ctx, name, step[1:]...)
+		out := e.must(t, name, step[1:]...)
 		if step[0] == "make" {
 			if e.digest = digestIn(out); e.digest == "" {
 				t.Fatalf("make image printed no digest: %q", out)
@@ -403,22 +415,21 @@ func (e *env) gatewayRestarts(ctx context.Context, t *testing.T) int32 {
 // uninstall: `helm uninstall` leaves only what docs/install.md says stays (the CRDs, and the
 // namespace the user created).
 func (e *env) uninstall(t *testing.T) {
-	ctx := t.Context()
-	e.must(ctx, e.helm, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "3m")
+	e.must(t, e.helm, "uninstall", release, "--namespace", namespace, "--wait", "--timeout", "3m")
 	// helm --wait does not wait for the Pods of a deleted Deployment; the garbage collector and
 	// the kubelet remove them.
 	e.waitNoPods(t)
-	out := e.must(ctx, e.kubectl, "get", "all,serviceaccounts,roles,rolebindings,configmaps,secrets,leases,networkpolicies,poddisruptionbudgets",
+	out := e.must(t, e.kubectl, "get", "all,serviceaccounts,roles,rolebindings,configmaps,secrets,leases,networkpolicies,poddisruptionbudgets",
 		"-n", namespace, "-l", "app.kubernetes.io/instance="+release, "-o", "name")
 	if strings.TrimSpace(out) != "" {
 		t.Errorf("objects of the release left in %s:\n%s", namespace, out)
 	}
-	out = e.must(ctx, e.kubectl, "get", "clusterroles,clusterrolebindings,validatingadmissionpolicies,validatingadmissionpolicybindings",
+	out = e.must(t, e.kubectl, "get", "clusterroles,clusterrolebindings,validatingadmissionpolicies,validatingadmissionpolicybindings",
 		"-l", "app.kubernetes.io/instance="+release, "-o", "name")
 	if strings.TrimSpace(out) != "" {
 		t.Errorf("cluster objects of the release left:\n%s", out)
 	}
-	crds := e.must(ctx, e.kubectl, "get", "crd", "-o", "jsonpath={.items[*].metadata.name}")
+	crds := e.must(t, e.kubectl, "get", "crd", "-o", "jsonpath={.items[*].metadata.name}")
 	if !strings.Contains(crds, "servicedeployments.connectors.b10x.io") {
 		t.Errorf("the CRDs should stay after uninstall (docs/install.md), got %q", crds)
 	}
