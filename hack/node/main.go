@@ -1,7 +1,8 @@
 // Command node runs a real single-node Kubernetes cluster on this machine (internal/devnode) until
 // interrupted, then stops it and restores the machine: `go run ./hack/node` as root, after
 // `hack/control-plane.sh kube-controller-manager kube-scheduler kubelet kube-proxy` and
-// hack/node-deps.sh. It prints the admin kubeconfig's path and the registry the node pulls from.
+// hack/node-deps.sh. It prints the admin kubeconfig's path, the registry the node pulls from, the pause image
+// there and the log directory, as NAME=VALUE lines.
 package main
 
 import (
@@ -44,7 +45,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("KUBECONFIG=%s\nREGISTRY=%s\nLOGS=%s\n", n.Kubeconfig, n.Registry, n.LogDir())
+	fmt.Printf("KUBECONFIG=%s\nREGISTRY=%s\nPAUSE_IMAGE=%s\nLOGS=%s\n", n.Kubeconfig, n.Registry, n.PauseImage, n.LogDir())
 	fmt.Fprintln(os.Stderr, "[devnode] Ready; Ctrl-C to stop and restore the machine")
 	<-ctx.Done()
 	return n.Stop()

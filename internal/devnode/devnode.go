@@ -137,7 +137,9 @@ type proc struct {
 func (n *Node) LogDir() string { return filepath.Join(n.WorkDir, "logs") }
 
 // Start brings the node up and returns once the node is Ready, kube-root-ca.crt is published and
-// the default ServiceAccount exists. On failure it stops whatever it started.
+// the default ServiceAccount exists. On failure it stops whatever it started. A node left behind
+// by a process that was killed (StateFile) is swept first; one whose process still runs is
+// ErrBusy.
 func Start(ctx context.Context, o Options) (n *Node, err error) {
 	if os.Geteuid() != 0 {
 		return nil, ErrNotRoot
@@ -150,6 +152,9 @@ func Start(ctx context.Context, o Options) (n *Node, err error) {
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
+	}
+	if err := sweepStale(); err != nil {
+		return nil, err
 	}
 	before, err := ReadMachine(ctx)
 	if err != nil {
@@ -170,6 +175,9 @@ func Start(ctx context.Context, o Options) (n *Node, err error) {
 			n = nil
 		}
 	}()
+	if err := n.saveState(); err != nil {
+		return n, err
+	}
 	for _, d := range []string{"logs", "pki", "etcd", "netns", "cni/net.d", "cni/ipam", "containerd/certs.d", "kubelet", "pod-logs", "runc"} {
 		if err := os.MkdirAll(filepath.Join(work, d), 0o700); err != nil {
 			return n, err
@@ -194,7 +202,11 @@ func Start(ctx context.Context, o Options) (n *Node, err error) {
 	}
 	for _, s := range steps {
 		t0 := time.Now()
-		if err := s.run(ctx); err != nil {
+		err := s.run(ctx)
+		if serr := n.saveState(); serr != nil && err == nil { // the link and cgroups it may have made
+			err = serr
+		}
+		if err != nil {
 			return n, fmt.Errorf("devnode: %s: %w", s.name, err)
 		}
 		n.logf("%s up (%.1fs)", s.name, time.Since(t0).Seconds())

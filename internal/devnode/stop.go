@@ -90,6 +90,9 @@ func (n *Node) stop() error {
 			errs = append(errs, err)
 		}
 	}
+	if err := removeState(); err != nil {
+		errs = append(errs, err)
+	}
 	if n.before != nil {
 		// Links and cgroups of a just-destroyed namespace disappear asynchronously: give the kernel
 		// a moment before calling a difference a leak.

@@ -11,29 +11,10 @@ import (
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
-// tsClient lists the tools of the gateway route and calls one tool with the TypeScript SDK's
-// Client over Streamable HTTP, printing one JSON line {tools, result} or {error}.
-const tsClient = `
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-const [url, token, tool, args] = process.argv.slice(2);
-const headers = token ? { Authorization: "Bearer " + token } : {};
-const client = new Client({ name: "ts-agent", version: "1.0.0" });
-try {
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
-  const tools = (await client.listTools()).tools;
-  const result = await client.callTool({ name: tool, arguments: JSON.parse(args) });
-  console.log(JSON.stringify({ tools, result, version: client.getServerVersion() }));
-} catch (e) {
-  console.log(JSON.stringify({ error: String(e && e.message || e) }));
-}
-await client.close().catch(() => {});
-`
-
-// runTS installs the pinned SDK (hack/ts-sdk.sh) and runs tsClient with node. Node and npm are
+// runTS installs the pinned SDK (hack/ts-sdk.sh) and runs mcptest.TypeScriptAgent with node. Node and npm are
 // required (CI installs them); their absence fails the test.
 func runTS(t *testing.T, url, token, tool, args string) map[string]json.RawMessage {
-	return mcptest.RunTypeScript(t, filepath.Join("..", ".."), tsClient, url, token, tool, args)
+	return mcptest.RunTypeScript(t, filepath.Join("..", ".."), mcptest.TypeScriptAgent, url, token, tool, args)
 }
 
 // TestTypeScriptClientInterop: the TypeScript SDK client (an independent implementation, era

@@ -75,16 +75,22 @@ func (e *env) agentPod(t *testing.T, name, audience string, args ...string) *cor
 	}
 }
 
-// startAgent creates the agent Pod.
-func (e *env) startAgent(t *testing.T, name, audience string, args ...string) {
+// createPod creates pod.
+func (e *env) createPod(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
-	if _, err := e.cs.CoreV1().Pods(callerNS).Create(t.Context(), e.agentPod(t, name, audience, args...), metav1.CreateOptions{}); err != nil {
+	if _, err := e.cs.CoreV1().Pods(pod.Namespace).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// agentResult waits for the agent Pod to end and decodes the last line it printed.
-func (e *env) agentResult(t *testing.T, name string, within time.Duration) agentOutcome {
+// startAgent creates the agent Pod.
+func (e *env) startAgent(t *testing.T, name, audience string, args ...string) {
+	t.Helper()
+	e.createPod(t, e.agentPod(t, name, audience, args...))
+}
+
+// podLogs waits for the team's Pod name to end and returns the last line it printed.
+func (e *env) podLogs(t *testing.T, name string, within time.Duration) string {
 	t.Helper()
 	ctx := t.Context()
 	deadline := time.Now().Add(within)
@@ -102,13 +108,27 @@ func (e *env) agentResult(t *testing.T, name string, within time.Duration) agent
 		time.Sleep(time.Second)
 	}
 	logs := strings.TrimSpace(e.must(t, e.kubectl, "logs", "-n", callerNS, name))
-	lines := strings.Split(logs, "\n")
-	var got agentOutcome
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil {
-		t.Fatalf("pod %s printed %q: %v", name, logs, err)
-	}
 	t.Logf("%s: %s", name, logs)
+	lines := strings.Split(logs, "\n")
+	return lines[len(lines)-1]
+}
+
+// agentResult waits for the agent Pod to end and decodes the last line it printed.
+func (e *env) agentResult(t *testing.T, name string, within time.Duration) agentOutcome {
+	t.Helper()
+	line := e.podLogs(t, name, within)
+	var got agentOutcome
+	if err := json.Unmarshal([]byte(line), &got); err != nil {
+		t.Fatalf("pod %s printed %q: %v", name, line, err)
+	}
 	return got
+}
+
+// reviewedNames are the reviewed operations the deployment exposes, sorted.
+func (e *env) reviewedNames() []string {
+	names := []string{e.act.ops["echo"], e.act.ops["get_forecast"]}
+	slices.Sort(names)
+	return names
 }
 
 // runAgent runs an agent Pod to its end.
@@ -132,8 +152,7 @@ func (e *env) callerThroughTheService(t *testing.T) {
 	case !strings.Contains(got.Text, "Oslo"):
 		t.Errorf("agent: the upstream's answer did not come through: %q", got.Text)
 	}
-	want := []string{e.act.ops["echo"], e.act.ops["get_forecast"]}
-	slices.Sort(want)
+	want := e.reviewedNames()
 	slices.Sort(got.Tools)
 	if !slices.Equal(got.Tools, want) {
 		t.Errorf("agent: listed %v, want exactly the reviewed operations %v", got.Tools, want)

@@ -135,6 +135,7 @@ func TestE2E(t *testing.T) {
 		t.FailNow()
 	}
 	t.Run("caller through the Service", e.callerThroughTheService)
+	t.Run("TypeScript agent through the Service", e.tsAgentThroughTheService)
 	t.Run("leader takeover", e.leaderTakeover)
 	t.Run("upgrade", e.upgrade)
 	t.Run("drift", e.drift)

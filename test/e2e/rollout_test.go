@@ -5,7 +5,11 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,29 +21,41 @@ import (
 // leaseDuration is the chart's manager lease duration (controller-runtime's default).
 const leaseDuration = 15 * time.Second
 
-// leaderTakeover: the Pod holding the manager's Lease is deleted at once (grace 0), and at the same
-// moment the team changes its ServiceDeployment (echo no longer exposed). The other replica takes
-// the Lease and reconciles the change within the lease duration plus one pass.
+// leaderTakeover: the process of the manager holding the Lease is killed with SIGKILL (as the
+// OOM killer or a lost node would: it cannot release the Lease), and at the same moment the team
+// changes its ServiceDeployment (echo no longer exposed). Another manager takes the Lease once it
+// expires and reconciles the change within the lease duration plus one pass.
 func (e *env) leaderTakeover(t *testing.T) {
 	ctx := t.Context()
 	holder := e.leaseHolder(t)
 	pod, _, _ := strings.Cut(holder, "_")
-	if err := e.cs.CoreV1().Pods(namespace).Delete(ctx, pod, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+	p, err := e.cs.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
+	}
+	_, id, _ := strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
+	pids := containerPIDs(t, id)
+	if len(pids) == 0 {
+		t.Fatalf("no process of container %s (leader %s) found", id, pod)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
 	}
 	start := time.Now()
 	e.must(t, e.kubectl, "-n", callerNS, "patch", "sdep", "weather", "--type=json",
 		"-p", `[{"op":"test","path":"/spec/operations/1/operationRef","value":"`+e.act.ops["echo"]+`"},{"op":"replace","path":"/spec/operations/1/expose","value":false}]`)
-	// With the holder gone without releasing, the other replica acquires the Lease after at most
-	// the lease duration plus a retry period.
+	// The killed holder did not release the Lease: another manager (the other replica, or the
+	// killed one's restarted container) acquires it after the lease duration plus a retry period.
 	deadline := start.Add(2 * time.Minute)
 	for {
-		if h := e.leaseHolder(t); h != "" && !strings.HasPrefix(h, pod+"_") {
-			t.Logf("lease taken over by %s %.1fs after %s was killed", h, time.Since(start).Seconds(), pod)
+		if h := e.leaseHolder(t); h != "" && h != holder {
+			t.Logf("lease taken over by %s %.1fs after the leader %s was killed", h, time.Since(start).Seconds(), holder)
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no other replica took the Lease within 2 minutes of killing %s", pod)
+			t.Fatalf("no manager took the Lease within 2 minutes of killing %s", holder)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -64,6 +80,28 @@ func (e *env) leaderTakeover(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// containerPIDs lists the processes of the container id: those whose cgroup path names it (the
+// kubelet's cgroupfs layout ends each container's cgroup in its ID).
+func containerPIDs(t *testing.T, id string) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cgroup"))
+		if err == nil && strings.Contains(string(b), id) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // deployment reads the team's ServiceDeployment.
