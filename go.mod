@@ -36,7 +36,18 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/hashicorp/golang-lru/v2 v2.0.7
+require (
+	github.com/hashicorp/golang-lru/v2 v2.0.7
+	github.com/prometheus/prometheus v0.51.0
+)
+
+require (
+	github.com/dennwc/varint v1.0.0 // indirect
+	github.com/go-kit/log v0.2.1 // indirect
+	github.com/go-logfmt/logfmt v0.6.0 // indirect
+	github.com/grafana/regexp v0.0.0-20221122212121-6b5c0a4cb7fd // indirect
+	go.uber.org/atomic v1.11.0 // indirect
+)
 
 // Goroutine-leak checks of the resilience stories (test/envtest).
 require go.uber.org/goleak v1.3.0
