@@ -154,10 +154,10 @@ func TestChartDashboardsNameRealMetrics(t *testing.T) {
 func TestChartExpressionCheckDetectsMistakes(t *testing.T) {
 	exported := exportedMetrics(t)
 	for expr, want := range map[string]string{
-		`sum(rate(connector_mcp_gateway_requests_total[5m])`:                                  "does not parse",
-		`sum(rate(connector_mcp_gateway_request_total[5m]))`:                                  "unknown metric connector_mcp_gateway_request_total",
-		`sum by (deployment) (rate(connector_mcp_gateway_calls_total{deployment="x"}[5m]))`:   "connector_mcp_gateway_calls_total has no label deployment",
-		`sum(rate(connector_mcp_gateway_requests_total{outcome=~"ok|upstream_failed"}[5m]))`:  "unknown outcome upstream_failed",
+		`sum(rate(connector_mcp_gateway_requests_total[5m])`:                                                            "does not parse",
+		`sum(rate(connector_mcp_gateway_request_total[5m]))`:                                                            "unknown metric connector_mcp_gateway_request_total",
+		`sum by (deployment) (rate(connector_mcp_gateway_calls_total{deployment="x"}[5m]))`:                             "connector_mcp_gateway_calls_total has no label deployment",
+		`sum(rate(connector_mcp_gateway_requests_total{outcome=~"ok|upstream_failed"}[5m]))`:                            "unknown outcome upstream_failed",
 		`histogram_quantile(0.99, sum by (le) (rate(connector_mcp_freeze_duration_seconds_bucket{namespace="x"}[5m])))`: "",
 		`max(up{job="x"})`: "",
 	} {

@@ -108,7 +108,7 @@ var chartMatrix = map[string]map[string]any{
 	"egress-cidrs": {"policy": map[string]any{"egressAllowCIDRs": []string{"10.96.0.0/12", "fd00::/8"}}},
 	"monitoring": {"serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true},
 		"dashboards": map[string]any{"enabled": true},
-		"caBundle": map[string]any{"configMapName": "corp-ca"}, "priorityClassName": "system-cluster-critical",
+		"caBundle":   map[string]any{"configMapName": "corp-ca"}, "priorityClassName": "system-cluster-critical",
 		"image":   map[string]any{"digest": "sha256:" + strings.Repeat("ab", 32)},
 		"gateway": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "gateway-tls"}}},
 	// Gateway TLS from cert-manager, and the callers' CA bundle from trust-manager.
