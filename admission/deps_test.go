@@ -9,7 +9,7 @@ import (
 // goListDeps returns the packages pkgs depend on (go list -deps), themselves included.
 func goListDeps(t *testing.T, pkgs ...string) map[string]bool {
 	t.Helper()
-	out, err := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...).Output()
+	out, err := exec.CommandContext(t.Context(), "go", append([]string{"list", "-deps"}, pkgs...)...).Output()
 	if err != nil {
 		t.Fatalf("go list -deps %v: %v", pkgs, err)
 	}

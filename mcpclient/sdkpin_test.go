@@ -152,7 +152,7 @@ func TestGoSDKPin(t *testing.T) {
 	// The module the build selects (test binaries record no dependency build info).
 	goJSON := func(v any, args ...string) {
 		t.Helper()
-		cmd := exec.Command("go", args...)
+		cmd := exec.CommandContext(t.Context(), "go", args...)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod")
 		out, err := cmd.Output()

@@ -15,7 +15,7 @@ import (
 // k8sjson.UnmarshalCaseSensitivePreserveInts). The signed SLSA predicate and Docker configs were
 // once decoded case-insensitively (ocipack's TestProvenancePredicateIsDecodedExactCase,
 // TestDockerConfigIsDecodedExactCase).
-var plainDecodes = map[string]string{ //nolint:gosec // G101: reasons, not credentials
+var plainDecodes = map[string]string{
 	"mcpclient/capture.go:deliverMembers": "an id into any: no struct field to case-fold onto",
 	"mcpclient/capture.go:deliverRaw":     "a batch into []json.RawMessage: no struct field to case-fold onto",
 	"mcpclient/capture.go:RoundTrip":      "the outgoing request the SDK wrote (not server data), and its id into any",

@@ -450,7 +450,7 @@ func TestEveryVerbHasExamples(t *testing.T) {
 // A network failure names its class, never the address or the URL's query: a server and a
 // registry nobody listens for (a loopback port bound, then closed) are connection_refused.
 func TestNetworkFailureNamesItsCause(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

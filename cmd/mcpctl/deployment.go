@@ -173,7 +173,7 @@ func checkDeploymentURL(raw string) error {
 	switch {
 	case err != nil || u.Host == "" || strings.ContainsAny(raw, " \t\r\n"):
 		return usagef("deployment init: --url must be an absolute https URL")
-	case !strings.EqualFold(u.Scheme, "https") && !(strings.EqualFold(u.Scheme, "http") && isLoopbackURL(raw)):
+	case !strings.EqualFold(u.Scheme, "https") && (!strings.EqualFold(u.Scheme, "http") || !isLoopbackURL(raw)):
 		return usagef("deployment init: --url must be https (plain http only to loopback)")
 	case u.User != nil:
 		return usagef("deployment init: --url must not carry userinfo (user:pass@): name a bearer with --credential-secret")

@@ -379,7 +379,7 @@ func (vf *verifyFlags) fetchTrustedRoot(env *cliEnv, eg *egressFlags) (*root.Tru
 		repo = ociregistry.PublicGoodTUFURL
 	}
 	u, err := url.Parse(repo)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && ociregistry.IsLoopbackHost(u.Host))) {
+	if err != nil || u.Host == "" || (u.Scheme != "https" && (u.Scheme != "http" || !ociregistry.IsLoopbackHost(u.Host))) {
 		return nil, usagef("--trusted-root-tuf-url must be an https URL (plain http only to loopback)")
 	}
 	hc, err := eg.registryHTTPClient(u)

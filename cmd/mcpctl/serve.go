@@ -163,7 +163,7 @@ func serve(ctx context.Context, env *cliEnv, f *serveFlags, sf *serverFlags, cmd
 	if err != nil {
 		return err
 	}
-	audit := io.Writer(env.stderr)
+	audit := env.stderr
 	if f.auditFile != "" {
 		af, err := os.OpenFile(f.auditFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
@@ -240,7 +240,7 @@ func serveHTTP(ctx context.Context, env *cliEnv, addr string, srv *mcp.Server) e
 		case <-ctx.Done():
 		case <-done:
 		}
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = hs.Shutdown(sctx)
 	}()

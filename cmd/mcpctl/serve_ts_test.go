@@ -2,12 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/b10x/connector-mcp/internal/mcptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
 // tsServeClient lists the tools of "mcpctl serve" and calls one with the TypeScript SDK's Client,

@@ -3,12 +3,13 @@ package adapters
 import (
 	"context"
 	"fmt"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"net"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"

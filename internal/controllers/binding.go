@@ -2,9 +2,10 @@ package controllers
 
 import (
 	"fmt"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"sort"
 	"strings"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 )

@@ -2,8 +2,9 @@ package controllers
 
 import (
 	"fmt"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"strings"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )

@@ -29,14 +29,15 @@ type registryServer struct {
 	servers []*http.Server
 }
 
-func (n *Node) startRegistry(context.Context) error {
+func (n *Node) startRegistry(ctx context.Context) error {
 	h := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	lo, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	lo, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	port := lo.Addr().(*net.TCPAddr).Port
-	host, err := net.Listen("tcp", net.JoinHostPort(n.Network.HostIP.String(), strconv.Itoa(port)))
+	host, err := lc.Listen(ctx, "tcp", net.JoinHostPort(n.Network.HostIP.String(), strconv.Itoa(port)))
 	if err != nil {
 		_ = lo.Close()
 		return err

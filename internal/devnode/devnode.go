@@ -320,7 +320,7 @@ func (n *Node) start(name, bin string, args ...string) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	//nolint:gosec // G204: the binaries and arguments are the node's own
+	//nolint:noctx // a component outlives Start's context; Stop ends it by PID
 	cmd := exec.Command("nsenter", append([]string{"--net=" + n.netns, "--", bin}, args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -349,7 +349,7 @@ func (n *Node) exited(p *proc) error {
 func (n *Node) waitFor(ctx context.Context, p *proc, timeout time.Duration, what string, check func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	last := errors.New("not checked yet")
+	var last error
 	for {
 		if p != nil {
 			if err := n.exited(p); err != nil {
@@ -365,7 +365,7 @@ func (n *Node) waitFor(ctx context.Context, p *proc, timeout time.Duration, what
 			if p != nil {
 				log = "; see " + filepath.Join(n.LogDir(), p.name+".log")
 			}
-			return fmt.Errorf("%w: %s after %s: %v%s", ErrNotReady, what, timeout, last, log)
+			return fmt.Errorf("%w: %s after %s: %w%s", ErrNotReady, what, timeout, last, log)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

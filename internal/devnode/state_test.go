@@ -28,7 +28,7 @@ func TestSweepStaleRemovesADeadNodesLeftovers(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(work, "logs"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	dead := exec.Command("true")
+	dead := exec.CommandContext(t.Context(), "true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestSweepStaleRemovesADeadNodesLeftovers(t *testing.T) {
 // it is touched.
 func TestSweepStaleRefusesALiveNode(t *testing.T) {
 	useStateFile(t)
-	live := exec.Command("sleep", "30")
+	live := exec.CommandContext(t.Context(), "sleep", "30")
 	if err := live.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,11 @@ package gateway
 
 import (
 	"context"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

@@ -80,7 +80,7 @@ func TestServingCertificateRotates(t *testing.T) {
 			if err != nil {
 				return
 			}
-			go func() { _ = c.(*tls.Conn).Handshake(); _ = c.Close() }()
+			go func() { _ = c.(*tls.Conn).HandshakeContext(context.Background()); _ = c.Close() }()
 		}
 	}()
 	if cn := servedCN(t, ln.Addr().String()); cn != "first" {

@@ -15,20 +15,31 @@ import (
 // Real exchanges on loopback end in the class that explains them; a wrapped error keeps it, and
 // an error that is no network failure has none.
 func TestOfRealFailures(t *testing.T) {
+	get := func(c *http.Client, url string) error {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err
+	}
 	// Refused: a port nothing listens on (bound, then closed).
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	closed := l.Addr().String()
 	l.Close()
-	_, err = http.Get("http://" + closed + "/")
+	err = get(http.DefaultClient, "http://"+closed+"/")
 	if got := Of(err); got != Refused {
 		t.Errorf("closed port: %q (%v)", got, err)
 	}
 
 	// Timeout: a listener that accepts and never answers.
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	silent, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +53,7 @@ func TestOfRealFailures(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	_, err = (&http.Client{Timeout: 100 * time.Millisecond}).Get("http://" + silent.Addr().String() + "/")
+	err = get(&http.Client{Timeout: 100 * time.Millisecond}, "http://"+silent.Addr().String()+"/")
 	if got := Of(err); got != Timeout {
 		t.Errorf("silent server: %q (%v)", got, err)
 	}
@@ -50,20 +61,20 @@ func TestOfRealFailures(t *testing.T) {
 	// TLS: an untrusted certificate, and TLS spoken to a plain HTTP server.
 	ts := httptest.NewTLSServer(http.NotFoundHandler())
 	defer ts.Close()
-	_, err = http.Get(ts.URL)
+	err = get(http.DefaultClient, ts.URL)
 	if got := Of(err); got != TLS {
 		t.Errorf("untrusted certificate: %q (%v)", got, err)
 	}
 	plain := httptest.NewServer(http.NotFoundHandler())
 	defer plain.Close()
 	// tls.Dial: net/http answers this case with its own plain error instead.
-	_, err = tls.Dial("tcp", plain.Listener.Addr().String(), &tls.Config{ServerName: "127.0.0.1"})
+	_, err = (&tls.Dialer{Config: &tls.Config{ServerName: "127.0.0.1"}}).DialContext(t.Context(), "tcp", plain.Listener.Addr().String())
 	if got := Of(err); got != TLS {
 		t.Errorf("TLS to plain HTTP: %q (%v)", got, err)
 	}
 
 	// Reset: the server closes with unread data, which resets the connection.
-	reset, err := net.Listen("tcp", "127.0.0.1:0")
+	reset, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,10 +84,10 @@ func TestOfRealFailures(t *testing.T) {
 		if err != nil {
 			return
 		}
-		c.(*net.TCPConn).SetLinger(0)
+		_ = c.(*net.TCPConn).SetLinger(0)
 		c.Close()
 	}()
-	c, err := net.Dial("tcp", reset.Addr().String())
+	c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", reset.Addr().String())
 	if err == nil { // the reset may already come with the dial
 		time.Sleep(50 * time.Millisecond)
 		_, err = c.Read(make([]byte, 1))

@@ -12,9 +12,9 @@ import (
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
-// RefusalCredentialHelperFailed: a Docker credential helper named by credsStore or credHelpers
-// failed, so the request is not sent (never anonymously in its place).
-const RefusalCredentialHelperFailed = "credential_helper_failed"
+// RefusalCredentialHelperFailed is the refusal when a Docker credential helper named by
+// credsStore or credHelpers failed, so the request is not sent (never anonymously in its place).
+const RefusalCredentialHelperFailed = "credential_helper_failed" //nolint:gosec // G101: a refusal name, not a credential
 
 // ErrCredentialHelper is the reason of RefusalCredentialHelperFailed.
 var ErrCredentialHelper = errors.New("docker credential helper failed")
@@ -43,13 +43,13 @@ func CredentialsFromDockerConfigFile(path string, data []byte) (auth.CredentialF
 	}
 	store, err := credentials.NewStore(path, credentials.StoreOptions{})
 	if err != nil {
-		return nil, refuse(ocipack.RefusalInvalidDockerConfig, "", fmt.Errorf("%w: %v", ocipack.ErrInvalidDockerConfig, err))
+		return nil, refuse(ocipack.RefusalInvalidDockerConfig, "", fmt.Errorf("%w: %w", ocipack.ErrInvalidDockerConfig, err))
 	}
 	get := credentials.Credential(store)
 	return func(ctx context.Context, hostport string) (auth.Credential, error) {
 		c, err := get(ctx, hostport)
 		if err != nil {
-			return auth.EmptyCredential, refuse(RefusalCredentialHelperFailed, hostport, fmt.Errorf("%w: %v", ErrCredentialHelper, err))
+			return auth.EmptyCredential, refuse(RefusalCredentialHelperFailed, hostport, fmt.Errorf("%w: %w", ErrCredentialHelper, err))
 		}
 		return c, nil
 	}, nil

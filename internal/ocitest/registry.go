@@ -9,6 +9,7 @@ package ocitest
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -80,7 +81,7 @@ func New(opts Options) *Registry {
 	}
 	r.server = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
 	if opts.Addr != "" {
-		ln, err := net.Listen("tcp", opts.Addr)
+		ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", opts.Addr)
 		if err != nil {
 			panic(fmt.Sprintf("ocitest: listen on %s: %v", opts.Addr, err))
 		}

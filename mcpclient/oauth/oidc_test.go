@@ -30,8 +30,8 @@ func TestOIDCDiscoveryOnlyAuthorizationServer(t *testing.T) {
 				t.Fatalf("authorization through %s: %v", as.Issuer, err)
 			}
 			cred := onlyCred(t, store, rs.URL)
-			if cred.Key.Issuer != as.Issuer || cred.TokenURL != as.Issuer+"/token" {
-				t.Fatalf("credential bound to issuer %q, token URL %q; want %q", cred.Key.Issuer, cred.TokenURL, as.Issuer)
+			if cred.Issuer != as.Issuer || cred.TokenURL != as.Issuer+"/token" {
+				t.Fatalf("credential bound to issuer %q, token URL %q; want %q", cred.Issuer, cred.TokenURL, as.Issuer)
 			}
 			// The metadata document was read (not the 2025-03-26 fallback that guesses endpoints).
 			if got := as.Counts(); got.MetadataReads == 0 || got.CodeGrants != 1 || got.Registrations != 1 {

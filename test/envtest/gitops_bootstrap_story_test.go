@@ -308,7 +308,7 @@ func TestStoryGitOpsBootstrapAnyOrder(t *testing.T) {
 	signer := newTeamSigner(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("apply order seed %d", seed)
-	rng := mrand.New(mrand.NewPCG(seed, 29))
+	rng := mrand.New(mrand.NewPCG(seed, 29)) //nolint:gosec // G404: a logged, replayable apply order, not a secret
 
 	// The deterministic orders: the reverse dependency order, and each object the profile or
 	// the deployment depends on arriving last (so every arrival's watch is what re-verifies);
@@ -442,7 +442,7 @@ func TestStoryGitOpsUntrustedKeyStalls(t *testing.T) {
 	})
 	// It stays Stalled (a later pass does not start a new wait).
 	time.Sleep(grace / 2)
-	prof = waitObj(t, prof, time.Second, "still Stalled", func(p *apiv1.McpServiceProfile) bool {
+	waitObj(t, prof, time.Second, "still Stalled", func(p *apiv1.McpServiceProfile) bool {
 		return hasCondition(p, apiv1.ConditionStalled, metav1.ConditionTrue, apiv1.ReasonVerificationFailed)
 	})
 	entries := tr.entries()

@@ -46,7 +46,7 @@ func TestStoryMetricsNeedAuthenticationAndAuthorization(t *testing.T) {
 	}
 
 	serve := func(m appoptions.Metrics) string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,13 +11,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

@@ -87,7 +87,7 @@ func clientFor(caFile, tokenFile string) (*http.Client, string, error) {
 
 // probe makes the raw tools/list request: out gets "status" and "serial", or "error".
 func probe(hc *http.Client, url, token string, out map[string]any) {
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`))
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`))
 	if err != nil {
 		out["error"] = err.Error()
 		return
