@@ -223,8 +223,8 @@ type Verifier struct {
 	// source supplies the keyless trusted root lazily when trusted is nil
 	// (WithTrustedRootSource).
 	source TrustedRootSource
-	tlog    int
-	sct     int
+	tlog   int
+	sct    int
 	// keylessTlog and keylessTSA are the transparency evidence keyless bundles must carry.
 	keylessTlog, keylessTSA int
 	// strict refuses unanchored subject expressions and keyless certificates that certify no

@@ -450,14 +450,14 @@ func TestAdmission(t *testing.T) {
 			msg:   "exactly one of source.oci or source.inline must be set",
 		},
 		{
-			name:     "keyless identity needs exactly one subject form",
-			sample:   sampleOCI,
+			name:   "keyless identity needs exactly one subject form",
+			sample: sampleOCI,
 			accepted: set("spec.source.oci.verify.keyless", map[string]any{"issuer": "https://token.actions.githubusercontent.com",
 				"subjectRegExp": "^https://github.com/example/.*$"}),
 			rejected: set("spec.source.oci.verify.keyless", map[string]any{"issuer": "https://token.actions.githubusercontent.com",
 				"subject": "https://github.com/example/mcp-profiles/.github/workflows/sign-packs.yaml@refs/heads/main", "subjectRegExp": "^https://github.com/example/.*$"}),
-			field:    "spec.source.oci.verify.keyless",
-			msg:      "exactly one of subject or subjectRegExp must be set",
+			field: "spec.source.oci.verify.keyless",
+			msg:   "exactly one of subject or subjectRegExp must be set",
 		},
 		{
 			name:     "every operation needs a grant",

@@ -152,7 +152,6 @@ func chartDefaultOptions(t *testing.T, ns string, fetches *atomic.Int64) manager
 	return *o
 }
 
-
 // sampleWorld is what the placeholders stand for in this test: a loopback registry with a pack of
 // the sample's reviewed profile signed by a team key, a loopback MCP server listing exactly its
 // reviewed tools behind a bearer token, and the values of every placeholder.
