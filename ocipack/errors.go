@@ -115,6 +115,9 @@ const (
 	RefusalInvalidPolicy = "invalid_policy"
 	// RefusalInvalidTrustedRoot: a trusted root that does not load (reason ErrInvalidPolicy).
 	RefusalInvalidTrustedRoot = "invalid_trusted_root"
+	// RefusalTrustedRootUnavailable: the trusted root of keyless verification could not be
+	// fetched over TUF (reason ErrTrustedRootUnavailable; retried).
+	RefusalTrustedRootUnavailable = "trusted_root_unavailable"
 	// RefusalUnanchoredSubjectRegExp: a keyless subject regexp not anchored with ^ and $.
 	RefusalUnanchoredSubjectRegExp = "unanchored_subject_regexp"
 	// RefusalInvalidKey: a signing or verification key cannot be loaded.
@@ -253,6 +256,10 @@ var (
 	// ErrMissingTransparency is the reason a keyless bundle lacks the transparency evidence the
 	// verifier requires (refusals "missing_tlog_entry", "missing_signed_timestamp").
 	ErrMissingTransparency = errors.New("keyless signature lacks required transparency evidence")
+	// ErrTrustedRootUnavailable is the reason a keyless signature could not be checked: the
+	// trusted root it is verified against could not be fetched over TUF (refusal
+	// "trusted_root_unavailable"). It is not a verdict on the pack: the verification is retried.
+	ErrTrustedRootUnavailable = errors.New("keyless trusted root unavailable")
 )
 
 // RefusalError is a named refusal of this package. It never carries document text, registry

@@ -63,6 +63,9 @@ const (
 	ReasonPackInvalid = "PackInvalid"
 	// ReasonRegistryUnavailable: the registry could not be reached (retried).
 	ReasonRegistryUnavailable = "RegistryUnavailable"
+	// ReasonTrustedRootUnavailable: the trusted root of keyless verification could not be fetched
+	// over TUF (retried).
+	ReasonTrustedRootUnavailable = "TrustedRootUnavailable"
 	// ReasonProfileInvalid: the profile document is not a reviewed, complete profile.
 	ReasonProfileInvalid = "ProfileInvalid"
 	// ReasonSnapshotDigestMismatch: the recorded digests do not reconstruct.

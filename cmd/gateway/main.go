@@ -115,7 +115,7 @@ func run() int {
 		return 1
 	}
 	log.Info("Starting the gateway", "listenAddress", opts.ListenAddress, "audience", opts.Audience, "plainHTTPUnsafe", opts.PlainHTTPUnsafe,
-		"skipProvenanceUnsafe", opts.SkipProvenanceUnsafe)
+		"skipProvenanceUnsafe", opts.SkipProvenanceUnsafe, "keylessTrustedRoot", opts.KeylessTrust().String())
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "The gateway stopped with an error")
 		return 1

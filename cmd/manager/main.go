@@ -107,7 +107,7 @@ func run() int {
 		return 1
 	}
 	waived, _ := opts.WaivedChecks()
-	log.Info("Starting the manager", "waivedChecks", waived, "allowLoopbackUnsafe", opts.AllowLoopbackUnsafe)
+	log.Info("Starting the manager", "waivedChecks", waived, "allowLoopbackUnsafe", opts.AllowLoopbackUnsafe, "keylessTrustedRoot", opts.KeylessTrust().String())
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "The manager stopped with an error")
 		return 1

@@ -431,9 +431,9 @@ func TestPackVerifyKeylessOverTUF(t *testing.T) {
 		"--provenance-source-repo", cliRepo, "--provenance-ref", cliRef, "--keyless-without-tlog-unsafe",
 		"--trusted-root-tuf-url", repo.URL, "--trusted-root-tuf-root", anchor}
 	r := runCLI(t, nil, args...)
-	if r.code != 0 || !strings.Contains(r.stdout, `"subject": "`+cliSubject+`"`) || repo.Requests == 0 ||
+	if r.code != 0 || !strings.Contains(r.stdout, `"subject": "`+cliSubject+`"`) || repo.Requests() == 0 ||
 		!strings.Contains(r.stderr, "over TUF from "+strings.TrimPrefix(repo.URL, "http://")) {
-		t.Fatalf("verify over TUF: exit %d (%d TUF requests)\n%s\n%s", r.code, repo.Requests, r.stdout, r.stderr)
+		t.Fatalf("verify over TUF: exit %d (%d TUF requests)\n%s\n%s", r.code, repo.Requests(), r.stdout, r.stderr)
 	}
 
 	_, otherAnchor := newCLITUFRepo(t, dir, "other-root.json", kca.TrustedRootJSON)

@@ -79,6 +79,7 @@ func TestClassifyEveryRule(t *testing.T) {
 		{&sourceRules, unknown, "the pack's own errors"},
 
 		{&packRules, &ociregistry.RegistryError{Op: "fetch", Err: errors.New("boom")}, "ociregistry.RegistryError"},
+		{&packRules, &ociregistry.TrustedRootError{Cause: "timeout", Err: errors.New("boom")}, "ocipack.ErrTrustedRootUnavailable"},
 		{&packRules, &ocipack.RefusalError{Name: "missing_signature", Err: ocipack.ErrNoSignature}, "ocipack.ErrNoSignature, ocipack.ErrNoAttestation"},
 		{&packRules, &ocipack.RefusalError{Name: "wrong_identity", Err: ocipack.ErrWrongIdentity}, "ocipack verification sentinels"},
 		{&packRules, &ocipack.RefusalError{Name: "blob_digest_mismatch", Err: ocipack.ErrBlobDigestMismatch}, "any named refusal"},
@@ -105,6 +106,37 @@ func TestClassifyEveryRule(t *testing.T) {
 				t.Errorf("ruleset %s: rule %q has no case", rs.name, r.what)
 			}
 		}
+	}
+}
+
+// A keyless trusted root that could not be fetched over TUF is no verdict on the pack: it is
+// retried (TrustedRootUnavailable), under the cluster trust and under the profile's own policy
+// alike, and its message names the refusal and the cause class, never the repository's URL, its
+// credentials or what it answered. Twin: a signature refusal of the same pack is not retried.
+func TestClassifyTrustedRootUnavailable(t *testing.T) {
+	inner := fmt.Errorf("failed to download https://mirror:s3cret@tuf.example/2.root.json?token=abc: %w", errors.New("<html>maintenance</html>"))
+	tre := &ociregistry.TrustedRootError{Cause: ociregistry.TrustedRootCauseHTTPStatus, Status: 503, Err: inner}
+	for _, err := range []error{tre, fmt.Errorf("verify: %w", tre), &stepErr{StepProfilePolicy, tre}} {
+		serr := ClassifyVerifyError(VerifyRequest{Ref: "r@sha256:x"}, err)
+		msg := serr.Message()
+		if serr.Reason() != v1.ReasonTrustedRootUnavailable || !serr.Transient() || serr.Waiting() || serr.Condition() != v1.ConditionSourceVerified {
+			t.Errorf("%v: %s transient=%v waiting=%v", err, serr.Reason(), serr.Transient(), serr.Waiting())
+		}
+		if !strings.Contains(msg, ocipack.RefusalTrustedRootUnavailable+": http_status 503") {
+			t.Errorf("message %q does not name the refusal and its cause", msg)
+		}
+		for _, leak := range []string{"tuf.example", "s3cret", "token", "maintenance", "root.json"} {
+			if strings.Contains(msg, leak) || strings.Contains(tre.Error(), leak) {
+				t.Errorf("message %q or error %q carries %q", msg, tre.Error(), leak)
+			}
+		}
+		if !errors.Is(serr, ocipack.ErrTrustedRootUnavailable) {
+			t.Errorf("%v: the sentinel is lost", err)
+		}
+	}
+	twin := ClassifyVerifyError(VerifyRequest{}, &ocipack.RefusalError{Name: "missing_signature", Err: ocipack.ErrNoSignature})
+	if twin.Transient() || twin.Reason() == v1.ReasonTrustedRootUnavailable {
+		t.Errorf("a missing signature classified as %s (transient %v)", twin.Reason(), twin.Transient())
 	}
 }
 

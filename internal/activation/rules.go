@@ -489,6 +489,13 @@ type registryFailure interface {
 	RegistryOp() string
 }
 
+// trustedRootFailure is a failure to fetch the keyless trusted root
+// (ociregistry.TrustedRootError), named by its cause class.
+type trustedRootFailure interface {
+	error
+	TrustedRootCause() string
+}
+
 // packRules classify ocipack's errors of a pack verification and pull.
 var packRules = ruleset{
 	name: "pack",
@@ -509,6 +516,17 @@ var packRules = ruleset{
 					op += ": " + te.Refusal()
 				}
 				return "the registry could not serve the pack (" + op + "); retrying"
+			}},
+		// Not a verdict on the pack: the keyless trusted root could not be fetched over TUF.
+		{what: "ocipack.ErrTrustedRootUnavailable", reason: v1.ReasonTrustedRootUnavailable, transient: true,
+			match: is(ocipack.ErrTrustedRootUnavailable),
+			message: func(err error, _ *classifyContext) string {
+				cause := "error"
+				var tr trustedRootFailure
+				if errors.As(err, &tr) {
+					cause = clipN(tr.TrustedRootCause(), 64)
+				}
+				return fmt.Sprintf("the keyless trusted root could not be fetched over TUF (%s: %s); retrying", ocipack.RefusalTrustedRootUnavailable, cause)
 			}},
 		{what: "ocipack.ErrNoSignature, ocipack.ErrNoAttestation", reason: v1.ReasonProvenanceMissing,
 			match: is(ocipack.ErrNoSignature, ocipack.ErrNoAttestation),

@@ -52,7 +52,8 @@ func (s *Shared) packVerifier(in ResolverInputs) (*adapters.PackVerifier, error)
 	if err != nil {
 		return nil, err
 	}
-	trusted, err := s.loadTrustedRoot(hc)
+	// Dials nothing: a TUF repository is fetched at the first keyless verification.
+	trusted, tufRoot, err := s.trustedRoot(hc)
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +69,10 @@ func (s *Shared) packVerifier(in ResolverInputs) (*adapters.PackVerifier, error)
 	}
 	if s.KeylessRequireSignedTimestamp {
 		opts = append(opts, ociregistry.WithKeylessSignedTimestamps(1))
+	}
+	if tufRoot != nil {
+		// One source for every verifier (pull-secret ones too): one fetch, one kept root.
+		opts = append(opts, ociregistry.WithTrustedRootSource(tufRoot))
 	}
 	waived, _ := s.WaivedChecks()
 	v := &adapters.PackVerifier{

@@ -26,14 +26,21 @@ type Verification struct {
 	// KeylessRequireSignedTimestamp (--keyless-require-signed-timestamp) also requires an
 	// RFC 3161 signed timestamp on keyless packs.
 	KeylessRequireSignedTimestamp bool
-	// TrustedRootPath is a sigstore trusted_root.json for keyless verification.
+	// TrustedRootPath is a sigstore trusted_root.json for keyless verification (it overrides
+	// the TUF default).
 	TrustedRootPath string
-	// TrustedRootTUFURL is a TUF repository serving trusted_root.json (e.g. a mirror of
-	// public-good Sigstore's); the trusted root is fetched at start through egress and refreshed
-	// every 24 hours. TrustedRootTUFRootPath is the TUF root.json it is anchored in (required, except
-	// for public-good Sigstore's repository, ociregistry.PublicGoodTUFURL, whose root sigstore-go
+	// TrustedRootTUFURL is the TUF repository serving trusted_root.json. Empty (the default):
+	// public-good Sigstore's, ociregistry.PublicGoodTUFURL; TrustedRootTUFNone turns keyless
+	// verification off. The trusted root is fetched through egress at the first keyless
+	// verification (never at start, never for key-signed packs), kept, and fetched again at the
+	// first use after 24 hours (KeylessTrust). TrustedRootTUFRootPath is the TUF root.json it is
+	// anchored in (required, except for public-good Sigstore's repository, whose root sigstore-go
 	// builds in).
 	TrustedRootTUFURL, TrustedRootTUFRootPath string
+	// BeforeTrustedRootFetch, when set, is called before every fetch of the trusted root over TUF
+	// with the repository URL; an error fails that fetch before anything is dialed. It is no flag:
+	// tests set it to prove that nothing is fetched (and nothing leaves the machine).
+	BeforeTrustedRootFetch func(repoURL string) error
 	// DefaultIssuer, DefaultSubject and DefaultSubjectRegExp form the platform's keyless signer
 	// ("default-keyless" in the platform trust source).
 	DefaultIssuer, DefaultSubject, DefaultSubjectRegExp string
@@ -52,9 +59,9 @@ func (v *Verification) BindFlags(fs *pflag.FlagSet) {
 	_ = fs.MarkHidden("require-provenance")
 	fs.BoolVar(&v.KeylessWithoutTlogUnsafe, "keyless-without-tlog-unsafe", v.KeylessWithoutTlogUnsafe, "Accept keyless packs without a transparency-log entry (a signed timestamp from the trusted root's TSA then suffices).")
 	fs.BoolVar(&v.KeylessRequireSignedTimestamp, "keyless-require-signed-timestamp", v.KeylessRequireSignedTimestamp, "Also require an RFC 3161 signed timestamp on keyless packs.")
-	fs.StringVar(&v.TrustedRootPath, "trusted-root", v.TrustedRootPath, "Path of a sigstore trusted_root.json for keyless verification.")
-	fs.StringVar(&v.TrustedRootTUFURL, "trusted-root-tuf-url", v.TrustedRootTUFURL, "TUF repository serving trusted_root.json, fetched through egress and refreshed daily (instead of --trusted-root).")
-	fs.StringVar(&v.TrustedRootTUFRootPath, "trusted-root-tuf-root", v.TrustedRootTUFRootPath, "TUF root.json that anchors --trusted-root-tuf-url (default for https://tuf-repo-cdn.sigstore.dev: public-good Sigstore's root, built in).")
+	fs.StringVar(&v.TrustedRootPath, "trusted-root", v.TrustedRootPath, "Path of a sigstore trusted_root.json for keyless verification (instead of TUF; for clusters that do not reach it).")
+	fs.StringVar(&v.TrustedRootTUFURL, "trusted-root-tuf-url", v.TrustedRootTUFURL, "TUF repository serving trusted_root.json for keyless verification, fetched through egress at the first keyless verification and refreshed daily (default: public-good Sigstore, "+ociregistry.PublicGoodTUFURL+"; \""+TrustedRootTUFNone+"\": keyless verification off).")
+	fs.StringVar(&v.TrustedRootTUFRootPath, "trusted-root-tuf-root", v.TrustedRootTUFRootPath, "TUF root.json that anchors --trusted-root-tuf-url (default for "+ociregistry.PublicGoodTUFURL+": public-good Sigstore's root, built in).")
 	fs.StringVar(&v.DefaultIssuer, "default-identity-issuer", v.DefaultIssuer, "OIDC issuer of the platform's keyless signer (trusted in every namespace).")
 	fs.StringVar(&v.DefaultSubject, "default-identity-subject", v.DefaultSubject, "Exact certificate subject of the platform's keyless signer.")
 	fs.StringVar(&v.DefaultSubjectRegExp, "default-identity-subject-regexp", v.DefaultSubjectRegExp, "Anchored (^...$) certificate subject regular expression of the platform's keyless signer.")
@@ -94,10 +101,16 @@ func (v *Verification) Validate() error {
 	if v.TrustedRootPath != "" && v.TrustedRootTUFURL != "" {
 		errs = append(errs, errTrustedRootSources)
 	}
+	tuf := v.TrustedRootTUFURL != "" && v.TrustedRootTUFURL != TrustedRootTUFNone
+	if tuf {
+		if err := validateTUFURL(v.TrustedRootTUFURL); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	// Public-good Sigstore's repository is anchored in the root built into sigstore-go; any other
 	// needs its own root.json.
-	if (v.TrustedRootTUFURL == "" && v.TrustedRootTUFRootPath != "") ||
-		(v.TrustedRootTUFURL != "" && v.TrustedRootTUFURL != ociregistry.PublicGoodTUFURL && v.TrustedRootTUFRootPath == "") {
+	if (!tuf && v.TrustedRootTUFRootPath != "") ||
+		(tuf && v.TrustedRootTUFURL != ociregistry.PublicGoodTUFURL && v.TrustedRootTUFRootPath == "") {
 		errs = append(errs, errors.New("--trusted-root-tuf-url and --trusted-root-tuf-root go together (the root may be left out only for public-good Sigstore, "+ociregistry.PublicGoodTUFURL+")"))
 	}
 	return errors.Join(errs...)

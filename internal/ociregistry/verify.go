@@ -220,8 +220,11 @@ func (r *Result) VerifiedProvenance() apiv1.VerifiedProvenance {
 type Verifier struct {
 	client  *Client
 	trusted root.TrustedMaterial
-	tlog    int
-	sct     int
+	// source supplies the keyless trusted root lazily when trusted is nil
+	// (WithTrustedRootSource).
+	source TrustedRootSource
+	tlog   int
+	sct    int
 	// keylessTlog and keylessTSA are the transparency evidence keyless bundles must carry.
 	keylessTlog, keylessTSA int
 	// strict refuses unanchored subject expressions and keyless certificates that certify no
@@ -277,6 +280,16 @@ func WithKeylessSignedTimestamps(threshold int) VerifierOption {
 // present, are always matched, strict or not.
 func WithStrictKeyless() VerifierOption {
 	return func(v *Verifier) { v.strict = true }
+}
+
+// WithTrustedRootSource makes keyless verification get its trusted root from src when the
+// verifier was given none (NewVerifier's trusted is nil): only when a keyless policy meets a
+// bundle that carries a certificate, so a verifier that checks only key-signed packs never asks
+// src. When src fails (a *TrustedRootError) and no policy is satisfied, that failure is the
+// verdict (refusal "trusted_root_unavailable": retried), not a signature refusal; nothing is
+// cached.
+func WithTrustedRootSource(src TrustedRootSource) VerifierOption {
+	return func(v *Verifier) { v.source = src }
 }
 
 // WithCacheSize bounds the verification cache (default 256 entries; 0 disables it).
@@ -410,17 +423,23 @@ func (v *Verifier) VerifyAny(ctx context.Context, ref Reference, policies []Poli
 	var refs []Referrer
 	fetched, stored := false, false
 	bestScore := -1
-	var bestErr error
+	var bestErr, unavailable error
 	for i, policy := range policies {
-		sv, err := v.sigstoreVerifier(policy)
-		if err != nil {
-			if len(policies) == 1 {
-				return -1, nil, err
+		// lazy: the trusted root of this keyless policy is asked of the source once the bundles
+		// show a certificate to check.
+		lazy := policy.Keyless != nil && v.trusted == nil && v.source != nil
+		var sv *verify.Verifier
+		var err error
+		if !lazy {
+			if sv, err = v.sigstoreVerifier(policy, v.trusted); err != nil {
+				if len(policies) == 1 {
+					return -1, nil, err
+				}
+				if bestScore < 0 {
+					bestScore, bestErr = 0, err
+				}
+				continue
 			}
-			if bestScore < 0 {
-				bestScore, bestErr = 0, err
-			}
-			continue
 		}
 		if !fetched {
 			if refs, stored, err = v.client.bundles(ctx, ref); err != nil {
@@ -428,6 +447,24 @@ func (v *Verifier) VerifyAny(ctx context.Context, ref Reference, policies []Poli
 			}
 			fetched = true
 		}
+		if lazy && anyCertificate(refs) {
+			material, err := v.source.TrustedRoot(ctx)
+			if err != nil {
+				unavailable = err
+				continue
+			}
+			if sv, err = v.sigstoreVerifier(policy, material); err != nil {
+				if len(policies) == 1 {
+					return -1, nil, err
+				}
+				if bestScore < 0 {
+					bestScore, bestErr = 0, err
+				}
+				continue
+			}
+		}
+		// sv is nil for a lazy keyless policy and bundles without a certificate: none of them
+		// can satisfy it, and checkBundle says why without a trusted root.
 		res, why, score := v.evaluate(sv, refs, ref, policy)
 		if res == nil {
 			if score > bestScore {
@@ -451,7 +488,26 @@ func (v *Verifier) VerifyAny(ctx context.Context, ref Reference, policies []Poli
 		}
 		return i, res, nil
 	}
+	if unavailable != nil {
+		// A keyless policy could not be checked: no verdict, the caller retries.
+		return -1, nil, unavailable
+	}
 	return -1, nil, bestErr
+}
+
+// anyCertificate reports whether one of refs' bundles carries a certificate (a keyless
+// signature): only then does a keyless policy need the trusted root.
+func anyCertificate(refs []Referrer) bool {
+	for _, rf := range refs {
+		var b bundle.Bundle
+		if b.UnmarshalJSON(rf.Bundle) != nil {
+			continue
+		}
+		if vc, err := b.VerificationContent(); err == nil && vc.Certificate() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // evaluate checks the fetched bundles against one policy. On refusal it returns the reason and
@@ -570,7 +626,8 @@ func (v *Verifier) save(ctx context.Context, p *Pack) {
 	v.mu.Unlock()
 }
 
-func (v *Verifier) sigstoreVerifier(p Policy) (*verify.Verifier, error) {
+// sigstoreVerifier builds the sigstore verifier of policy p, keyless against trusted.
+func (v *Verifier) sigstoreVerifier(p Policy, trusted root.TrustedMaterial) (*verify.Verifier, error) {
 	var opts []verify.VerifierOption
 	var material root.TrustedMaterial
 	if p.PublicKey != nil {
@@ -580,17 +637,17 @@ func (v *Verifier) sigstoreVerifier(p Policy) (*verify.Verifier, error) {
 		}
 		key := root.NewExpiringKey(sv, timeZero, timeZero)
 		material = root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) { return key, nil })
-		if v.tlog > 0 && v.trusted != nil {
-			material = root.TrustedMaterialCollection{v.trusted, material}
+		if v.tlog > 0 && trusted != nil {
+			material = root.TrustedMaterialCollection{trusted, material}
 			opts = append(opts, verify.WithTransparencyLog(v.tlog), verify.WithIntegratedTimestamps(v.tlog))
 		} else {
 			opts = append(opts, verify.WithNoObserverTimestamps())
 		}
 	} else {
-		if v.trusted == nil {
+		if trusted == nil {
 			return nil, refuse(ocipack.RefusalInvalidPolicy, "trustedRoot", ocipack.ErrInvalidPolicy)
 		}
-		material = v.trusted
+		material = trusted
 		opts = append(opts, verify.WithObserverTimestamps(1))
 		if n := max(v.tlog, v.keylessTlog); n > 0 {
 			opts = append(opts, verify.WithTransparencyLog(n))
@@ -624,6 +681,9 @@ func (v *Verifier) checkBundle(sv *verify.Verifier, raw []byte, p Policy, digest
 		if ts, err := b.Timestamps(); v.keylessTSA > 0 && (err != nil || len(ts) == 0) {
 			return nil, reasonMissingTimestamp
 		}
+	}
+	if sv == nil {
+		return nil, reasonUntrusted // no trusted material for this policy: no signature verifies
 	}
 	idOpt := verify.WithKey()
 	if p.Keyless != nil {

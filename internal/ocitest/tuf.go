@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"time"
 
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -23,12 +24,19 @@ type TUFRepo struct {
 	URL string
 	// RootJSON is the repository's 1.root.json: the anchor a client trusts it by.
 	RootJSON []byte
-	// Requests counts the requests served.
-	Requests int
 
-	files map[string][]byte
-	srv   *httptest.Server
+	files       map[string][]byte
+	srv         *httptest.Server
+	requests    atomic.Int64
+	unavailable atomic.Bool
 }
+
+// Requests returns the number of requests received so far (answered or not).
+func (r *TUFRepo) Requests() int64 { return r.requests.Load() }
+
+// SetUnavailable makes the repository answer every request 503 Service Unavailable with an HTML
+// page (a mirror down for maintenance) while down is true.
+func (r *TUFRepo) SetUnavailable(down bool) { r.unavailable.Store(down) }
 
 // NewTUFRepo starts a repository serving trustedRoot as trusted_root.json; Close stops it.
 func NewTUFRepo(trustedRoot []byte) (*TUFRepo, error) {
@@ -84,7 +92,13 @@ func NewTUFRepo(trustedRoot []byte) (*TUFRepo, error) {
 	r.files["/targets/"+hex.EncodeToString(sum[:])+".trusted_root.json"] = trustedRoot
 	r.RootJSON = r.files["/1.root.json"]
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.Requests++
+		r.requests.Add(1)
+		if r.unavailable.Load() {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("<html><body>down for maintenance: see https://status.tuf.example/?token=hunter2</body></html>"))
+			return
+		}
 		b, ok := r.files[req.URL.Path]
 		if !ok {
 			http.NotFound(w, req)

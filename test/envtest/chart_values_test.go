@@ -617,3 +617,38 @@ func TestChartPublicGoodTUFNeedsNoRoot(t *testing.T) {
 		t.Fatalf("another repository without its root: %v\n%s", err, out)
 	}
 }
+
+// The chart's defaults name no trusted root: the manager then verifies keyless signatures
+// against public-good Sigstore's over TUF (appoptions.KeylessTrust), fetched lazily.
+// policy.trustedRootTUF.url=none renders --trusted-root-tuf-url=none (keyless off) and parses.
+// Twins: none with a root, and a URL with credentials, a query or plain http off loopback are
+// refused by name before anything is installed.
+func TestChartKeylessTrustedRootValues(t *testing.T) {
+	for _, a := range managerArgs(t, nil) {
+		if strings.HasPrefix(a, "--trusted-root") {
+			t.Fatalf("the default values render %s", a)
+		}
+	}
+	args := managerArgs(t, map[string]any{"policy": map[string]any{"trustedRootTUF": map[string]any{"url": "none"}}})
+	if !slices.Contains(args, "--trusted-root-tuf-url=none") {
+		t.Fatalf("url=none renders %v", args)
+	}
+	fs, o := managerFlagSet()
+	if err := fs.Parse(args); err != nil || o.Validate() != nil || o.KeylessTrust().Kind != "none" {
+		t.Fatalf("url=none: parse %v, keyless trust %+v", err, o.KeylessTrust())
+	}
+	for name, c := range map[string]struct {
+		policy map[string]any
+		want   string
+	}{
+		"none with a root":        {map[string]any{"trustedRootTUF": map[string]any{"url": "none", "rootConfigMap": "r"}}, "cannot go with policy.trustedRootTUF.url=none"},
+		"credentials in the URL":  {map[string]any{"trustedRootTUF": map[string]any{"url": "https://u:p@tuf.example", "rootConfigMap": "r"}}, "trustedRootTUF/url"}, //nolint:gosec // G101: a made-up credential the schema must refuse
+		"a query in the URL":      {map[string]any{"trustedRootTUF": map[string]any{"url": "https://tuf.example/?token=x", "rootConfigMap": "r"}}, "trustedRootTUF/url"},
+		"plain http off loopback": {map[string]any{"trustedRootTUF": map[string]any{"url": "http://tuf.example", "rootConfigMap": "r"}}, "trustedRootTUF/url"},
+	} {
+		out, err := helmRun(t, map[string]any{"policy": c.policy}, "template", "x", chartDir())
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("%s: %v\n%s", name, err, out)
+		}
+	}
+}

@@ -242,12 +242,13 @@ func crdCondition(crd *apiextensionsv1.CustomResourceDefinition, typ apiextensio
 
 // TestSamplesAccepted applies every sample unchanged under strict field validation and checks
 // that the inline profile read back from the apiserver still passes the reviewed-profile checks
-// (its descriptor digests survive the apiserver's round trip).
+// (its descriptor digests survive the apiserver's round trip). The inline and the OCI profile
+// are alternatives of one name (development and production): each goes to its own namespace.
 func TestSamplesAccepted(t *testing.T) {
 	ns := newNamespace(t, "samples")
-	for _, f := range []string{sampleInline, sampleOCI, sampleDeployment} {
+	for f, in := range map[string]string{sampleInline: ns, sampleOCI: newNamespace(t, "samples-oci"), sampleDeployment: ns} {
 		u := loadSample(t, f)
-		if err := create(t, ns, u.GetName(), u); err != nil {
+		if err := create(t, in, u.GetName(), u); err != nil {
 			t.Errorf("%s: rejected: %v", f, err)
 		}
 	}
@@ -449,12 +450,14 @@ func TestAdmission(t *testing.T) {
 			msg:   "exactly one of source.oci or source.inline must be set",
 		},
 		{
-			name:     "keyless identity needs exactly one subject form",
-			sample:   sampleOCI,
-			accepted: both(del("spec.source.oci.verify.keyless.subject"), set("spec.source.oci.verify.keyless.subjectRegExp", "^https://github.com/example/.*$")),
-			rejected: set("spec.source.oci.verify.keyless.subjectRegExp", "^https://github.com/example/.*$"),
-			field:    "spec.source.oci.verify.keyless",
-			msg:      "exactly one of subject or subjectRegExp must be set",
+			name:   "keyless identity needs exactly one subject form",
+			sample: sampleOCI,
+			accepted: set("spec.source.oci.verify.keyless", map[string]any{"issuer": "https://token.actions.githubusercontent.com",
+				"subjectRegExp": "^https://github.com/example/.*$"}),
+			rejected: set("spec.source.oci.verify.keyless", map[string]any{"issuer": "https://token.actions.githubusercontent.com",
+				"subject": "https://github.com/example/mcp-profiles/.github/workflows/sign-packs.yaml@refs/heads/main", "subjectRegExp": "^https://github.com/example/.*$"}),
+			field: "spec.source.oci.verify.keyless",
+			msg:   "exactly one of subject or subjectRegExp must be set",
 		},
 		{
 			name:     "every operation needs a grant",
@@ -607,10 +610,16 @@ func TestKubectlApply(t *testing.T) {
 		return kubectlRun(t, data, "apply", "-n", ns, "-f", "-")
 	}
 	t.Run("samples apply", func(t *testing.T) {
-		for _, f := range []string{sampleInline, sampleOCI, sampleDeployment} {
+		for _, f := range []string{sampleInline, sampleDeployment} {
 			if out, err := apply(t, loadSample(t, f)); err != nil {
 				t.Errorf("%s: %v\n%s", f, err, out)
 			}
+		}
+		// The OCI profile has the inline one's name (its production alternative).
+		u := loadSample(t, sampleOCI)
+		u.SetName("weather-oci")
+		if out, err := apply(t, u); err != nil {
+			t.Errorf("%s: %v\n%s", sampleOCI, err, out)
 		}
 	})
 	for _, tc := range []struct {

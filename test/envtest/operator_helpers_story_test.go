@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -40,6 +41,7 @@ import (
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/managerapp"
 	"github.com/b10x/connector-mcp/internal/mcptest"
+	"github.com/b10x/connector-mcp/internal/ociregistry"
 	"github.com/b10x/connector-mcp/internal/writecount"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/ocipack"
@@ -88,7 +90,20 @@ func devOptions() managerapp.Options {
 	// read Stalled after a second, so the refusal stories see their final state at once; the
 	// GitOps bootstrap stories set the production default.
 	o.WaitGracePeriod = time.Second
+	// Keyless trust defaults to public-good Sigstore's TUF repository, fetched at the first
+	// keyless signature: no story may reach it (nothing leaves this machine), only a loopback
+	// repository of its own.
+	o.BeforeTrustedRootFetch = loopbackTUFOnly
 	return o
+}
+
+// loopbackTUFOnly refuses the fetch of a keyless trusted root from any TUF repository off
+// loopback (BeforeTrustedRootFetch of the stories' managers).
+func loopbackTUFOnly(repoURL string) error {
+	if u, err := url.Parse(repoURL); err == nil && ociregistry.IsLoopbackHost(u.Host) {
+		return nil
+	}
+	return errString("a story fetched the keyless trusted root from a repository off loopback")
 }
 
 // startOperator starts a manager watching namespace ns with options o. It stops when the test

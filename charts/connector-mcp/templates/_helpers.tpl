@@ -190,8 +190,11 @@ Every value is quoted (connector-mcp.arg). */}}
     - key: trusted_root.json
       path: trusted_root.json
 {{- end }}
-{{- if and .Values.policy.trustedRootTUF.url (ne .Values.policy.trustedRootTUF.url "https://tuf-repo-cdn.sigstore.dev") (not .Values.policy.trustedRootTUF.rootConfigMap) }}
-{{- fail "policy.trustedRootTUF.rootConfigMap is required with policy.trustedRootTUF.url (except for public-good Sigstore, https://tuf-repo-cdn.sigstore.dev)" }}
+{{- if and .Values.policy.trustedRootTUF.url (ne .Values.policy.trustedRootTUF.url "https://tuf-repo-cdn.sigstore.dev") (ne .Values.policy.trustedRootTUF.url "none") (not .Values.policy.trustedRootTUF.rootConfigMap) }}
+{{- fail "policy.trustedRootTUF.rootConfigMap is required with policy.trustedRootTUF.url (except for public-good Sigstore, https://tuf-repo-cdn.sigstore.dev, and none)" }}
+{{- end }}
+{{- if and (eq .Values.policy.trustedRootTUF.url "none") .Values.policy.trustedRootTUF.rootConfigMap }}
+{{- fail "policy.trustedRootTUF.rootConfigMap anchors a TUF repository: it cannot go with policy.trustedRootTUF.url=none" }}
 {{- end }}
 {{- if .Values.policy.trustedRootTUF.rootConfigMap }}
 - name: trusted-root-tuf
