@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"strings"
 	"testing"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

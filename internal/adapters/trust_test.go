@@ -10,9 +10,10 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"strings"
 	"testing"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -3,11 +3,12 @@ package controllers
 import (
 	"context"
 	"errors"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

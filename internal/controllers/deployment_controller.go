@@ -3,8 +3,9 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"time"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"

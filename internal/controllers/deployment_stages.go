@@ -2,9 +2,10 @@ package controllers
 
 import (
 	"context"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"slices"
 	"time"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

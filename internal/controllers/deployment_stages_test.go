@@ -2,10 +2,11 @@ package controllers
 
 import (
 	"context"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

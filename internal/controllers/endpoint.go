@@ -3,11 +3,12 @@ package controllers
 import (
 	"errors"
 	"fmt"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 )
 
 // Stable refusal names of an endpoint URL that carries a value: configuration names sources

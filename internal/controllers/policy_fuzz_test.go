@@ -2,12 +2,13 @@ package controllers
 
 import (
 	"fmt"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"net"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )

@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

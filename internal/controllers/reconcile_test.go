@@ -3,11 +3,12 @@ package controllers
 import (
 	"context"
 	"errors"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"

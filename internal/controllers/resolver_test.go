@@ -2,9 +2,10 @@ package controllers
 
 import (
 	"context"
-	"github.com/b10x/connector-mcp/internal/activation"
 	"sync/atomic"
 	"testing"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"

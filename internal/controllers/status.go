@@ -1,8 +1,9 @@
 package controllers
 
 import (
-	"github.com/b10x/connector-mcp/internal/activation"
 	"time"
+
+	"github.com/b10x/connector-mcp/internal/activation"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -9,11 +9,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
-	"github.com/b10x/connector-mcp/ocipack"
 	"math/big"
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/b10x/connector-mcp/ocipack"
 
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"

@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/b10x/connector-mcp/ocipack"
 	"strings"
 	"testing"
+
+	"github.com/b10x/connector-mcp/ocipack"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 

@@ -2,9 +2,10 @@ package ociregistry
 
 import (
 	"context"
-	"github.com/b10x/connector-mcp/ocipack"
 	"os"
 	"testing"
+
+	"github.com/b10x/connector-mcp/ocipack"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/ocitest"

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/b10x/connector-mcp/ocipack"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -15,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/b10x/connector-mcp/ocipack"
 
 	"github.com/b10x/connector-mcp/internal/ocitest"
 )

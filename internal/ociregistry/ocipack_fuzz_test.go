@@ -2,9 +2,10 @@ package ociregistry
 
 import (
 	"encoding/json"
-	"github.com/b10x/connector-mcp/ocipack"
 	"regexp"
 	"testing"
+
+	"github.com/b10x/connector-mcp/ocipack"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"

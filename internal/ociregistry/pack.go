@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/b10x/connector-mcp/ocipack"
 	"net"
 	"strings"
+
+	"github.com/b10x/connector-mcp/ocipack"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"

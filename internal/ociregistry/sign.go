@@ -9,9 +9,10 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"github.com/b10x/connector-mcp/ocipack"
 	"strings"
 	"time"
+
+	"github.com/b10x/connector-mcp/ocipack"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"

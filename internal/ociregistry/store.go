@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/b10x/connector-mcp/ocipack"
 	"maps"
+
+	"github.com/b10x/connector-mcp/ocipack"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"

@@ -2,8 +2,9 @@ package ociregistry
 
 import (
 	"context"
-	"github.com/b10x/connector-mcp/ocipack"
 	"testing"
+
+	"github.com/b10x/connector-mcp/ocipack"
 
 	"oras.land/oras-go/v2/registry/remote/auth"
 

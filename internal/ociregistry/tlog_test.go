@@ -6,9 +6,10 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
-	"github.com/b10x/connector-mcp/ocipack"
 	"testing"
 	"time"
+
+	"github.com/b10x/connector-mcp/ocipack"
 
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"

@@ -9,11 +9,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/b10x/connector-mcp/ocipack"
 	"regexp"
 	"regexp/syntax"
 	"strings"
 	"sync"
+
+	"github.com/b10x/connector-mcp/ocipack"
 
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"

@@ -10,9 +10,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/b10x/connector-mcp/ocipack"
 	"reflect"
 	"testing"
+
+	"github.com/b10x/connector-mcp/ocipack"
 
 	"github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
