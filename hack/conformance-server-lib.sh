@@ -4,6 +4,7 @@
 # The caller sets NODE_DIR, SUITE_VERSION, NODE_VERSION_SPEC, REVISIONS, SCORED, EXPECTED_FAIL,
 # WORK and log().
 # shellcheck disable=SC2154 # the caller assigns the variables named above
+# shellcheck disable=SC2034 # failed is read by the caller
 
 # install_suite installs (or reuses) the suite and Node into NODE_DIR, puts that Node first on
 # PATH and sets SUITE to the suite's command.
