@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"os"
 	"time"
@@ -25,6 +26,7 @@ import (
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/appoptions"
 	"github.com/b10x/connector-mcp/internal/managerapp"
+	"github.com/b10x/connector-mcp/internal/tracing"
 )
 
 func main() {
@@ -57,6 +59,20 @@ func run() int {
 	opts.ApplyEnvDefaults(fs, os.Getenv) // --verified-pack-namespace defaults to $POD_NAMESPACE
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	// Traces (docs/observability.md): off unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	tcfg, stopTracing, err := tracing.Setup(context.Background(), "connector-mcp-manager", "")
+	if err != nil {
+		log.Error(err, "Unable to set up tracing")
+		return 1
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(ctx); err != nil {
+			log.Error(err, "Flushing traces failed")
+		}
+	}()
+	log.Info("Tracing", "enabled", tcfg.Enabled, "protocol", tcfg.Protocol)
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

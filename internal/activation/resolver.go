@@ -1,8 +1,13 @@
 package activation
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"sync"
+
+	"github.com/b10x/connector-mcp/internal/tracing"
+	"github.com/b10x/connector-mcp/refusal"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
@@ -126,10 +131,14 @@ func (r *Resolver) resolve(ctx context.Context, p *v1.McpServiceProfile) (*Resol
 			return nil, NoPackVerifier.New("this manager has no pack verifier configured")
 		}
 		req := VerifyRequest{Namespace: p.Namespace, Ref: src.OCI.Ref, PullSecret: src.OCI.PullSecretRef, Policy: src.OCI.Verify}
-		vs, err := r.Verifier.VerifyPack(ctx, req)
+		vctx, span := tracing.Tracer().Start(ctx, "stage SourceVerified", trace.WithAttributes(tracing.KeyStage.String(v1.ConditionSourceVerified)))
+		vs, err := r.Verifier.VerifyPack(vctx, req)
 		if err != nil {
-			return nil, ClassifyVerifyError(req, err)
+			serr := ClassifyVerifyError(req, err)
+			tracing.EndWithReason(span, serr.Reason(), refusal.Name(serr))
+			return nil, serr
 		}
+		tracing.EndWithReason(span, "", "")
 		res.Document, res.Snapshot, res.PackDigest, res.ProfileDigest = vs.Document, vs.Snapshot, vs.PackDigest, vs.ProfileDigest
 		prov := vs.Provenance
 		res.Provenance = &prov

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/b10x/connector-mcp/internal/tracing"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -103,16 +105,22 @@ func (v *PackVerifier) VerifyPack(ctx context.Context, req activation.VerifyRequ
 		c.Credentials = creds
 		verifier = v.NewVerifier(&c)
 	}
-	i, res, err := verifier.VerifyAny(ctx, ref, pols)
+	vctx, span := tracing.Tracer().Start(ctx, "verify pack signature and provenance")
+	i, res, err := verifier.VerifyAny(vctx, ref, pols)
+	if err == nil {
+		if extra := ProfilePolicy(req.Policy, ownKey, pols[i]); extra != nil {
+			if _, verr := verifier.Verify(vctx, ref, *extra); verr != nil {
+				err = step(RefusalProfilePolicy, verr)
+			}
+		}
+	}
+	tracing.EndWith(span, err)
 	if err != nil {
 		return nil, err
 	}
-	if extra := ProfilePolicy(req.Policy, ownKey, pols[i]); extra != nil {
-		if _, err := verifier.Verify(ctx, ref, *extra); err != nil {
-			return nil, step(RefusalProfilePolicy, err)
-		}
-	}
-	pack, err := verifier.Pull(ctx, ref)
+	pctx, span := tracing.Tracer().Start(ctx, "pull pack")
+	pack, err := verifier.Pull(pctx, ref)
+	tracing.EndWith(span, err)
 	if err != nil {
 		return nil, err
 	}

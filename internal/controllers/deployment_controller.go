@@ -7,6 +7,7 @@ import (
 
 	"github.com/b10x/connector-mcp/internal/activation"
 
+	"go.opentelemetry.io/otel/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
@@ -17,6 +18,8 @@ import (
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/tracing"
+	"github.com/b10x/connector-mcp/refusal"
 	"github.com/b10x/connector-mcp/snapshot"
 )
 
@@ -105,6 +108,16 @@ var deploymentStages = []deploymentStage{
 	{v1.ConditionSnapshotMatched, (*DeploymentReconciler).match},
 }
 
+// endStage ends a pass's or a stage's span with the stage's outcome: its condition reason and
+// refusal name, never its message (which may quote what a server or registry wrote).
+func endStage(span trace.Span, failed *activation.StageError) {
+	if failed == nil {
+		tracing.EndWithReason(span, "", "")
+		return
+	}
+	tracing.EndWithReason(span, failed.Reason(), refusal.Name(failed))
+}
+
 // deploymentConditions are the stage conditions of a pass, in order.
 var deploymentConditions = activation.DeploymentConditions()
 
@@ -162,6 +175,9 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, r.suspend(ctx, sd)
 	}
 	orig := cached // read-only
+	ctx, span := tracing.Tracer().Start(ctx, "reconcile ServiceDeployment", trace.WithAttributes(
+		tracing.KeyKind.String("ServiceDeployment"), tracing.KeyNamespace.String(sd.Namespace), tracing.KeyName.String(sd.Name),
+		tracing.KeyGeneration.Int64(sd.Generation)))
 	p := &pass{sd: sd, now: r.now()}
 	p.reverify, p.reverifyWait = reverifyRequested(sd, p.now)
 	if !p.reverify {
@@ -174,10 +190,17 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 
 	var failed *activation.StageError
+	defer func() { endStage(span, failed) }() // the pass's span also covers its status write
 	for _, s := range deploymentStages {
-		if failed = s.run(r, ctx, p); failed != nil {
+		sctx, sspan := tracing.Tracer().Start(ctx, "stage "+s.condition, trace.WithAttributes(tracing.KeyStage.String(s.condition)))
+		failed = s.run(r, sctx, p)
+		endStage(sspan, failed)
+		if failed != nil {
 			break
 		}
+	}
+	if failed == nil {
+		span.SetAttributes(tracing.KeySnapshotDigest.String(p.resolved.Snapshot.Digest))
 	}
 	o := outcome{stages: deploymentConditions, failed: failed, readyReason: v1.ReasonActivated}
 	o.waiting(orig.Status.Conditions, sd.Generation, p.now, r.WaitGracePeriod)

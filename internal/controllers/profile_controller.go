@@ -1,10 +1,14 @@
 package controllers
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/b10x/connector-mcp/internal/tracing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -203,7 +207,11 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 	orig := p.DeepCopy()
 	now := r.now()
 
+	ctx, span := tracing.Tracer().Start(ctx, "reconcile McpServiceProfile", trace.WithAttributes(
+		tracing.KeyKind.String("McpServiceProfile"), tracing.KeyNamespace.String(p.Namespace), tracing.KeyName.String(p.Name),
+		tracing.KeyGeneration.Int64(p.Generation)))
 	resolved, failed := r.Resolver.Resolve(ctx, p)
+	defer func() { endStage(span, failed) }() // the pass's span also covers its status write
 	o := outcome{stages: profileConditions, failed: failed, readyReason: v1.ReasonVerified}
 	o.waiting(orig.Status.Conditions, p.Generation, now, r.WaitGracePeriod)
 	st := &p.Status

@@ -252,3 +252,25 @@ Every value is quoted (connector-mcp.arg). */}}
       {{- $sel | nindent 6 }}
 {{- end }}
 {{- end -}}
+
+{{/* The manager's OpenTelemetry environment (docs/observability.md): nothing unless
+tracing.endpoint is set. */}}
+{{- define "connector-mcp.tracingEnv" -}}
+{{- $t := .Values.tracing -}}
+{{- if $t.endpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ $t.endpoint | quote }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ $t.protocol | quote }}
+{{- if $t.insecure }}
+- name: OTEL_EXPORTER_OTLP_INSECURE
+  value: "true"
+{{- end }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ $t.sampler | quote }}
+{{- with $t.samplerArg }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
