@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/b10x/connector-mcp/internal/tracing"
 	"github.com/b10x/connector-mcp/internal/tracing/otlptest"
@@ -71,7 +72,7 @@ func TestExportsOverHTTPAndGRPC(t *testing.T) {
 			if err := shutdown(ctx); err != nil {
 				t.Fatal(err)
 			}
-			otel.SetTracerProvider(trace.NewNoopTracerProvider())
+			otel.SetTracerProvider(noop.NewTracerProvider())
 			deadline := time.Now().Add(10 * time.Second)
 			var spans []otlptest.Span
 			for len(spans) < 2 && time.Now().Before(deadline) {

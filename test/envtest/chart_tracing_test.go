@@ -53,7 +53,7 @@ func TestChartTracingValues(t *testing.T) {
 	if err != nil || !c.Enabled || c.Protocol != tracing.ProtocolGRPC {
 		t.Errorf("the manager reads the chart's variables as %+v, %v", c, err)
 	}
-	if out, err := helmRun(t, map[string]any{"tracing": map[string]any{"endpoint": "https://user:secret@otel:4318"}},
+	if out, err := helmRun(t, map[string]any{"tracing": map[string]any{"endpoint": "https://user:secret@otel:4318"}}, //nolint:gosec // G101: the credential the schema must refuse
 		"template", "prod", chartDir()); err == nil || !strings.Contains(out, "/tracing/endpoint") {
 		t.Errorf("an endpoint with credentials was not refused by the schema: %v\n%s", err, out)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/hex"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -137,7 +138,7 @@ func (r *Receiver) add(req *collectortrace.ExportTraceServiceRequest) {
 					ParentSpanID: hex.EncodeToString(s.GetParentSpanId()),
 					Attributes:   attrs(s.GetAttributes()),
 					StatusCode:   statusName(int32(s.GetStatus().GetCode())), StatusMessage: s.GetStatus().GetMessage(),
-					Start: time.Unix(0, int64(s.GetStartTimeUnixNano())), End: time.Unix(0, int64(s.GetEndTimeUnixNano())),
+					Start: unixNano(s.GetStartTimeUnixNano()), End: unixNano(s.GetEndTimeUnixNano()),
 					ResourceAttributes: res, InstrumentationScope: ss.GetScope().GetName(),
 				})
 			}
@@ -172,4 +173,13 @@ func attrs(kvs []*commonpb.KeyValue) map[string]string {
 		}
 	}
 	return out
+}
+
+// unixNano is the time of an OTLP timestamp (nanoseconds since the epoch; those past 2262 are
+// clamped).
+func unixNano(ns uint64) time.Time {
+	if ns > math.MaxInt64 {
+		ns = math.MaxInt64
+	}
+	return time.Unix(0, int64(ns))
 }
