@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
-	"time"
 )
 
 // StateFile records the node running on this machine (one at a time: the addresses, the cgroup
@@ -111,30 +110,15 @@ func sweepStale() error {
 }
 
 // killNamespace SIGKILLs every process in the network namespace bound at path (the components a
-// dead node's process started there, should any have outlived it), until none is left (at most
-// 10 s).
+// dead node's process started there, should any have outlived it), until none is left.
 func killNamespace(path string) {
 	var st syscall.Stat_t
 	if syscall.Stat(path, &st) != nil {
 		return
 	}
 	want := "net:[" + strconv.FormatUint(st.Ino, 10) + "]"
-	for range 40 {
-		found := false
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			if ns, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "net")); err == nil && ns == want {
-				found = true
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-		if !found {
-			return
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	killMatching(func(proc string) bool {
+		ns, err := os.Readlink(filepath.Join(proc, "ns", "net"))
+		return err == nil && ns == want
+	})
 }

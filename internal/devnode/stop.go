@@ -162,23 +162,29 @@ func killCgroups() {
 // killShims SIGKILLs the containerd shims serving the node's containerd (their command line names
 // its socket), and waits for them to go.
 func killShims(socket string) {
+	killMatching(func(proc string) bool {
+		comm, _ := os.ReadFile(filepath.Join(proc, "comm"))
+		if !strings.HasPrefix(strings.TrimSpace(string(comm)), "containerd-shim") {
+			return false
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(proc, "cmdline"))
+		return bytes.Contains(cmdline, []byte(socket))
+	})
+}
+
+// killMatching SIGKILLs every process whose /proc directory match accepts, until none is left
+// (at most 10 s).
+func killMatching(match func(procDir string) bool) {
 	for range 40 {
 		found := false
 		ents, _ := os.ReadDir("/proc")
 		for _, e := range ents {
 			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
+			if err != nil || !match(filepath.Join("/proc", e.Name())) {
 				continue
 			}
-			comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-			if !strings.HasPrefix(strings.TrimSpace(string(comm)), "containerd-shim") {
-				continue
-			}
-			cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			if bytes.Contains(cmdline, []byte(socket)) {
-				found = true
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
+			found = true
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		if !found {
 			return

@@ -32,20 +32,7 @@ func TestSampleHTTPServer(t *testing.T) {
 	}
 	for _, era := range []string{"modern", "legacy"} {
 		t.Run(era, func(t *testing.T) {
-			argv := StdioArgv("--http", "127.0.0.1:0", "--era", era, "--tools", path)
-			cmd := exec.CommandContext(context.Background(), argv[0], argv[1:]...)
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-			line, err := bufio.NewReader(stderr).ReadString('\n')
-			if err != nil {
-				t.Fatal(err)
-			}
+			line := startHTTPServer(t, "--http", "127.0.0.1:0", "--era", era, "--tools", path)
 			i := strings.Index(line, "http://")
 			if i < 0 || !strings.Contains(line, era) {
 				t.Fatalf("startup line %q", line)
@@ -95,21 +82,8 @@ func TestSampleHTTPSServer(t *testing.T) {
 	if code := Main([]string{"--http", "127.0.0.1:0", "--tls-key", filepath.Join(dir, "tls.key")}, nil, io.Discard, io.Discard); code != 2 {
 		t.Fatalf("--tls-key without --tls-cert: exit %d, want 2", code)
 	}
-	argv := StdioArgv("--http", "127.0.0.1:0", "--tools", filepath.Join(dir, "tools.json"),
+	line := startHTTPServer(t, "--http", "127.0.0.1:0", "--tools", filepath.Join(dir, "tools.json"),
 		"--tls-cert", filepath.Join(dir, "tls.crt"), "--tls-key", filepath.Join(dir, "tls.key"))
-	cmd := exec.CommandContext(context.Background(), argv[0], argv[1:]...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(stderr).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
 	i := strings.Index(line, "https://")
 	if i < 0 {
 		t.Fatalf("startup line %q names no https URL", line)
@@ -135,4 +109,25 @@ func TestSampleHTTPSServer(t *testing.T) {
 		cs.Close()
 		t.Fatal("a client without the CA connected: the server is not serving the given certificate")
 	}
+}
+
+// startHTTPServer runs the program with flags (the test's cleanup kills it) and returns its
+// startup line, which names the URL it serves.
+func startHTTPServer(t *testing.T, flags ...string) string {
+	t.Helper()
+	argv := StdioArgv(flags...)
+	cmd := exec.CommandContext(context.Background(), argv[0], argv[1:]...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	return line
 }

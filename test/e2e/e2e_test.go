@@ -82,17 +82,7 @@ func (e *env) must(t *testing.T, name string, args ...string) string {
 func TestE2E(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	root, err := devcluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := devcluster.DefaultBinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v := os.Getenv(devcluster.AssetsEnv); v != "" {
-		bin = v
-	}
+	root, bin := repoAndBins(t)
 	before, err := devnode.ReadMachine(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +140,22 @@ func TestE2E(t *testing.T) {
 	if d := before.Diff(after); len(d) > 0 {
 		t.Errorf("the machine is not as the test found it:\n  %s", strings.Join(d, "\n  "))
 	}
+}
+
+// repoAndBins returns the repository root and the node binaries' directory (KUBEBUILDER_ASSETS,
+// else the versioned cache).
+func repoAndBins(t *testing.T) (root, bin string) {
+	t.Helper()
+	root, err := devcluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bin = os.Getenv(devcluster.AssetsEnv); bin == "" {
+		if bin, err = devcluster.DefaultBinDir(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root, bin
 }
 
 // installSteps reads the install block of docs/install.md ("## On a real node"): the first sh

@@ -26,17 +26,7 @@ import (
 func TestStaleNodeSweep(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	root, err := devcluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := devcluster.DefaultBinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v := os.Getenv(devcluster.AssetsEnv); v != "" {
-		bin = v
-	}
+	root, bin := repoAndBins(t)
 	before, err := devnode.ReadMachine(ctx)
 	if err != nil {
 		t.Fatal(err)
