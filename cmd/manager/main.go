@@ -111,6 +111,7 @@ func run() int {
 		log.Error(err, "Unable to set up the controllers")
 		return 1
 	}
+	defer func() { _ = wired.Audit.Close() }()
 	if wired.EphemeralCredentialHashKey {
 		log.Info("No credential hash key file: using a random key, so deployments with a credential re-freeze once after each restart", "flag", "--credential-hash-key-file")
 	}

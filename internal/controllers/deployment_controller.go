@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/b10x/connector-mcp/internal/audit"
+
 	"github.com/b10x/connector-mcp/internal/activation"
 
 	"go.opentelemetry.io/otel/trace"
@@ -44,6 +46,8 @@ type DeploymentReconciler struct {
 	CredentialHashKey []byte
 	// Events records events whose reasons equal condition reasons. Optional.
 	Events events.EventRecorder
+	// Audit receives one record per activation decision (an event). Optional.
+	Audit *audit.Logger
 	// Resolver verifies the referenced profile's source (memoized).
 	Resolver *activation.Resolver
 	// Freezer lists the live tools through egress.

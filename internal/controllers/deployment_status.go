@@ -2,6 +2,12 @@ package controllers
 
 import (
 	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/b10x/connector-mcp/internal/audit"
+	"github.com/b10x/connector-mcp/refusal"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,6 +28,10 @@ func (r *DeploymentReconciler) announce(ctx context.Context, sd, orig *v1.Servic
 		return
 	}
 	log.FromContext(ctx).Info("Deployment state changed", "reason", reason, "activeSnapshot", sd.Status.ActiveSnapshotDigest, "candidateSnapshot", sd.Status.CandidateSnapshotDigest)
+	if err := r.Audit.Write(decision(ctx, "ServiceDeployment", sd.Namespace, sd.Name, sd.Generation, reason, o, p.now, r.now(),
+		sd.Status.ActiveSnapshotDigest, sd.Status.ProfileDigest, sd.Status.CandidateSnapshotDigest)); err != nil {
+		log.FromContext(ctx).Error(err, "Writing the audit record failed")
+	}
 	if r.Events != nil {
 		r.Events.Eventf(sd, nil, typ, reason, "Activate", "%s", msg)
 	}
@@ -73,4 +83,20 @@ func (r *DeploymentReconciler) suspend(ctx context.Context, sd *v1.ServiceDeploy
 		}
 	}
 	return nil
+}
+
+// decision is the audit record of an activation decision on an object: its new Ready reason and,
+// for a refusal, the refusal name; the digests in force; the pass's duration; the trace of the
+// pass when it was traced. Nothing of a stage's message is recorded.
+func decision(ctx context.Context, kind, ns, name string, gen int64, reason string, o outcome, start, end time.Time,
+	snapshot, profile, candidate string) audit.Record {
+	r := audit.Record{Kind: audit.KindActivation, Object: kind, Namespace: ns, Name: name, Generation: gen, Outcome: reason,
+		SnapshotDigest: snapshot, ProfileDigest: profile, CandidateDigest: candidate, DurationSeconds: audit.Seconds(end.Sub(start))}
+	if o.failed != nil {
+		r.Refusal = refusal.Name(o.failed)
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		r.TraceID = sc.TraceID().String()
+	}
+	return r
 }

@@ -3,6 +3,8 @@ package controllers
 import (
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/b10x/connector-mcp/internal/audit"
+
 	"context"
 	"fmt"
 	"strings"
@@ -41,6 +43,8 @@ type ProfileReconciler struct {
 	Client client.Client
 	// Events records events whose reasons equal condition reasons. Optional.
 	Events events.EventRecorder
+	// Audit receives one record per verification decision (an event). Optional.
+	Audit *audit.Logger
 	// Resolver verifies sources under the cluster policy.
 	Resolver *activation.Resolver
 	// Clock is injected for tests; nil means the real clock.
@@ -245,7 +249,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		return res, nil
 	}
 	if w == statusWritten {
-		r.announce(ctx, p, readyReason(orig.Status.Conditions), o)
+		r.announce(ctx, p, readyReason(orig.Status.Conditions), o, now)
 	}
 
 	name := client.ObjectKeyFromObject(p)
@@ -269,7 +273,7 @@ func (r *ProfileReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 }
 
 // announce emits an event and counts a refusal when the Ready reason changed.
-func (r *ProfileReconciler) announce(ctx context.Context, p *v1.McpServiceProfile, prevReason string, o outcome) {
+func (r *ProfileReconciler) announce(ctx context.Context, p *v1.McpServiceProfile, prevReason string, o outcome, start time.Time) {
 	reason, msg, typ := o.readyReason, o.readyMessage, corev1.EventTypeNormal
 	if o.failed != nil {
 		reason, msg, typ = o.failed.Reason(), o.failed.Message(), corev1.EventTypeWarning
@@ -278,6 +282,10 @@ func (r *ProfileReconciler) announce(ctx context.Context, p *v1.McpServiceProfil
 		return
 	}
 	log.FromContext(ctx).Info("Profile state changed", "reason", reason)
+	if err := r.Audit.Write(decision(ctx, "McpServiceProfile", p.Namespace, p.Name, p.Generation, reason, o, start, r.now(),
+		p.Status.SnapshotDigest, p.Status.ProfileDigest, "")); err != nil {
+		log.FromContext(ctx).Error(err, "Writing the audit record failed")
+	}
 	if r.Events != nil {
 		r.Events.Eventf(p, nil, typ, reason, "Verify", "%s", msg)
 	}

@@ -1,8 +1,12 @@
 package managerapp
 
 import (
+	"fmt"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/b10x/connector-mcp/internal/audit"
 
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/internal/adapters"
@@ -30,6 +34,8 @@ type Wired struct {
 	Refused *controllers.RefusedCollector
 	// DriftWebhook is the drift webhook sink, nil without --drift-webhook-url.
 	DriftWebhook *review.WebhookSink
+	// Audit is the audit trail (nil with --audit-log=none).
+	Audit *audit.Logger
 	// Binder is the shared endpoint-binding construction (freeze and credential reads).
 	Binder *k8sbinding.Binder
 	// EphemeralCredentialHashKey is true when no --credential-hash-key-file was given and a
@@ -111,8 +117,13 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	if err != nil {
 		return nil, err
 	}
+	if w.Audit = o.AuditLogger; w.Audit == nil {
+		if w.Audit, err = audit.Open(o.AuditLog); err != nil {
+			return nil, fmt.Errorf("--audit-log: %w", err)
+		}
+	}
 	w.Profiles = &controllers.ProfileReconciler{
-		Client: mgr.GetClient(), Events: mgr.GetEventRecorder("connector-mcp"), Resolver: resolver,
+		Client: mgr.GetClient(), Events: mgr.GetEventRecorder("connector-mcp"), Audit: w.Audit, Resolver: resolver,
 		RetryInterval: o.RetryInterval, WaitGracePeriod: o.WaitGracePeriod, Metrics: m, Shard: shard,
 		MaxConcurrentReconciles: o.ProfileConcurrency,
 	}
@@ -120,7 +131,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		return nil, err
 	}
 	w.Deployments = &controllers.DeploymentReconciler{
-		Client: mgr.GetClient(), SecretReader: mgr.GetClient(), Binder: binder, CredentialHashKey: key, Events: mgr.GetEventRecorder("connector-mcp"),
+		Client: mgr.GetClient(), SecretReader: mgr.GetClient(), Binder: binder, CredentialHashKey: key, Events: mgr.GetEventRecorder("connector-mcp"), Audit: w.Audit,
 		Resolver: resolver, Freezer: freezer, ReverifyInterval: o.ReverifyInterval, ReverifyJitter: o.ReverifyJitter,
 		FreezeTimeout: o.FreezeTimeout, RetryInterval: o.RetryInterval, WaitGracePeriod: o.WaitGracePeriod, Metrics: m, MaxConcurrentReconciles: o.Concurrency,
 		Shard: shard,

@@ -3,6 +3,8 @@ package managerapp
 import (
 	"time"
 
+	"github.com/b10x/connector-mcp/internal/audit"
+
 	"github.com/b10x/connector-mcp/internal/appoptions"
 	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/packstore"
@@ -36,6 +38,12 @@ type Options struct {
 	ProfileConcurrency int
 	// MaxTools bounds a freeze (the response bound is Shared's MaxResponseBytes).
 	MaxTools int
+
+	// AuditLog (--audit-log) is where the audit trail of activation decisions goes: stdout,
+	// stderr, none or file:PATH (docs/observability.md#audit). AuditLogger, when set, is used
+	// instead (tests).
+	AuditLog    string
+	AuditLogger *audit.Logger
 
 	// The optional drift webhook sink.
 	// DriftWebhookURL (--drift-webhook-url) is an https receiver of drift notices (CloudEvents
@@ -86,6 +94,7 @@ func DefaultOptions() Options {
 		ProbeTimeout:     mcpclient.DefaultProbeTimeout,
 		Concurrency:      4,
 		MaxTools:         mcpclient.DefaultMaxTools,
+		AuditLog:         "stdout",
 
 		CredentialRefreshSkew: controllers.DefaultCredentialRefreshSkew,
 

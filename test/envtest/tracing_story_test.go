@@ -1,8 +1,11 @@
 package envtest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/audit"
 	"github.com/b10x/connector-mcp/internal/tracing"
 	"github.com/b10x/connector-mcp/internal/tracing/otlptest"
 )
@@ -94,7 +98,7 @@ func readyPass(spans []otlptest.Span) (otlptest.Span, []otlptest.Span, bool) {
 	return otlptest.Span{}, nil, false
 }
 
-// TestStoryActivationTrace: one activation, exported over OTLP/HTTP to a real receiver, is a span
+// TestStoryActivationTrace: one activation (its audit records too), exported over OTLP/HTTP to a real receiver, is a span
 // tree: the profile's pass with its SourceVerified stage (the pack's signature and provenance
 // check and its pull under it); the deployment's pass with its four stages in the table's order,
 // all Ok, the pass carrying the snapshot digest. The must-fail half: a deployment whose endpoint
@@ -107,6 +111,8 @@ func TestStoryActivationTrace(t *testing.T) {
 	w := newPackWorld(t, ns)
 	o := devOptions()
 	w.trustPlatform(&o)
+	var auditBuf syncBuffer
+	o.AuditLogger = audit.New(&auditBuf)
 	startOperator(t, ns, o)
 	ref := w.push(t, "team/traced")
 	w.sign(t, ref, packRef)
@@ -174,6 +180,30 @@ func TestStoryActivationTrace(t *testing.T) {
 			}
 		}
 	}
+	// The audit trail: the deployment's activation and its refused twin, each one record, in the
+	// trace of its pass, with names, digests and refusal names only.
+	records := auditRecords(t, &auditBuf, ns)
+	for deadline := time.Now().Add(storyTimeout); records["ServiceDeployment/refused"].Outcome == "" && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond) // the record follows the status write, after the span
+		records = auditRecords(t, &auditBuf, ns)
+	}
+	act, ok := records["ServiceDeployment/demo"]
+	if !ok || act.Outcome != apiv1.ReasonActivated || act.SnapshotDigest != w.doc.Snapshot.Digest || act.TraceID != pass.TraceID ||
+		act.Generation != 1 || act.DurationSeconds == nil || act.V != audit.Version {
+		t.Errorf("activation record %+v (pass trace %s)", act, pass.TraceID)
+	}
+	ref2, ok := records["ServiceDeployment/refused"]
+	if !ok || ref2.Outcome != apiv1.ReasonEndpointRefused || ref2.Refusal != "destination_refused" || ref2.SnapshotDigest != "" {
+		t.Errorf("refusal record %+v", ref2)
+	}
+	if prof, ok := records["McpServiceProfile/demo"]; !ok || prof.Outcome != apiv1.ReasonVerified || prof.ProfileDigest == "" {
+		t.Errorf("profile record %+v", prof)
+	}
+	for _, secret := range []string{"/mcp", "10.0.0.1", "127.0.0.1", "Bearer", "Echo the arguments"} {
+		if strings.Contains(auditBuf.String(), secret) {
+			t.Errorf("the audit trail carries %q:\n%s", secret, auditBuf.String())
+		}
+	}
 	for _, s := range rcv.Spans() {
 		for k, v := range s.Attributes {
 			for _, secret := range []string{"/mcp", "10.0.0.1", "Bearer", "Echo the arguments", w.url} {
@@ -195,4 +225,41 @@ func containsName(spans []otlptest.Span, name string) bool {
 		}
 	}
 	return false
+}
+
+// syncBuffer is a bytes.Buffer safe for the reconcilers' concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// auditRecords decodes the trail (every line must be a record) and returns the last record of
+// each object of ns, by "Kind/name".
+func auditRecords(t *testing.T, buf *syncBuffer, ns string) map[string]audit.Record {
+	t.Helper()
+	out := map[string]audit.Record{}
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var r audit.Record
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		if r.Namespace == ns {
+			out[r.Object+"/"+r.Name] = r
+		}
+	}
+	return out
 }
