@@ -46,6 +46,8 @@ type DeploymentReconciler struct {
 	CredentialHashKey []byte
 	// Events records events whose reasons equal condition reasons. Optional.
 	Events events.EventRecorder
+	// HostFreezeLimit spaces periodic re-verification freezes per upstream host; nil: no limit.
+	HostFreezeLimit *HostFreezeLimiter
 	// Audit receives one record per activation decision (an event). Optional.
 	Audit *audit.Logger
 	// Resolver verifies the referenced profile's source (memoized).
@@ -138,6 +140,9 @@ type pass struct {
 	reverify bool
 	// reverifyWait is how long until a request stamped slightly in the future becomes due.
 	reverifyWait time.Duration
+	// hostWait is how long until the freeze slot this periodic re-verification holds on its
+	// upstream host (HostFreezeLimiter); it replaces the due re-verification's requeue.
+	hostWait time.Duration
 	// profileUnseen is true when the referenced profile exists in this manager's shard, was
 	// created less than profileUnseenGrace ago and its reconciler has not written its status
 	// yet (no condition, observedGeneration 0).
@@ -249,6 +254,10 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.announce(ctx, sd, orig, o, p)
 	}
 	res := r.result(sd, o)
+	if p.hostWait > 0 && !o.reconciling() {
+		// The re-verification is due (its requeue would be the 1 s floor) but holds a later slot.
+		res.RequeueAfter = p.hostWait
+	}
 	if w := p.reverifyWait; w > 0 && (res.RequeueAfter == 0 || w < res.RequeueAfter) {
 		res.RequeueAfter = w
 	}

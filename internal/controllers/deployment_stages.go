@@ -201,8 +201,19 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *activation.
 		clear(val)
 	}
 	st := &sd.Status
-	if !r.freezeDue(p) {
+	due, periodic := r.freezeDue(p)
+	if !due {
 		return nil
+	}
+	if periodic {
+		if wait := r.HostFreezeLimit.Wait(string(sd.UID), sd.Spec.MCPConnection.URL, p.now); wait > 0 {
+			// The host's allowance of periodic re-verifications is spent: this one waits for its
+			// slot (the deployment keeps its verified state meanwhile, as between two intervals).
+			p.hostWait = wait
+			return nil
+		}
+	} else {
+		r.HostFreezeLimit.Take(sd.Spec.MCPConnection.URL, p.now)
 	}
 	fctx := ctx
 	if r.FreezeTimeout > 0 {
@@ -235,8 +246,9 @@ func (r *DeploymentReconciler) freeze(ctx context.Context, p *pass) *activation.
 
 // freezeDue decides whether this pass must freeze the live server: never frozen, a
 // re-verification requested (reverifyRequested) or due, the profile, credential or spec changed
-// since the last freeze, or neither an active nor a candidate snapshot is recorded.
-func (r *DeploymentReconciler) freezeDue(p *pass) bool {
+// since the last freeze, or neither an active nor a candidate snapshot is recorded. periodic
+// reports a freeze due only because the re-verification interval has passed.
+func (r *DeploymentReconciler) freezeDue(p *pass) (due, periodic bool) {
 	st := &p.sd.Status
 	switch {
 	case p.reverify,
@@ -245,11 +257,12 @@ func (r *DeploymentReconciler) freezeDue(p *pass) bool {
 		st.ProfileDigest != p.resolved.ProfileDigest,
 		st.CredentialHash != p.credHash,
 		st.ActiveSnapshotDigest == "" && st.CandidateSnapshotDigest == "":
-		return true
+		return true, false
 	case r.ReverifyInterval > 0:
-		return !p.now.Before(nextVerification(st.LastFrozenTime.Time, r.ReverifyInterval, r.ReverifyJitter, string(p.sd.UID)))
+		due := !p.now.Before(nextVerification(st.LastFrozenTime.Time, r.ReverifyInterval, r.ReverifyJitter, string(p.sd.UID)))
+		return due, due
 	}
-	return false
+	return false, false
 }
 
 // maxReverifyRequestSkew is how far in the future a ReverifyRequestedAtAnnotation may be (clock

@@ -47,11 +47,11 @@ func TestFreezeDue(t *testing.T) {
 		}), false},
 		{"re-verification interval passed", frozen(func(p *pass) { p.now = t0.Add(time.Hour) }), true},
 	} {
-		if got := r.freezeDue(c.p); got != c.want {
+		if got, _ := r.freezeDue(c.p); got != c.want {
 			t.Errorf("%s: freezeDue = %v, want %v", c.name, got, c.want)
 		}
 	}
-	if (&DeploymentReconciler{}).freezeDue(frozen(func(p *pass) { p.now = t0.Add(24 * time.Hour) })) {
+	if due, _ := (&DeploymentReconciler{}).freezeDue(frozen(func(p *pass) { p.now = t0.Add(24 * time.Hour) })); due {
 		t.Error("without a re-verification interval an unchanged deployment was frozen again")
 	}
 }

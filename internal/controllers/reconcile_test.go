@@ -651,3 +651,34 @@ func optedIn(ns, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{v1.CredentialLabel: "true"},
 		Annotations: map[string]string{v1.CredentialAllowedHostsAnnotation: "mcp.example.com, other.example.com"}}
 }
+
+// TestPeriodicReverifyWaitsForItsHostSlot: a due periodic re-verification whose upstream host has
+// spent its allowance (another deployment froze it just now) does not dial, writes nothing and
+// keeps the deployment Ready; it comes back when its slot comes and freezes then. A first
+// activation never waits (the twin: activate above froze at once with the limiter in place).
+func TestPeriodicReverifyWaitsForItsHostSlot(t *testing.T) {
+	_, objs := world(t)
+	h := newHarness(t, objs...)
+	h.dep.HostFreezeLimit = NewHostFreezeLimiter(1)
+	h.activate()
+	freezes := h.freezer.count()
+
+	h.clock.SetTime(h.clock.Now().Add(2 * time.Hour))
+	h.dep.HostFreezeLimit.Take("https://mcp.example.com/other", h.clock.Now()) // a sharer of the host froze it
+	writes := h.writes
+	res := h.reconcileDeployment("sd")
+	if h.freezer.count() != freezes || h.writes != writes {
+		t.Fatalf("a re-verification without a host slot froze (%d) or wrote (%d)", h.freezer.count()-freezes, h.writes-writes)
+	}
+	if res.RequeueAfter != time.Minute {
+		t.Fatalf("RequeueAfter = %v, want the minute until its slot", res.RequeueAfter)
+	}
+	if c := cond(h.deployment("sd").Status.Conditions, v1.ConditionReady); c.Status != metav1.ConditionTrue {
+		t.Fatalf("a waiting re-verification changed Ready: %+v", c)
+	}
+	h.clock.SetTime(h.clock.Now().Add(time.Minute))
+	h.reconcileDeployment("sd")
+	if h.freezer.count() != freezes+1 {
+		t.Fatalf("at its slot the re-verification froze %d times, want once", h.freezer.count()-freezes)
+	}
+}

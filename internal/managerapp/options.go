@@ -24,6 +24,9 @@ type Options struct {
 	// ReverifyInterval is the period of live re-verification; ReverifyJitter its extra fraction.
 	ReverifyInterval time.Duration
 	ReverifyJitter   float64
+	// ReverifyFreezesPerHostPerMinute bounds the periodic re-verification freezes against one
+	// upstream host a minute (0: no limit).
+	ReverifyFreezesPerHostPerMinute int
 	// RetryInterval is the delay before retrying a transient failure.
 	RetryInterval time.Duration
 	// WaitGracePeriod is how long a waiting refusal (one another object can remove) reads

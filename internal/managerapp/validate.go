@@ -38,6 +38,9 @@ func (o *Options) Validate() error {
 	if o.ProfileConcurrency < 1 {
 		errs = append(errs, ErrProfileConcurrency)
 	}
+	if o.ReverifyFreezesPerHostPerMinute < 0 {
+		errs = append(errs, errors.New("--reverify-freezes-per-host-per-minute must not be negative"))
+	}
 	if o.ReverifyJitter < 0 || o.ReverifyJitter > 1 {
 		errs = append(errs, errors.New("--reverify-jitter must be within 0..1"))
 	}
