@@ -62,8 +62,7 @@ func TestHostFreezeLimiterOff(t *testing.T) {
 // together (a manager restart after an outage) through the limiter at 60 freezes a minute, each
 // pass requeued for the wait Wait returns, and reports the busiest minute's freezes (never above
 // the limit), the passes per freeze (2: each waiter passed once to take its slot and once at it)
-// and the minutes until
-// the last one froze.
+// and the minutes until the last one froze.
 func BenchmarkHostFreezeLimiterStorm(b *testing.B) {
 	const n, perMinute = 5000, 60
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)

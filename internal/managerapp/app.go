@@ -134,7 +134,7 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		Client: mgr.GetClient(), SecretReader: mgr.GetClient(), Binder: binder, CredentialHashKey: key, Events: mgr.GetEventRecorder("connector-mcp"), Audit: w.Audit,
 		Resolver: resolver, Freezer: freezer, ReverifyInterval: o.ReverifyInterval, ReverifyJitter: o.ReverifyJitter,
 		HostFreezeLimit: controllers.NewHostFreezeLimiter(o.ReverifyFreezesPerHostPerMinute),
-		FreezeTimeout: o.FreezeTimeout, RetryInterval: o.RetryInterval, WaitGracePeriod: o.WaitGracePeriod, Metrics: m, MaxConcurrentReconciles: o.Concurrency,
+		FreezeTimeout:   o.FreezeTimeout, RetryInterval: o.RetryInterval, WaitGracePeriod: o.WaitGracePeriod, Metrics: m, MaxConcurrentReconciles: o.Concurrency,
 		Shard: shard,
 	}
 	if err := setupDriftWebhook(mgr, o, ip, deny, w, registerMetrics); err != nil {
