@@ -28,6 +28,7 @@ var librarySurface = map[string]string{
 	"mcpclient.EraLegacy":           "the protocol era a consumer reads from Session.Era or pins in its options, matched beside EraModern",
 	"mcpclient.EraModern":           "the protocol era a consumer reads from Session.Era or pins in its options, matched beside EraLegacy",
 	"api/v1.SchemeBuilder":          "kubebuilder's registration builder behind AddToScheme, the conventional export of an API package",
+	"api/v1.ApprovalRequired":       "the value of an operation binding's approval a manifest writes (RequiresApproval reads it), beside ApprovalNone",
 	"egress.DefaultFallbackDelay":   "the Happy Eyeballs delay a zero Dialer.FallbackDelay takes, named in its doc",
 	"egress.DefaultMaxRequestBytes": "the bound a zero Policy.MaxRequestBytes takes, named in its doc",
 	"egress.DefaultMaxHeaderBytes":  "the bound a zero Policy.MaxHeaderBytes takes, named in its doc",
