@@ -501,4 +501,3 @@ func TestStoryApproval(t *testing.T) {
 		t.Fatal("an argument value reached the gateway log")
 	}
 }
-
