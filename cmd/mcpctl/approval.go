@@ -325,4 +325,3 @@ func formatApproval(rq *apiv1.McpApprovalRequest, now metav1.Time) string {
 	}
 	return b.String()
 }
-
