@@ -19,10 +19,10 @@ const (
 type ApprovalMode string
 
 const (
-	// ApprovalRequired: a call creates an McpApprovalRequest and runs only once someone allowed
+	// ApprovalRequired means a call creates an McpApprovalRequest and runs only once someone allowed
 	// to approve it has approved that exact call.
 	ApprovalRequired ApprovalMode = "Required"
-	// ApprovalNone: calls run without an approval (unless an McpTrustPolicy floor says
+	// ApprovalNone means calls run without an approval (unless an McpTrustPolicy floor says
 	// otherwise for a destructive operation).
 	ApprovalNone ApprovalMode = "None"
 )
@@ -32,15 +32,15 @@ const (
 type ApprovalState string
 
 const (
-	// ApprovalPending: created by the gateway, not decided yet.
+	// ApprovalPending means created by the gateway, not decided yet.
 	ApprovalPending ApprovalState = "Pending"
-	// ApprovalApproved: an approver approved it; the same call may run once.
+	// ApprovalApproved means an approver approved it; the same call may run once.
 	ApprovalApproved ApprovalState = "Approved"
-	// ApprovalDenied: an approver denied it; the call never runs.
+	// ApprovalDenied means an approver denied it; the call never runs.
 	ApprovalDenied ApprovalState = "Denied"
-	// ApprovalExpired: it passed spec.expiresAt undecided or unused.
+	// ApprovalExpired means it passed spec.expiresAt undecided or unused.
 	ApprovalExpired ApprovalState = "Expired"
-	// ApprovalUsed: the approved call ran (at most once, whatever the number of gateway replicas).
+	// ApprovalUsed means the approved call ran (at most once, whatever the number of gateway replicas).
 	ApprovalUsed ApprovalState = "Used"
 )
 

@@ -126,7 +126,7 @@ func (r *ApprovalRequestReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		next.Status.AnnouncedState = state
 		if err := r.Client.Status().Update(ctx, next); err != nil {
 			if apierrors.IsConflict(err) {
-				return ctrl.Result{Requeue: true}, nil
+				return ctrl.Result{RequeueAfter: time.Second}, nil
 			}
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}

@@ -432,7 +432,7 @@ func TestStoryApproval(t *testing.T) {
 	eventually(t, storyTimeout, "the floor applies", func() error {
 		_, err := callWith(agentA, "add", map[string]any{"a": 1, "b": 2}, nil)
 		if refusedName(err) != approval.RefusalApprovalRequired {
-			return fmt.Errorf("add: %v", err)
+			return fmt.Errorf("add: %w", err)
 		}
 		return nil
 	})
