@@ -25,6 +25,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -392,6 +393,42 @@ func TestStoryApproval(t *testing.T) {
 		t.Fatalf("upstream saw %d echo calls, want 2", calls.get("echo"))
 	}
 
+	// The meta route (the go-sdk server path): invoke_operation creates a request too, and its
+	// approval argument names the approved one.
+	meta, err := mcpConnect(t, baseA+"/mcp", agent, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := callTool(meta, "describe_operation", map[string]any{"namespace": ns, "deployment": "svc", "operation": "echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var desc struct {
+		Lease string `json:"lease"`
+	}
+	if err := json.Unmarshal([]byte(textOf(res)), &desc); err != nil {
+		t.Fatal(err)
+	}
+	invoke := map[string]any{"namespace": ns, "deployment": "svc", "operation": "echo", "lease": desc.Lease, "arguments": map[string]any{"text": "M"}}
+	_, err = callTool(meta, "invoke_operation", invoke)
+	viaMeta := refusalData(err).Approval
+	if refusedName(err) != approval.RefusalApprovalRequired || viaMeta == "" {
+		t.Fatalf("invoke_operation: %v, want approval_required", err)
+	}
+	if err := decideAs(t, ns, "approver", viaMeta, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	invoke["approval"] = viaMeta
+	if res, err := callTool(meta, "invoke_operation", invoke); err != nil || !strings.Contains(textOf(res), "M") {
+		t.Fatalf("approved invoke_operation: %v", err)
+	}
+	if _, err := callTool(meta, "invoke_operation", invoke); refusedName(err) != approval.RefusalApprovalUsed {
+		t.Fatalf("second invoke_operation: %v, want approval_used", err)
+	}
+	if calls.get("echo") != 3 {
+		t.Fatalf("upstream saw %d echo calls, want 3", calls.get("echo"))
+	}
+
 	// 8. A denied request: approval_denied.
 	_, err = callWith(agentA, "echo", map[string]any{"text": "C"}, nil)
 	third := refusalData(err).Approval
@@ -412,8 +449,8 @@ func TestStoryApproval(t *testing.T) {
 	}
 	waitObj(t, &apiv1.McpApprovalRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fourth}}, storyTimeout, "Expired",
 		func(r *apiv1.McpApprovalRequest) bool { return r.Status.State == apiv1.ApprovalExpired })
-	if calls.get("echo") != 2 {
-		t.Fatalf("upstream saw %d echo calls, want 2", calls.get("echo"))
+	if calls.get("echo") != 3 {
+		t.Fatalf("upstream saw %d echo calls, want 3", calls.get("echo"))
 	}
 
 	// 10. A read operation is unaffected, and so is add (destructive, approval: None)...
@@ -471,8 +508,8 @@ func TestStoryApproval(t *testing.T) {
 	if _, err := callWith(agentA, "echo", map[string]any{"text": "E"}, retryMeta(fifth)); refusedName(err) != approval.RefusalApprovalMismatch {
 		t.Fatalf("re-reviewed: %v, want approval_mismatch", err)
 	}
-	if calls.get("echo") != 2 {
-		t.Fatalf("upstream saw %d echo calls, want 2", calls.get("echo"))
+	if calls.get("echo") != 3 {
+		t.Fatalf("upstream saw %d echo calls, want 3", calls.get("echo"))
 	}
 
 	// 12. The manager recorded an Event per state; the audit log has the approval records and no
@@ -499,5 +536,14 @@ func TestStoryApproval(t *testing.T) {
 	}
 	if strings.Contains(logs, "drop table customers") {
 		t.Fatal("an argument value reached the gateway log")
+	}
+	// The metric's events, summed over both replicas: three approved calls ran; five racing
+	// retries, one later retry and one meta retry were refused approval_used.
+	sum := func(event string) float64 {
+		return testutil.ToFloat64(wA.Metrics.Approvals.WithLabelValues(event)) + testutil.ToFloat64(wB.Metrics.Approvals.WithLabelValues(event))
+	}
+	if sum("requested") < 6 || sum("used") != 3 || sum(approval.RefusalApprovalUsed) != 7 || sum(approval.RefusalApprovalMismatch) != 3 {
+		t.Fatalf("approval metrics: requested %v, used %v, approval_used %v, approval_mismatch %v",
+			sum("requested"), sum("used"), sum(approval.RefusalApprovalUsed), sum(approval.RefusalApprovalMismatch))
 	}
 }
