@@ -380,6 +380,15 @@ func ValidateFields(doc *apiv1.ProfileDocument) error {
 			return bad(p + ".title")
 		case len(o.Description) > 4096:
 			return bad(p + ".description")
+		case len(o.SensitiveArguments) > 64:
+			return bad(p + ".sensitiveArguments")
+		}
+		seen := make(map[string]bool, len(o.SensitiveArguments))
+		for _, a := range o.SensitiveArguments {
+			if a == "" || len(a) > 256 || seen[a] {
+				return bad(p + ".sensitiveArguments")
+			}
+			seen[a] = true
 		}
 	}
 	return nil

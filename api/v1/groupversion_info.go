@@ -32,6 +32,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&McpSnapshotReview{}, &McpSnapshotReviewList{},
 		&McpCredential{}, &McpCredentialList{},
 		&McpReverifyRequest{}, &McpReverifyRequestList{},
+		&McpApprovalRequest{}, &McpApprovalRequestList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

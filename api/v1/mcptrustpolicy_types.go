@@ -60,6 +60,18 @@ type McpTrustPolicySpec struct {
 	// namespaces may obtain tokens from.
 	// +optional
 	OAuth TrustOAuthCeiling `json:"oauth,omitempty"`
+
+	// Approval is the approval floor of the selected namespaces.
+	// +optional
+	Approval TrustApprovalFloor `json:"approval,omitempty"`
+}
+
+// TrustApprovalFloor makes approval a floor a tenant cannot lower.
+type TrustApprovalFloor struct {
+	// RequireForDestructive makes every destructive operation of a ServiceDeployment in the
+	// selected namespaces require approval, even one bound with approval: None.
+	// +optional
+	RequireForDestructive bool `json:"requireForDestructive,omitempty"`
 }
 
 // TrustedSigner is one signer identity: keyless (OIDC issuer + anchored subject) or a public key.

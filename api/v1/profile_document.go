@@ -182,4 +182,12 @@ type OperationMapping struct {
 
 	// Effect is the reviewed effect: read, write or destructive.
 	Effect Effect `json:"effect"`
+
+	// SensitiveArguments are top-level argument names whose values an approval request shows
+	// only by digest (docs/approval.md): the reviewer marks what an approver must not read.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=256
+	SensitiveArguments []string `json:"sensitiveArguments,omitempty"`
 }

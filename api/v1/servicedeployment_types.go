@@ -146,6 +146,13 @@ type OperationBinding struct {
 	// +optional
 	// +kubebuilder:default=false
 	Expose bool `json:"expose"`
+
+	// Approval says whether a call waits for someone allowed to approve it (docs/approval.md):
+	// Required or None. Unset: the reviewed effect decides (destructive: Required; read and
+	// write: None). An McpTrustPolicy selecting the namespace can make Required a floor for
+	// destructive operations, which None does not lower. The server's annotations never decide it.
+	// +optional
+	Approval ApprovalMode `json:"approval,omitempty"`
 }
 
 // ServiceDeploymentStatus is the observed state of the activation pipeline.

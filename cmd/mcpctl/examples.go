@@ -30,6 +30,19 @@ var examples = map[string]string{
   mcpctl profile init --snapshot snapshot.json --service-ref github > github.yaml`,
 	"profile check": `  # Compare a reviewed profile with the live server (exit 4 on drift)
   mcpctl profile check --profile github.yaml --url https://mcp.example.com/mcp`,
+	"approve": `  # Approve one pending call (you need the verb approve on it; never your own call)
+  mcpctl approve team-a/apr-3f5kq2x7mbd4ye6w
+  mcpctl approve apr-3f5kq2x7mbd4ye6w -n team-a --reason "change 4711"`,
+	"deny": `  # Deny one pending call; the reason is shown to approvers, never to the caller
+  mcpctl deny team-a/apr-3f5kq2x7mbd4ye6w --reason "not during the freeze"`,
+	"approval list": `  # Requests of the current namespace waiting for a decision
+  mcpctl approval list --pending
+
+  # Every namespace, with deployment, approver and expiry
+  mcpctl approval list -A -o wide`,
+	"approval show": `  # The exact call: operation, caller, digests and the argument preview
+  mcpctl approval show team-a/apr-3f5kq2x7mbd4ye6w
+  mcpctl approval show apr-3f5kq2x7mbd4ye6w -n team-a -o yaml`,
 	"review list": `  # Deployments of the current namespace waiting on review
   mcpctl review list
 

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/wire"
 	"github.com/b10x/connector-mcp/snapshot"
 )
@@ -89,8 +90,30 @@ func parseDirectCall(body []byte, version string) (*directCall, bool) {
 	if !ok || !metaFits(c.Meta, version) {
 		return nil, false
 	}
-	return &directCall{id: c.ID, modern: version == protocolModern,
-		params: mcp.CallToolParamsRaw{Name: c.Name, Arguments: c.Arguments}}, true
+	dc := &directCall{id: c.ID, modern: version == protocolModern,
+		params: mcp.CallToolParamsRaw{Name: c.Name, Arguments: c.Arguments}}
+	if c.Meta != nil {
+		// Only the approval members are kept (the call path reads nothing else of _meta); they
+		// are decoded as the go-sdk server would decode the whole _meta.
+		ms, err := snapshot.Members(c.Meta)
+		if err != nil {
+			return nil, false
+		}
+		for _, m := range ms {
+			if m.Name != apiv1.ApprovalMetaKey && m.Name != ApprovalTTLMetaKey {
+				continue
+			}
+			var v any
+			if json.Unmarshal(m.Value, &v) != nil {
+				return nil, false
+			}
+			if dc.params.Meta == nil {
+				dc.params.Meta = mcp.Meta{}
+			}
+			dc.params.Meta[m.Name] = v
+		}
+	}
+	return dc, true
 }
 
 // metaFits reports whether _meta is what the go-sdk server accepts for version without a

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/approval"
 	"github.com/b10x/connector-mcp/internal/invocation"
 )
 
@@ -487,7 +488,57 @@ func (g *Gateway) callTool(ctx context.Context, info *reqInfo, p *mcp.CallToolPa
 	if err != nil {
 		return nil, err
 	}
-	return g.invoke(ctx, info.caller, s, p.Name, "", p.Arguments, true)
+	hint, err := approvalHint(p.Meta, "")
+	if err != nil {
+		return nil, err
+	}
+	return g.invoke(ctx, info.caller, s, p.Name, "", p.Arguments, true, hint)
+}
+
+// ApprovalTTLMetaKey is the _meta member of a tools/call request asking for the lifetime, in
+// seconds, of the McpApprovalRequest the call creates (bounded by the gateway's ceiling).
+const ApprovalTTLMetaKey = "connectors.b10x.io/approval-ttl-seconds"
+
+// approvalHint reads the approval members of a call's _meta: the request name (apiv1.ApprovalMetaKey,
+// a string; or fromArgs, the invoke_operation argument, which must agree) and the TTL asked for
+// (ApprovalTTLMetaKey, a positive integer of seconds). Anything else is invalid_params.
+func approvalHint(meta mcp.Meta, fromArgs string) (invocation.ApprovalHint, error) {
+	var h invocation.ApprovalHint
+	if v, ok := meta[apiv1.ApprovalMetaKey]; ok {
+		name, isStr := v.(string)
+		if !isStr || !validRequestName(name) {
+			return h, refusalNamed(RefusalInvalidParams)
+		}
+		h.Request = name
+	}
+	if fromArgs != "" {
+		if !validRequestName(fromArgs) || (h.Request != "" && h.Request != fromArgs) {
+			return h, refusalNamed(RefusalInvalidParams)
+		}
+		h.Request = fromArgs
+	}
+	if v, ok := meta[ApprovalTTLMetaKey]; ok {
+		f, isNum := v.(float64)
+		if !isNum || f < 1 || f > 1e7 || f != float64(int64(f)) {
+			return h, refusalNamed(RefusalInvalidParams)
+		}
+		h.TTL = time.Duration(int64(f)) * time.Second
+	}
+	return h, nil
+}
+
+// validRequestName reports whether s can be an McpApprovalRequest name (a DNS subdomain).
+func validRequestName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return s[0] != '-' && s[0] != '.' && s[len(s)-1] != '-' && s[len(s)-1] != '.'
 }
 
 // detach returns a context with parent's cancellation and a deadline of timeout, but none of
@@ -502,14 +553,14 @@ func detach(parent context.Context, timeout time.Duration) (context.Context, con
 // invoke invokes operation on s: with describe set, described and invoked in one step
 // (Surface.Call, the per-deployment route's tools/call); otherwise under lease (the meta route's
 // invoke_operation).
-func (g *Gateway) invoke(ctx context.Context, caller invocation.Caller, s *invocation.Surface, operation, lease string, args json.RawMessage, describe bool) (mcp.Result, error) {
+func (g *Gateway) invoke(ctx context.Context, caller invocation.Caller, s *invocation.Surface, operation, lease string, args json.RawMessage, describe bool, hint invocation.ApprovalHint) (mcp.Result, error) {
 	conn := s.Connection()
 	var res *invocation.Result
 	var err error
 	if describe {
-		res, err = s.Call(ctx, caller, operation, conn, args)
+		res, err = s.CallApproved(ctx, caller, operation, conn, args, hint)
 	} else {
-		res, err = s.Invoke(ctx, invocation.Request{Caller: caller, Lease: lease, Operation: operation, Connection: conn, Arguments: args})
+		res, err = s.Invoke(ctx, invocation.Request{Caller: caller, Lease: lease, Operation: operation, Connection: conn, Arguments: args, Approval: hint})
 	}
 	if err != nil {
 		var te *invocation.ToolError
@@ -588,6 +639,11 @@ type refusalData struct {
 	Refusal string `json:"refusal"`
 	Pointer string `json:"pointer,omitempty"`
 	Keyword string `json:"keyword,omitempty"`
+	// Approval names the McpApprovalRequest of an approval refusal (in Namespace); Hint says what
+	// to do about approval_required.
+	Approval  string `json:"approval,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Hint      string `json:"hint,omitempty"`
 }
 
 // refusal turns an invocation failure into a JSON-RPC error naming only the refusal (and, for
@@ -598,6 +654,13 @@ func refusal(err error) error {
 	var ia *invocation.InvalidArgumentsError
 	if errors.As(err, &ia) {
 		d.Pointer, d.Keyword = ia.Pointer, ia.Keyword
+	}
+	var ar *approval.Refusal
+	if errors.As(err, &ar) {
+		d.Approval, d.Namespace = ar.Request, ar.Namespace
+		if ar.Name == approval.RefusalApprovalRequired {
+			d.Hint = approval.RetryHint
+		}
 	}
 	return rpcError(d)
 }

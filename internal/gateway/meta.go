@@ -41,8 +41,8 @@ func metaTools() []*mcp.Tool {
 			Description: "Return the reviewed facts of one operation (title, description, effect), its frozen input schema and a lease for invoke_operation.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{` + target + `},"required":["namespace","deployment","operation"],"additionalProperties":false}`), Annotations: ro},
 		{Name: ToolInvokeOperation, Title: "Invoke an operation",
-			Description: "Invoke one operation with the lease describe_operation returned and arguments that satisfy its input schema. A stale lease is refused as stale_lease: describe again.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{` + target + `,"lease":{"type":"string"},"arguments":{"type":"object"}},"required":["namespace","deployment","operation","lease"],"additionalProperties":false}`),
+			Description: "Invoke one operation with the lease describe_operation returned and arguments that satisfy its input schema. A stale lease is refused as stale_lease: describe again. An operation that requires approval is refused approval_required with the name of an approval request: once a person approved it, repeat the same call with approval set to that name.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{` + target + `,"lease":{"type":"string"},"arguments":{"type":"object"},"approval":{"type":"string","description":"The approved approval request this call is the retry of."}},"required":["namespace","deployment","operation","lease"],"additionalProperties":false}`),
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: &t}},
 	}
 }
@@ -76,13 +76,14 @@ type metaTarget struct {
 	Lease      string          `json:"lease"`
 	Query      string          `json:"query"`
 	Arguments  json.RawMessage `json:"arguments"`
+	Approval   string          `json:"approval"`
 }
 
 // metaMembers are the argument members each meta-tool takes, by exact name.
 var metaMembers = map[string][]string{
 	ToolSearchOperations:  {"query", "namespace"},
 	ToolDescribeOperation: {"namespace", "deployment", "operation"},
-	ToolInvokeOperation:   {"namespace", "deployment", "operation", "lease", "arguments"},
+	ToolInvokeOperation:   {"namespace", "deployment", "operation", "lease", "arguments", "approval"},
 }
 
 // decodeMetaArguments decodes the arguments of meta-tool tool strictly, as every other untrusted
@@ -139,7 +140,11 @@ func (g *Gateway) callMeta(ctx context.Context, info *reqInfo, p *mcp.CallToolPa
 	if in.Lease == "" {
 		return nil, refusalNamed(RefusalInvalidParams)
 	}
-	return g.invoke(ctx, info.caller, s, in.Operation, in.Lease, in.Arguments, false)
+	hint, err := approvalHint(p.Meta, in.Approval)
+	if err != nil {
+		return nil, err
+	}
+	return g.invoke(ctx, info.caller, s, in.Operation, in.Lease, in.Arguments, false, hint)
 }
 
 // SearchResult is the search_operations answer.

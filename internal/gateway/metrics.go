@@ -22,6 +22,9 @@ type Metrics struct {
 	// request shape of both protocol eras; see docs/gateway.md). They are counted in Requests
 	// and Calls too.
 	DirectCalls prometheus.Counter
+	// Approvals counts approval events by event ("requested", "used" or the refusal name of a
+	// refused retry: a bounded set).
+	Approvals *prometheus.CounterVec
 }
 
 // NewMetrics builds the metrics; surfaces reports the number of served deployments (nil: 0).
@@ -44,12 +47,14 @@ func NewMetrics(surfaces func() int) *Metrics {
 			Help: "ServiceDeployments served."}, func() float64 { return float64(surfaces()) }),
 		DirectCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "connector_mcp_gateway_direct_calls_total",
 			Help: "tools/call requests answered below the go-sdk server."}),
+		Approvals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "connector_mcp_gateway_approvals_total",
+			Help: "Approval events: requests created, approved calls run, refused retries by refusal."}, []string{"event"}),
 	}
 }
 
 // Register registers every metric with reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.Requests, m.Calls, m.CallDuration, m.InFlight, m.CacheLookups, m.Surfaces, m.DirectCalls} {
+	for _, c := range []prometheus.Collector{m.Requests, m.Calls, m.CallDuration, m.InFlight, m.CacheLookups, m.Surfaces, m.DirectCalls, m.Approvals} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -9,6 +9,11 @@ package gateway
 //     and egress ceiling apply to the namespaces a cluster admin selected);
 //   - mcpreverifyrequests create: ask the manager to re-verify on live drift (no write on any
 //     ServiceDeployment);
+//   - mcpapprovalrequests create, get, list and mcpapprovalrequests/status update: a call to an
+//     operation that requires approval creates its request; its retry reads the request fresh
+//     (get; list counts a caller's open requests) and marks it Used under its resourceVersion
+//     (status update), so it runs once (docs/approval.md). The decision itself is written by
+//     the approver, never by the gateway;
 //   - no Secret at all: the upstream bearer and the pack pull and public-key Secrets are read by
 //     name, uncached, in the deployment's namespace, only where that namespace's admin consented
 //     by binding the ClusterRole <release>-gateway-credentials (secrets get) to the gateway's
@@ -23,6 +28,8 @@ package gateway
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=servicedeployments;mcpserviceprofiles;mcptrustpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpreverifyrequests,verbs=create
+// +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpapprovalrequests,verbs=get;list;create
+// +kubebuilder:rbac:groups=connectors.b10x.io,resources=mcpapprovalrequests/status,verbs=update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/b10x/connector-mcp/internal/approval"
 	"github.com/b10x/connector-mcp/internal/gateway"
 	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
@@ -86,6 +87,12 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 		MaxResultBytes:   o.MaxResultBytes,
 		MaxSessionAge:    o.UpstreamSessionMaxAge,
 		RelistInterval:   o.UpstreamRelistInterval,
+		Gate: &approval.Gate{
+			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Floor: approval.TrustPolicyFloor(mgr.GetClient()),
+			TTL: o.ApprovalTTL, MaxTTL: o.ApprovalMaxTTL, MaxOpenPerCaller: o.MaxOpenApprovalsPerCaller,
+			OnEvent: func(e approval.Event) { w.Metrics.Approvals.WithLabelValues(e.Kind).Inc() },
+			Log:     audit,
+		},
 		Audit: func(_ context.Context, e invocation.AuditEvent) {
 			audit.Info("Audit", "action", e.Action, "user", e.User, "namespace", e.Target.Namespace, "deployment", e.Target.Name,
 				"operation", e.Operation, "snapshot", e.Snapshot, "outcome", e.Outcome, "durationSeconds", e.Duration.Seconds())

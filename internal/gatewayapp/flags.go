@@ -32,6 +32,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.AllowedHosts, "allowed-hosts", o.AllowedHosts, "Host header names the gateway answers, e.g. its Service DNS names (repeatable). Empty: only loopback names on loopback addresses.")
 	fs.DurationVar(&o.UpstreamSessionMaxAge, "upstream-session-max-age", o.UpstreamSessionMaxAge, "How long one upstream MCP session is reused before a new one is connected (negative: a session per call).")
 	fs.DurationVar(&o.UpstreamRelistInterval, "upstream-relist-interval", o.UpstreamRelistInterval, "Staleness bound of an upstream's live tool list: the first call after the last check is this old re-lists the tools and is refused live_drift if they changed, so a changed server is called for at most about this long (negative: every call re-lists).")
+	fs.DurationVar(&o.ApprovalTTL, "approval-ttl", o.ApprovalTTL, "Default lifetime of an approval request a call to an operation that requires approval creates.")
+	fs.DurationVar(&o.ApprovalMaxTTL, "approval-max-ttl", o.ApprovalMaxTTL, "Ceiling of the lifetime a caller may ask for an approval request (_meta connectors.b10x.io/approval-ttl-seconds).")
+	fs.IntVar(&o.MaxOpenApprovalsPerCaller, "max-open-approvals-per-caller", o.MaxOpenApprovalsPerCaller, "Maximum open (pending or approved, unused, unexpired) approval requests of one caller per namespace (more: approval_limit_exceeded).")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", o.DrainTimeout, "Time given to running calls to finish on shutdown.")
 	o.Shared.BindFlags(fs)
 	// The manager's verified-pack store, read only.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/b10x/connector-mcp/internal/appoptions"
+	"github.com/b10x/connector-mcp/internal/approval"
 	"github.com/b10x/connector-mcp/internal/gateway"
 	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/mcpclient"
@@ -67,6 +68,12 @@ type Options struct {
 	// after the last check is this old re-lists the tools first, so a changed server is called for
 	// at most about this long (live_drift afterwards). Negative: every call re-lists.
 	UpstreamRelistInterval time.Duration
+	// ApprovalTTL is the default lifetime of an McpApprovalRequest; ApprovalMaxTTL the ceiling of
+	// the lifetime a caller may ask for (docs/approval.md).
+	ApprovalTTL, ApprovalMaxTTL time.Duration
+	// MaxOpenApprovalsPerCaller bounds one caller's open approval requests per namespace
+	// (approval_limit_exceeded beyond).
+	MaxOpenApprovalsPerCaller int
 
 	// validated is set by a Validate that accepted the options: Setup requires it.
 	validated bool
@@ -97,5 +104,9 @@ func DefaultOptions() Options {
 		DrainTimeout:           30 * time.Second,
 		UpstreamSessionMaxAge:  invocation.DefaultMaxSessionAge,
 		UpstreamRelistInterval: invocation.DefaultRelistInterval,
+		ApprovalTTL:            approval.DefaultTTL,
+		ApprovalMaxTTL:         approval.DefaultMaxTTL,
+
+		MaxOpenApprovalsPerCaller: approval.DefaultMaxOpenPerCaller,
 	}
 }

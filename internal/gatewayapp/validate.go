@@ -32,6 +32,12 @@ func (o *Options) Validate() error {
 	if o.AuthFailureRate <= 0 || o.AuthFailureBurst < 1 {
 		errs = append(errs, errors.New("--auth-failure-rate must be positive and --auth-failure-burst at least 1"))
 	}
+	if o.ApprovalTTL <= 0 || o.ApprovalMaxTTL < o.ApprovalTTL {
+		errs = append(errs, errors.New("--approval-ttl must be positive and at most --approval-max-ttl"))
+	}
+	if o.MaxOpenApprovalsPerCaller < 1 {
+		errs = append(errs, errors.New("--max-open-approvals-per-caller must be at least 1"))
+	}
 	errs = append(errs, o.Shared.Validate())
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -54,6 +54,54 @@ type Options struct {
 	// Audit, when set, is called once per Describe, per Invoke and per Call ("invoke"), after the
 	// outcome is known (refusals included), on the caller's goroutine. Keep it fast.
 	Audit func(context.Context, AuditEvent)
+	// Gate, when set, is asked by Invoke and Call after the call is authorized, exposed and its
+	// arguments checked, and before anything is sent upstream (the approval of destructive
+	// operations: internal/approval). Nil: every admitted call runs.
+	Gate Gate
+}
+
+// Gate decides whether an admitted call may run (approval). Check runs before anything is sent
+// upstream: it refuses (nothing is sent), or returns nil (run) or a commit function that the
+// surface calls once the upstream session is ready and its live tool list checked, right before
+// the tools/call is sent; a commit that fails refuses the call and nothing is sent. Commit is
+// where an approval is consumed, so a call refused live_drift does not spend it.
+type Gate interface {
+	Check(ctx context.Context, c *GatedCall) (commit func(context.Context) error, err error)
+}
+
+// GatedCall is what a Gate judges: the admitted call, the reviewed facts of its operation and
+// the approval reference the caller sent with it.
+type GatedCall struct {
+	// Caller is the authenticated caller.
+	Caller Caller
+	// Target is the deployment.
+	Target Target
+	// Operation is the operation reference; Effect its reviewed effect.
+	Operation string
+	Effect    apiv1.Effect
+	// Mode is the deployment's approval mode for the operation (empty: the default).
+	Mode apiv1.ApprovalMode
+	// Sensitive are the argument names the reviewed profile marks sensitive.
+	Sensitive []string
+	// InputSchema is the frozen input schema.
+	InputSchema json.RawMessage
+	// Snapshot and Profile are the frozen snapshot and reviewed profile digests of the surface.
+	Snapshot, Profile string
+	// Arguments are the checked arguments (one JSON object).
+	Arguments json.RawMessage
+	// Approval is what the caller sent about approval with the call.
+	Approval ApprovalHint
+}
+
+// ApprovalHint is what a caller sends about approval with a call: the McpApprovalRequest the call
+// is the retry of, or the expiry it asks for when a request is created.
+type ApprovalHint struct {
+	// Request names the McpApprovalRequest (the deployment's namespace) this call is the retry
+	// of ("" when none).
+	Request string
+	// TTL is the lifetime the caller asks for a new request (zero: the gateway's default; the
+	// gateway's ceiling bounds it).
+	TTL time.Duration
 }
 
 // DefaultMaxSessionAge is the default Options.MaxSessionAge: how long one upstream session is
@@ -70,6 +118,7 @@ const DefaultRelistInterval = 30 * time.Second
 type operation struct {
 	mapping     apiv1.OperationMapping
 	inputSchema json.RawMessage
+	approval    apiv1.ApprovalMode
 }
 
 // Surface is the callable authority surface of one activated ServiceDeployment: its exposed
@@ -138,9 +187,11 @@ func NewSurface(doc *apiv1.ProfileDocument, dep *apiv1.ServiceDeployment, opts O
 		descriptors[t.Name] = t.Descriptor.Raw
 	}
 	exposed := make(map[string]bool, len(dep.Spec.Operations))
+	approval := make(map[string]apiv1.ApprovalMode, len(dep.Spec.Operations))
 	for _, b := range dep.Spec.Operations {
 		if b.Expose {
 			exposed[b.OperationRef] = true
+			approval[b.OperationRef] = b.Approval
 		}
 	}
 	s := &Surface{
@@ -163,7 +214,7 @@ func NewSurface(doc *apiv1.ProfileDocument, dep *apiv1.ServiceDeployment, opts O
 		if err := snapshot.Unmarshal(descriptors[m.RemoteName], &d); err != nil || len(d.InputSchema) == 0 {
 			return nil, refuse(RefusalInvalidSurface, m.OperationRef, ErrInvalidSchema)
 		}
-		s.ops[m.OperationRef] = &operation{mapping: m, inputSchema: d.InputSchema}
+		s.ops[m.OperationRef] = &operation{mapping: m, inputSchema: d.InputSchema, approval: approval[m.OperationRef]}
 	}
 	conn := dep.Spec.MCPConnection
 	s.endpoint = Endpoint{
@@ -181,6 +232,9 @@ func NewSurface(doc *apiv1.ProfileDocument, dep *apiv1.ServiceDeployment, opts O
 	}
 	return s, nil
 }
+
+// ProfileDigest returns the reviewed profile digest this surface serves.
+func (s *Surface) ProfileDigest() string { return s.profile }
 
 // SnapshotDigest returns the frozen snapshot digest this surface serves.
 func (s *Surface) SnapshotDigest() string { return s.digest }
@@ -300,6 +354,8 @@ type Request struct {
 	Connection string
 	// Arguments is one JSON object (empty means {}).
 	Arguments json.RawMessage
+	// Approval is what the caller sent about approval (passed to Options.Gate).
+	Approval ApprovalHint
 }
 
 // Result is a successful invocation.
@@ -340,7 +396,11 @@ func (s *Surface) Invoke(ctx context.Context, req Request) (res *Result, err err
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.call(ctx, req.Operation, op.mapping.RemoteName, args)
+	commit, err := s.gate(ctx, req.Caller, op, args, req.Approval)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.call(ctx, req.Operation, op.mapping.RemoteName, args, commit)
 	if err != nil {
 		return nil, err
 	}
@@ -355,6 +415,11 @@ func (s *Surface) Invoke(ctx context.Context, req Request) (res *Result, err err
 // Refusals, in order: invalid_caller, wrong_connection, forbidden, not_exposed, invalid_schema,
 // argument_too_large, invalid_arguments, then those of the remote call as for Invoke.
 func (s *Surface) Call(ctx context.Context, caller Caller, operation, connection string, args json.RawMessage) (res *Result, err error) {
+	return s.CallApproved(ctx, caller, operation, connection, args, ApprovalHint{})
+}
+
+// CallApproved is Call with what the caller sent about approval (Options.Gate judges it).
+func (s *Surface) CallApproved(ctx context.Context, caller Caller, operation, connection string, args json.RawMessage, approval ApprovalHint) (res *Result, err error) {
 	defer func(start time.Time) { s.audit(ctx, "invoke", caller, operation, connection, start, err) }(s.opts.Clock.Now())
 	op, err := s.admit(ctx, caller, operation, connection)
 	if err != nil {
@@ -367,7 +432,11 @@ func (s *Surface) Call(ctx context.Context, caller Caller, operation, connection
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.call(ctx, operation, op.mapping.RemoteName, args)
+	commit, err := s.gate(ctx, caller, op, args, approval)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.call(ctx, operation, op.mapping.RemoteName, args, commit)
 	if err != nil {
 		return nil, err
 	}
@@ -426,8 +495,23 @@ func (s *Surface) checkArguments(op *operation, ref string, raw json.RawMessage)
 	return args, nil
 }
 
-// call calls the remote tool through the surface's session and maps the outcome.
-func (s *Surface) call(ctx context.Context, ref, remote string, args json.RawMessage) (json.RawMessage, error) {
+// gate asks Options.Gate about an admitted call (nil, nil without a gate).
+func (s *Surface) gate(ctx context.Context, caller Caller, op *operation, args json.RawMessage, approval ApprovalHint) (func(context.Context) error, error) {
+	if s.opts.Gate == nil {
+		return nil, nil
+	}
+	m := op.mapping
+	return s.opts.Gate.Check(ctx, &GatedCall{
+		Caller: caller, Target: s.target, Operation: m.OperationRef, Effect: m.Effect, Mode: op.approval,
+		Sensitive: m.SensitiveArguments, InputSchema: op.inputSchema, Snapshot: s.digest, Profile: s.profile,
+		Arguments: args, Approval: approval,
+	})
+}
+
+// call calls the remote tool through the surface's session and maps the outcome. commit (nil:
+// none) runs once the session is ready, right before the tools/call is sent; its error refuses
+// the call.
+func (s *Surface) call(ctx context.Context, ref, remote string, args json.RawMessage, commit func(context.Context) error) (json.RawMessage, error) {
 	ps, err := s.acquire(ctx)
 	if err != nil {
 		var de *DriftError
@@ -440,6 +524,11 @@ func (s *Surface) call(ctx context.Context, ref, remote string, args json.RawMes
 		return nil, &CallError{Operation: ref, Err: err}
 	}
 	defer s.release(ps)
+	if commit != nil {
+		if err := commit(ctx); err != nil {
+			return nil, err
+		}
+	}
 	raw, err := ps.sess.CallTool(ctx, remote, args)
 	if err != nil {
 		var te *mcpclient.ToolError

@@ -147,6 +147,10 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 	if err := (&controllers.ReverifyRequestReconciler{Client: mgr.GetClient(), Shard: shard}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	// Approval requests: expiry, one Event per state, deletion of ended ones after the retention.
+	if err := (&controllers.ApprovalRequestReconciler{Client: mgr.GetClient(), Events: mgr.GetEventRecorder("connector-mcp")}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
 	w.TrustPolicies = &controllers.TrustPolicyReconciler{Client: mgr.GetClient(), Validate: adapters.ValidateTrustPolicy}
 	if err := w.TrustPolicies.SetupWithManager(mgr); err != nil {
 		return nil, err
