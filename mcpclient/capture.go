@@ -12,6 +12,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/b10x/connector-mcp/internal/wire"
 	"github.com/b10x/connector-mcp/snapshot"
@@ -480,6 +483,18 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return msg, err
 }
 
+// withTraceContext returns req carrying, as W3C trace-context headers (traceparent, tracestate),
+// the span of its context, when there is one and the process installed a propagator
+// (otel.SetTextMapPropagator); else req itself. An upstream that traces joins the caller's trace.
+func withTraceContext(req *http.Request) *http.Request {
+	if !trace.SpanContextFromContext(req.Context()).IsValid() {
+		return req
+	}
+	out := req.Clone(req.Context())
+	otel.GetTextMapPropagator().Inject(req.Context(), propagation.HeaderCarrier(out.Header))
+	return out
+}
+
 // boundTransport is the http.RoundTripper under the SDK: it binds request ids to callStates,
 // bounds every response body (JSON body or SSE event) to the frame limit, and records raw
 // responses. It wraps the configured client's transport, whatever it is.
@@ -509,6 +524,7 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			body.Close()
 		}
 	}
+	req = withTraceContext(req)
 	resp, err := t.base.RoundTrip(req)
 	if discover && st.guardDiscover {
 		if terr := probeTransportFailure(req, resp, err); terr != nil {

@@ -28,6 +28,7 @@ import (
 	v1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/appoptions"
 	"github.com/b10x/connector-mcp/internal/gatewayapp"
+	"github.com/b10x/connector-mcp/internal/tracing"
 )
 
 func main() {
@@ -70,6 +71,14 @@ func run() int {
 		return 2
 	}
 
+	// Traces (docs/observability.md): off unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	stopTracing, err := tracing.StartForBinary("connector-mcp-gateway", log)
+	if err != nil {
+		log.Error(err, "Unable to set up tracing")
+		return 1
+	}
+	defer stopTracing()
+
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		log.Error(err, "Unable to build the scheme")
@@ -102,6 +111,7 @@ func run() int {
 		log.Error(err, "Unable to set up the gateway")
 		return 1
 	}
+	defer func() { _ = w.Audit.Close() }()
 	if err := mgr.Add(serveRunnable{w: w, addr: opts.ListenAddress}); err != nil {
 		log.Error(err, "Unable to add the listener")
 		return 1

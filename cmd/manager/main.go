@@ -7,7 +7,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"os"
 	"time"
@@ -60,19 +59,12 @@ func run() int {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 	// Traces (docs/observability.md): off unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
-	tcfg, stopTracing, err := tracing.Setup(context.Background(), "connector-mcp-manager", "")
+	stopTracing, err := tracing.StartForBinary("connector-mcp-manager", log)
 	if err != nil {
 		log.Error(err, "Unable to set up tracing")
 		return 1
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := stopTracing(ctx); err != nil {
-			log.Error(err, "Flushing traces failed")
-		}
-	}()
-	log.Info("Tracing", "enabled", tcfg.Enabled, "protocol", tcfg.Protocol)
+	defer stopTracing()
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

@@ -57,6 +57,9 @@ type quickstart struct {
 	forecastOp  string   // the operationRef mapped to get_forecast
 	gatewayAddr string
 	agentToken  string
+	// gateway is the gateway process; lastRequestID the request id of the agent's last call.
+	gateway       *proc
+	lastRequestID string
 }
 
 // step is one stage of the story.

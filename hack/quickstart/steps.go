@@ -390,6 +390,7 @@ func (q *quickstart) gatewayCall(ctx context.Context) error {
 		return err
 	}
 	q.gatewayAddr = strings.TrimSuffix(m[strings.LastIndexByte(m[:len(m)-1], '"')+1:], `"`)
+	q.gateway = p
 	if _, err := q.waitFor(ctx, p, regexp.MustCompile(`"Serving deployment"`)); err != nil {
 		return err
 	}
@@ -401,6 +402,21 @@ func (q *quickstart) gatewayCall(ctx context.Context) error {
 		q.log("The call through the gateway failed")
 		return errors.New("the call through the gateway returned no result")
 	}
+	return q.showAuditRecord(ctx)
+}
+
+// showAuditRecord prints the gateway's audit record of the agent's last call (the JSON line its
+// request id names, docs/observability.md#audit).
+func (q *quickstart) showAuditRecord(ctx context.Context) error {
+	if len(q.lastRequestID) != 32 {
+		return fmt.Errorf("the gateway's answer has no %s header", "X-Request-Id")
+	}
+	line, err := q.waitFor(ctx, q.gateway, regexp.MustCompile(`\{"v":1,[^\n]*"requestId":"`+q.lastRequestID+`"[^\n]*\}`))
+	if err != nil {
+		return fmt.Errorf("no audit record of request %s: %w", q.lastRequestID, err)
+	}
+	q.log("The gateway's audit record of that call (request id " + q.lastRequestID + ")")
+	fmt.Fprintf(q.stderr, "%s\n", line)
 	return nil
 }
 
@@ -415,7 +431,10 @@ func (q *quickstart) gatewayRefused(ctx context.Context) error {
 		q.log("The call after drift was not refused")
 		return errors.New("the call after drift was not refused")
 	}
-	return nil
+	if !strings.Contains(body, `"requestId":"`+q.lastRequestID+`"`) {
+		return errors.New("the refusal does not name its request id")
+	}
+	return q.showAuditRecord(ctx)
 }
 
 // agentCall makes one tools/call through the gateway as the agent (plain MCP over HTTP, era
@@ -443,7 +462,8 @@ func (q *quickstart) agentCall(ctx context.Context, op, args string) (string, er
 	if err != nil {
 		return "", fmt.Errorf("call through the gateway: %w", err)
 	}
-	fmt.Fprintf(q.stderr, "%s\n", out)
+	q.lastRequestID = resp.Header.Get("X-Request-Id")
+	fmt.Fprintf(q.stderr, "X-Request-Id: %s\n%s\n", q.lastRequestID, out)
 	return string(out), nil
 }
 

@@ -17,8 +17,11 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/internal/lru"
+	"github.com/b10x/connector-mcp/internal/tracing"
 )
 
 // DefaultAudience is the audience a caller's ServiceAccount token must be issued for.
@@ -131,7 +134,9 @@ func (a *TokenAuthenticator) Authenticate(ctx context.Context, token string) (in
 	a.init()
 	now := a.now()
 	key := sha256.Sum256([]byte(token))
+	span := trace.SpanFromContext(ctx)
 	if e, ok := a.cache.Get(key); ok && now.Before(e.expires) {
+		span.SetAttributes(tracing.KeyCache.String("hit"))
 		a.hits.Add(1)
 		if a.OnLookup != nil {
 			a.OnLookup(true)
@@ -153,6 +158,7 @@ func (a *TokenAuthenticator) Authenticate(ctx context.Context, token string) (in
 			return invocation.Caller{}, &AuthError{Err: ErrAuthRateLimited, RetryAfter: wait}
 		}
 	}
+	span.SetAttributes(tracing.KeyCache.String("miss"))
 	caller, err := a.review(ctx, token)
 	if err != nil {
 		if nttl := a.negativeTTL(); nttl > 0 && (errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrAudience)) {

@@ -15,8 +15,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/internal/lru"
+	"github.com/b10x/connector-mcp/internal/tracing"
 )
 
 // DefaultAuthzCacheTTL is the default CachingAuthorizer.TTL: revoking a RoleBinding takes effect
@@ -73,7 +76,9 @@ func (a *CachingAuthorizer) Authorize(ctx context.Context, caller invocation.Cal
 	now := a.now()
 	key := authzKey(caller, target)
 	e, ok := a.cache.Get(key)
+	span := trace.SpanFromContext(ctx)
 	if ok && now.Before(e.expires) {
+		span.SetAttributes(tracing.KeyCache.String("hit"))
 		if a.OnLookup != nil {
 			a.OnLookup(true)
 		}
@@ -82,6 +87,7 @@ func (a *CachingAuthorizer) Authorize(ctx context.Context, caller invocation.Cal
 	if a.OnLookup != nil {
 		a.OnLookup(false)
 	}
+	span.SetAttributes(tracing.KeyCache.String("miss"))
 	allowed, err := a.Next.Authorize(ctx, caller, target)
 	if err != nil {
 		return false, sanitizeAuthz(err)

@@ -76,6 +76,8 @@ func (g *Gateway) handleCall(ctx context.Context, info *reqInfo, p *mcp.CallTool
 	start := time.Now()
 	res, err := g.callTool(ctx, info, p)
 	o := outcome(err)
+	info.trail.setOutcome("tools/call", o)
+	err = withRequestID(err, info.trail.requestID())
 	g.cfg.Metrics.Requests.WithLabelValues(info.route.label(), o).Inc()
 	g.cfg.Metrics.Calls.WithLabelValues(info.route.label(), o).Inc()
 	g.cfg.Metrics.CallDuration.WithLabelValues(info.route.label()).Observe(time.Since(start).Seconds())

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/b10x/connector-mcp/internal/mcptest"
@@ -59,6 +61,8 @@ type answer struct {
 	status                    int
 	contentType, cacheControl string
 	body                      string
+	// requestID is the RequestIDHeader of the answer (the go-sdk-only path is handed it).
+	requestID string
 }
 
 // viaGateway sends c through the gateway's HTTP handler on loopback (authentication, limits,
@@ -71,22 +75,23 @@ func viaGateway(t *testing.T, w *world, c rawCall) answer {
 	}
 	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
-	return answer{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"), string(b)}
+	return answer{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"), string(b), resp.Header.Get(RequestIDHeader)}
 }
 
 // viaSDK sends c to the gateway's go-sdk server only (the path every request took before the
-// direct path existed), for the same authenticated caller and route.
-func viaSDK(t *testing.T, w *world, c rawCall) answer {
+// direct path existed), for the same authenticated caller and route, under request id.
+func viaSDK(t *testing.T, w *world, c rawCall, id string) answer {
 	t.Helper()
 	caller, err := w.gw.cfg.Authenticator.Authenticate(context.Background(), goodTok)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := c.request(t, "http://127.0.0.1/mcp/team-a/files")
-	req = req.WithContext(context.WithValue(req.Context(), ctxKey{}, &reqInfo{caller: caller, route: route{ns: testNS, name: testName}}))
+	req = req.WithContext(context.WithValue(req.Context(), ctxKey{}, &reqInfo{caller: caller, route: route{ns: testNS, name: testName},
+		trail: &trail{id: id, span: trace.SpanFromContext(context.Background())}}))
 	rec := httptest.NewRecorder()
 	w.gw.mcpH.ServeHTTP(rec, req)
-	return answer{rec.Code, rec.Header().Get("Content-Type"), rec.Header().Get("Cache-Control"), rec.Body.String()}
+	return answer{rec.Code, rec.Header().Get("Content-Type"), rec.Header().Get("Cache-Control"), rec.Body.String(), id}
 }
 
 // TestDirectCallAnswersAsSDK: the common tools/call shape of both eras is answered below the
@@ -117,7 +122,13 @@ func TestDirectCallAnswersAsSDK(t *testing.T) {
 		if testutil.ToFloat64(w.gw.cfg.Metrics.DirectCalls) != before+1 {
 			t.Fatalf("%s: not answered on the direct path", c.name)
 		}
-		want := viaSDK(t, w, c)
+		if len(got.requestID) != 32 {
+			t.Fatalf("%s: request id header %q", c.name, got.requestID)
+		}
+		if strings.Contains(got.body, `"error"`) && !strings.Contains(got.body, `"requestId":"`+got.requestID+`"`) {
+			t.Fatalf("%s: the refusal does not name the request id %s: %s", c.name, got.requestID, got.body)
+		}
+		want := viaSDK(t, w, c, got.requestID)
 		if got != want {
 			t.Fatalf("%s: direct answer differs from the go-sdk server's\n got: %+v\nwant: %+v", c.name, got, want)
 		}

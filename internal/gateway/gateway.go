@@ -24,7 +24,9 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/approval"
+	"github.com/b10x/connector-mcp/internal/audit"
 	"github.com/b10x/connector-mcp/internal/invocation"
+	"github.com/b10x/connector-mcp/internal/tracing"
 )
 
 // Defaults of Config.
@@ -93,6 +95,9 @@ type Config struct {
 	// default DNS-rebinding protection (a request arriving on a loopback address must name a
 	// loopback host). Set: exactly these names are accepted, on any address.
 	AllowedHosts []string
+	// Audit receives one record per tools/call and per request refused before its method was
+	// read (audit.KindCall). Optional.
+	Audit *audit.Logger
 	// Metrics are optional.
 	Metrics *Metrics
 	// Log receives request failures and the drift notices (nil: discard).
@@ -123,6 +128,8 @@ type ctxKey struct{}
 type reqInfo struct {
 	caller invocation.Caller
 	route  route
+	// trail is the request's id, span and audit record.
+	trail *trail
 	// body is the request body, already read (nil: not read).
 	body []byte
 }
@@ -220,18 +227,24 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	}
 	g.wg.Add(1)
 	defer g.wg.Done()
+	ctx, tr := g.startRequest(w, r, rt)
+	defer g.end(tr)
+	r = r.WithContext(ctx)
 	if len(g.cfg.AllowedHosts) > 0 && !slices.Contains(g.cfg.AllowedHosts, hostOnly(r.Host)) {
+		tr.setOutcome("", RefusalHostNotAllowed)
 		writeRefusal(w, http.StatusForbidden, RefusalHostNotAllowed)
 		return
 	}
-	ctx := WithSource(r.Context(), sourceOf(r))
+	ctx = WithSource(ctx, sourceOf(r))
 	token, ok := bearer(r)
 	if !ok {
+		tr.setOutcome("", RefusalUnauthenticated)
 		g.unauthenticated(w, rt)
 		return
 	}
 	if pc, isPC := g.cfg.Authenticator.(Prechecker); isPC {
 		if err := pc.Precheck(ctx, token); err != nil {
+			tr.setOutcome("", authRefusal(err))
 			g.authRefused(w, rt, err)
 			return
 		}
@@ -246,6 +259,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	case g.inflight <- struct{}{}:
 		defer func() { <-g.inflight }()
 	default:
+		tr.setOutcome("", RefusalOverloaded)
 		g.cfg.Metrics.Requests.WithLabelValues(rt.label(), RefusalOverloaded).Inc()
 		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
 		writeRefusal(w, http.StatusServiceUnavailable, RefusalOverloaded)
@@ -254,12 +268,18 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 	g.cfg.Metrics.InFlight.Inc()
 	defer g.cfg.Metrics.InFlight.Dec()
 
-	caller, err := g.cfg.Authenticator.Authenticate(ctx, token)
+	actx, aspan := tracing.Tracer().Start(ctx, "authenticate")
+	caller, err := g.cfg.Authenticator.Authenticate(actx, token)
 	if err != nil {
+		tracing.EndNamed(aspan, authRefusal(err))
+		tr.setOutcome("", authRefusal(err))
 		g.authRefused(w, rt, err)
 		return
 	}
+	tracing.EndNamed(aspan, "")
+	tr.authenticated(caller)
 	if !g.enter(caller.Seed) {
+		tr.setOutcome("", RefusalCallerBusy)
 		g.cfg.Metrics.Requests.WithLabelValues(rt.label(), RefusalCallerBusy).Inc()
 		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
 		writeRefusal(w, http.StatusTooManyRequests, RefusalCallerBusy)
@@ -271,7 +291,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, rt route) {
 			return
 		}
 	}
-	info := &reqInfo{caller: caller, route: rt, body: body}
+	info := &reqInfo{caller: caller, route: rt, body: body, trail: tr}
 	if g.serveDirect(w, r, info) {
 		return
 	}
@@ -297,13 +317,17 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	if err != nil {
 		var mbe *http.MaxBytesError
 		var ne net.Error
+		tr := trailFrom(r.Context())
 		switch {
 		case errors.As(err, &mbe):
+			tr.setOutcome("", "request_too_large")
 			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
 		case errors.As(err, &ne) && ne.Timeout():
+			tr.setOutcome("", RefusalRequestBodyTimeout)
 			w.Header().Set("Connection", "close")
 			writeRefusal(w, http.StatusRequestTimeout, RefusalRequestBodyTimeout)
 		default:
+			tr.setOutcome("", "request_unreadable")
 			http.Error(w, "failed to read body", http.StatusBadRequest)
 		}
 		return nil, false
@@ -319,6 +343,15 @@ func sourceOf(r *http.Request) string {
 		return host
 	}
 	return r.RemoteAddr
+}
+
+// authRefusal names the refusal authRefused answers err with.
+func authRefusal(err error) string {
+	var ae *AuthError
+	if errors.As(err, &ae) && errors.Is(err, ErrAuthRateLimited) {
+		return RefusalAuthRateLimited
+	}
+	return RefusalUnauthenticated
 }
 
 // authRefused answers an authentication failure: 429 authentication_rate_limited with
@@ -373,13 +406,16 @@ func (g *Gateway) server(r *http.Request) *mcp.Server {
 			switch method {
 			case "tools/list":
 				res, err := g.listTools(ctx, info)
+				info.trail.setOutcome(method, outcome(err))
 				g.cfg.Metrics.Requests.WithLabelValues(info.route.label(), outcome(err)).Inc()
-				return res, err
+				return res, withRequestID(err, info.trail.requestID())
 			case "tools/call":
 				p, _ := req.GetParams().(*mcp.CallToolParamsRaw)
 				return g.handleCall(ctx, info, p)
 			}
+			info.trail.setOutcome(method, "ok")
 			if f := refusedFeature(method); f != "" {
+				info.trail.setOutcome(method, f)
 				g.cfg.Metrics.Requests.WithLabelValues(info.route.label(), f).Inc()
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "refused: " + f}
 			}
@@ -481,6 +517,7 @@ func (g *Gateway) callTool(ctx context.Context, info *reqInfo, p *mcp.CallToolPa
 	}
 	ctx, cancel := detach(ctx, g.cfg.CallTimeout)
 	defer cancel()
+	ctx = info.trail.carry(ctx)
 	if info.route.meta() {
 		return g.callMeta(ctx, info, p)
 	}
@@ -543,7 +580,8 @@ func validRequestName(s string) bool {
 
 // detach returns a context with parent's cancellation and a deadline of timeout, but none of
 // its values: the go-sdk server's request context carries the inbound protocol era, which the
-// outbound go-sdk client would otherwise adopt for the upstream session.
+// outbound go-sdk client would otherwise adopt for the upstream session. (callTool puts the
+// request's span and trail back.)
 func detach(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	stop := context.AfterFunc(parent, cancel)
@@ -644,6 +682,8 @@ type refusalData struct {
 	Approval  string `json:"approval,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
 	Hint      string `json:"hint,omitempty"`
+	// RequestID is the gateway's id of the request (RequestIDHeader).
+	RequestID string `json:"requestId,omitempty"`
 }
 
 // refusal turns an invocation failure into a JSON-RPC error naming only the refusal (and, for
@@ -678,8 +718,9 @@ func rpcError(d refusalData) error {
 }
 
 // writeRefusal answers an HTTP-level refusal with a JSON-RPC error body (id null).
+// The data names the request id of the response header (RequestIDHeader), when one is set.
 func writeRefusal(w http.ResponseWriter, status int, name string) {
-	data, _ := json.Marshal(refusalData{Refusal: name})
+	data, _ := json.Marshal(refusalData{Refusal: name, RequestID: w.Header().Get(RequestIDHeader)})
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
 		"error": jsonrpc.Error{Code: CodeRefused, Message: "refused: " + name, Data: data}})
 	w.Header().Set("Content-Type", "application/json")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,9 @@ func TestListAndCallBothEras(t *testing.T) {
 	}
 }
 
+// requestIDMember is the requestId member a refusal's data ends with.
+var requestIDMember = regexp.MustCompile(`,"requestId":"[0-9a-f]{32}"`)
+
 // TestRefusalsNameOnlyTheReason: the must-fail twins of a call, each refused by name, with the
 // JSON-RPC error carrying nothing but the refusal (and pointer/keyword for a schema violation).
 func TestRefusalsNameOnlyTheReason(t *testing.T) {
@@ -139,7 +143,11 @@ func TestRefusalsNameOnlyTheReason(t *testing.T) {
 		if refusedName(err) != c.want || !errors.As(err, &we) {
 			t.Fatalf("%s: %v, want %s", c.tool, err, c.want)
 		}
-		if string(we.Data) != strings.Replace(c.data, `"pointer":"",`, ``, 1) && string(we.Data) != c.data {
+		data := requestIDMember.ReplaceAllString(string(we.Data), "")
+		if !requestIDMember.MatchString(string(we.Data)) {
+			t.Fatalf("%s: data %s names no request id", c.tool, we.Data)
+		}
+		if data != strings.Replace(c.data, `"pointer":"",`, ``, 1) && data != c.data {
 			t.Fatalf("%s: data %s, want %s", c.tool, we.Data, c.data)
 		}
 		if strings.Contains(err.Error(), "SECRET-DEST") || strings.Contains(err.Error(), "AAAA") {

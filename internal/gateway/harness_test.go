@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -119,7 +121,8 @@ func activeDeployment(doc *apiv1.ProfileDocument, url string, hidden ...string) 
 		panic(err)
 	}
 	dep.Status = apiv1.ServiceDeploymentStatus{ObservedGeneration: 1, ActiveSnapshotDigest: doc.Snapshot.Digest, ProfileDigest: pd,
-		Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Activated", ObservedGeneration: 1, LastTransitionTime: metav1.Now()}}}
+		LastFrozenTime: ptr.To(metav1.Now()),
+		Conditions:     []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Activated", ObservedGeneration: 1, LastTransitionTime: metav1.Now()}}}
 	return dep
 }
 
@@ -171,12 +174,21 @@ func (a *auditLog) all() []invocation.AuditEvent {
 
 func newWorld(t testing.TB, era mcptest.Era, mod func(*Config), hidden ...string) *world {
 	t.Helper()
-	w := &world{up: startUpstream(t, era)}
+	return newWorldOn(t, startUpstream(t, era), mod, hidden...)
+}
+
+// newWorldOn is newWorld against upstream up.
+func newWorldOn(t testing.TB, up *upstream, mod func(*Config), hidden ...string) *world {
+	t.Helper()
+	w := &world{up: up}
 	w.doc = reviewed(t, w.up.URL)
 	authz := &CachingAuthorizer{Next: agentOnly}
 	w.reg = &Registry{Surface: invocation.Options{
 		Connector:  &invocation.EgressConnector{IP: egress.IPPolicy{Loopback: egress.LoopbackAllowedUnsafe}},
-		Authorizer: authz, Audit: w.audits.add,
+		Authorizer: authz, Audit: func(ctx context.Context, e invocation.AuditEvent) {
+			w.audits.add(ctx, e)
+			NoteSurfaceEvent(ctx, e)
+		},
 		MaxArgumentBytes: 4096, MaxResultBytes: 64 << 10,
 	}, Log: logr.Discard()}
 	s, err := invocation.NewSurface(w.doc, activeDeployment(w.doc, w.up.URL, hidden...), w.reg.surfaceOptions())

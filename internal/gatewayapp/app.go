@@ -1,7 +1,6 @@
 package gatewayapp
 
 import (
-	"context"
 	"errors"
 	"net/http"
 
@@ -10,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/b10x/connector-mcp/internal/approval"
+	"github.com/b10x/connector-mcp/internal/audit"
 	"github.com/b10x/connector-mcp/internal/gateway"
 	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
@@ -27,6 +27,8 @@ type Wired struct {
 	Authorizer    *gateway.CachingAuthorizer
 	// Metrics are the gateway metrics.
 	Metrics *gateway.Metrics
+	// Audit is the audit trail (nil with --audit-log=none).
+	Audit *audit.Logger
 
 	opts Options
 }
@@ -65,7 +67,12 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 	}
 	w.Authorizer = &gateway.CachingAuthorizer{Next: &invocation.SubjectAccessReviewer{Client: mgr.GetClient()}, TTL: o.AuthzCacheTTL,
 		OnLookup: w.Metrics.AuthzLookupHook()}
-	audit := log.WithName("audit")
+	if w.Audit = o.AuditLogger; w.Audit == nil {
+		var err error
+		if w.Audit, err = audit.Open(o.AuditLog); err != nil {
+			return nil, err
+		}
+	}
 	reg.Surface = invocation.Options{
 		Connector: &invocation.EgressConnector{
 			Client:  mcpclient.NewClient(&mcpclient.Options{Name: "connector-mcp-gateway"}),
@@ -91,12 +98,10 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Floor: approval.TrustPolicyFloor(mgr.GetClient()),
 			TTL: o.ApprovalTTL, MaxTTL: o.ApprovalMaxTTL, MaxOpenPerCaller: o.MaxOpenApprovalsPerCaller,
 			OnEvent: func(e approval.Event) { w.Metrics.Approvals.WithLabelValues(e.Kind).Inc() },
-			Log:     audit,
+			Log:     log.WithName("approval"),
 		},
-		Audit: func(_ context.Context, e invocation.AuditEvent) {
-			audit.Info("Audit", "action", e.Action, "user", e.User, "namespace", e.Target.Namespace, "deployment", e.Target.Name,
-				"operation", e.Operation, "snapshot", e.Snapshot, "outcome", e.Outcome, "durationSeconds", e.Duration.Seconds())
-		},
+		// Each surface event lands on its request's trail: one audit record per call.
+		Audit: gateway.NoteSurfaceEvent,
 	}
 	if err := reg.SetupWithManager(mgr); err != nil {
 		return nil, err
@@ -114,7 +119,7 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 		Reverifier: &gateway.Reverifier{Client: mgr.GetClient()}, Events: mgr.GetEventRecorder("connector-mcp-gateway"),
 		MaxInflight: o.MaxInflight, MaxInflightPerCaller: o.MaxInflightPerCaller, CallTimeout: o.CallTimeout,
 		MaxRequestBytes: o.MaxRequestBytes, BodyReadTimeout: o.BodyReadTimeout, MaxSearchReviews: o.MaxSearchReviews,
-		AllowedHosts: o.AllowedHosts, Metrics: w.Metrics, Log: log.WithName("gateway"),
+		AllowedHosts: o.AllowedHosts, Metrics: w.Metrics, Audit: w.Audit, Log: log.WithName("gateway"),
 	})
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/b10x/connector-mcp/internal/appoptions"
 	"github.com/b10x/connector-mcp/internal/approval"
+	"github.com/b10x/connector-mcp/internal/audit"
 	"github.com/b10x/connector-mcp/internal/gateway"
 	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/mcpclient"
@@ -23,6 +24,10 @@ type Options struct {
 	// (zero: the registry's 30 s). ProbeTimeout bounds the era negotiation with an upstream.
 	// Neither is a flag of the gateway; their defaults equal the manager's.
 	RetryInterval, ProbeTimeout time.Duration
+	// AuditLog (--audit-log) is where the audit trail of calls goes: stdout, stderr, none or
+	// file:PATH (docs/observability.md#audit). AuditLogger, when set, is used instead (tests).
+	AuditLog    string
+	AuditLogger *audit.Logger
 	// ListenAddress is the MCP listener (--listen-address).
 	ListenAddress string
 	// TLSCertFile and TLSKeyFile are the serving certificate (required unless PlainHTTPUnsafe).
@@ -85,6 +90,7 @@ func DefaultOptions() Options {
 		Shared:                 appoptions.DefaultShared(),
 		ProbeTimeout:           mcpclient.DefaultProbeTimeout,
 		ListenAddress:          ":8443",
+		AuditLog:               "stdout",
 		Audience:               gateway.DefaultAudience,
 		AuthzCacheTTL:          gateway.DefaultAuthzCacheTTL,
 		TokenCacheTTL:          gateway.DefaultTokenCacheTTL,

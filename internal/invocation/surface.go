@@ -11,11 +11,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/clock"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/argschema"
+	"github.com/b10x/connector-mcp/internal/tracing"
 	"github.com/b10x/connector-mcp/mcpclient"
 	"github.com/b10x/connector-mcp/ocipack"
 	"github.com/b10x/connector-mcp/snapshot"
@@ -132,12 +134,23 @@ type Surface struct {
 	connection string
 	digest     string
 	profile    string
-	ops        map[string]*operation
-	endpoint   Endpoint
-	opts       Options
+	// verified is when the live server was last verified against the snapshot
+	// (status.lastFrozenTime; zero when not recorded).
+	verified time.Time
+	ops      map[string]*operation
+	endpoint Endpoint
+	opts     Options
 
 	mu  sync.Mutex
 	cur *pooledSession
+}
+
+// frozenAt is dep's status.lastFrozenTime (zero when not recorded).
+func frozenAt(dep *apiv1.ServiceDeployment) time.Time {
+	if t := dep.Status.LastFrozenTime; t != nil {
+		return t.Time
+	}
+	return time.Time{}
 }
 
 // NewSurface builds the surface of deployment dep serving profile document doc. It refuses
@@ -201,6 +214,7 @@ func NewSurface(doc *apiv1.ProfileDocument, dep *apiv1.ServiceDeployment, opts O
 		digest:     doc.Snapshot.Digest,
 		profile:    profileDigest,
 		ops:        map[string]*operation{},
+		verified:   frozenAt(dep),
 		opts:       opts,
 	}
 	for _, m := range doc.Operations {
@@ -285,7 +299,7 @@ type Description struct {
 // not invoke this deployment; nothing about its operations is revealed), not_exposed,
 // invalid_schema (the frozen input schema does not compile: the operation cannot be invoked).
 func (s *Surface) Describe(ctx context.Context, caller Caller, operation, connection string) (d *Description, err error) {
-	defer func(start time.Time) { s.audit(ctx, "describe", caller, operation, connection, start, err) }(s.opts.Clock.Now())
+	defer func(start time.Time) { s.audit(ctx, "describe", caller, operation, connection, nil, start, err) }(s.opts.Clock.Now())
 	op, err := s.admit(ctx, caller, operation, connection)
 	if err != nil {
 		return nil, err
@@ -301,7 +315,7 @@ func (s *Surface) Describe(ctx context.Context, caller Caller, operation, connec
 // with. Operations whose frozen schema does not compile are left out (Describe names them
 // invalid_schema). Refusals: invalid_caller, wrong_connection, forbidden.
 func (s *Surface) List(ctx context.Context, caller Caller, connection string) (out []*Description, err error) {
-	defer func(start time.Time) { s.audit(ctx, "list", caller, "", connection, start, err) }(s.opts.Clock.Now())
+	defer func(start time.Time) { s.audit(ctx, "list", caller, "", connection, nil, start, err) }(s.opts.Clock.Now())
 	if err := s.authorize(ctx, caller, "", connection); err != nil {
 		return nil, err
 	}
@@ -378,13 +392,15 @@ type Result struct {
 // nothing is sent), result_too_large, tool_error (*ToolError carrying the
 // result JSON). Any other failure of the call is a *CallError.
 func (s *Surface) Invoke(ctx context.Context, req Request) (res *Result, err error) {
+	var x exchange
 	defer func(start time.Time) {
-		s.audit(ctx, "invoke", req.Caller, req.Operation, req.Connection, start, err)
+		s.audit(ctx, "invoke", req.Caller, req.Operation, req.Connection, &x, start, err)
 	}(s.opts.Clock.Now())
 	op, err := s.admit(ctx, req.Caller, req.Operation, req.Connection)
 	if err != nil {
 		return nil, err
 	}
+	x.effect = op.mapping.Effect
 	want, err := Lease(s.leaseInput(op, req.Caller.Seed, req.Connection))
 	if err != nil {
 		return nil, refuse(RefusalInvalidCaller, req.Operation, err)
@@ -392,7 +408,7 @@ func (s *Surface) Invoke(ctx context.Context, req Request) (res *Result, err err
 	if !leaseEqual(want, req.Lease) {
 		return nil, refuse(RefusalStaleLease, req.Operation, ErrStaleLease)
 	}
-	args, err := s.checkArguments(op, req.Operation, req.Arguments)
+	args, err := s.validate(ctx, op, req.Operation, req.Arguments)
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +416,7 @@ func (s *Surface) Invoke(ctx context.Context, req Request) (res *Result, err err
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.call(ctx, req.Operation, op.mapping.RemoteName, args, commit)
+	raw, err := s.call(ctx, req.Operation, op.mapping.RemoteName, args, commit, &x)
 	if err != nil {
 		return nil, err
 	}
@@ -420,15 +436,17 @@ func (s *Surface) Call(ctx context.Context, caller Caller, operation, connection
 
 // CallApproved is Call with what the caller sent about approval (Options.Gate judges it).
 func (s *Surface) CallApproved(ctx context.Context, caller Caller, operation, connection string, args json.RawMessage, approval ApprovalHint) (res *Result, err error) {
-	defer func(start time.Time) { s.audit(ctx, "invoke", caller, operation, connection, start, err) }(s.opts.Clock.Now())
+	var x exchange
+	defer func(start time.Time) { s.audit(ctx, "invoke", caller, operation, connection, &x, start, err) }(s.opts.Clock.Now())
 	op, err := s.admit(ctx, caller, operation, connection)
 	if err != nil {
 		return nil, err
 	}
+	x.effect = op.mapping.Effect
 	if _, err := s.opts.Schemas.get(s.digest, op.mapping.RemoteName, op.inputSchema); err != nil {
 		return nil, refuse(RefusalInvalidSchema, operation, err)
 	}
-	args, err = s.checkArguments(op, operation, args)
+	args, err = s.validate(ctx, op, operation, args)
 	if err != nil {
 		return nil, err
 	}
@@ -436,7 +454,7 @@ func (s *Surface) CallApproved(ctx context.Context, caller Caller, operation, co
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.call(ctx, operation, op.mapping.RemoteName, args, commit)
+	raw, err := s.call(ctx, operation, op.mapping.RemoteName, args, commit, &x)
 	if err != nil {
 		return nil, err
 	}
@@ -455,7 +473,8 @@ func (s *Surface) admit(ctx context.Context, caller Caller, operation, connectio
 	return op, nil
 }
 
-// authorize checks the caller and the Connection, then asks the Authorizer.
+// authorize checks the caller and the Connection, then asks the Authorizer (in a span
+// "authorize", whose attributes the Authorizer may add to).
 func (s *Surface) authorize(ctx context.Context, caller Caller, operation, connection string) error {
 	if caller.User == "" || caller.Seed == "" || !utf8.ValidString(caller.User) || !utf8.ValidString(caller.Seed) {
 		return refuse(RefusalInvalidCaller, "", ErrInvalidCaller)
@@ -463,7 +482,16 @@ func (s *Surface) authorize(ctx context.Context, caller Caller, operation, conne
 	if connection != s.connection {
 		return refuse(RefusalWrongConnection, "", ErrWrongConnection)
 	}
-	allowed, err := s.opts.Authorizer.Authorize(ctx, caller, s.target)
+	actx, span := tracing.Tracer().Start(ctx, "authorize")
+	allowed, err := s.opts.Authorizer.Authorize(actx, caller, s.target)
+	switch {
+	case err != nil:
+		tracing.EndNamed(span, "authorization_unavailable")
+	case !allowed:
+		tracing.EndNamed(span, RefusalForbidden)
+	default:
+		tracing.EndNamed(span, "")
+	}
 	if err != nil {
 		return &AuthorizationError{Operation: operation, Err: err}
 	}
@@ -471,6 +499,14 @@ func (s *Surface) authorize(ctx context.Context, caller Caller, operation, conne
 		return refuse(RefusalForbidden, "", ErrForbidden)
 	}
 	return nil
+}
+
+// validate is checkArguments in a span "validate arguments" ending with the refusal name.
+func (s *Surface) validate(ctx context.Context, op *operation, ref string, raw json.RawMessage) (json.RawMessage, error) {
+	_, span := tracing.Tracer().Start(ctx, "validate arguments")
+	args, err := s.checkArguments(op, ref, raw)
+	tracing.EndWith(span, err)
+	return args, err
 }
 
 // checkArguments bounds, parses and validates the arguments against the frozen input schema.
@@ -508,10 +544,24 @@ func (s *Surface) gate(ctx context.Context, caller Caller, op *operation, args j
 	})
 }
 
-// call calls the remote tool through the surface's session and maps the outcome. commit (nil:
-// none) runs once the session is ready, right before the tools/call is sent; its error refuses
-// the call.
-func (s *Surface) call(ctx context.Context, ref, remote string, args json.RawMessage, commit func(context.Context) error) (json.RawMessage, error) {
+// call calls the remote tool through the surface's session, in a span "upstream call" (the
+// session's HTTP requests carry its W3C trace context on), and records the upstream status class
+// in x.
+func (s *Surface) call(ctx context.Context, ref, remote string, args json.RawMessage, commit func(context.Context) error, x *exchange) (raw json.RawMessage, err error) {
+	ctx, span := tracing.Tracer().Start(ctx, "upstream call", trace.WithSpanKind(trace.SpanKindClient))
+	defer func() {
+		if x.upstream == "" {
+			x.upstream = UpstreamNone
+		}
+		span.SetAttributes(tracing.KeyUpstreamStatus.String(x.upstream))
+		tracing.EndWith(span, err)
+	}()
+	return s.exchange(ctx, ref, remote, args, commit, x)
+}
+
+// exchange is call's work: it maps the outcome. commit (nil: none) runs once the session is
+// ready, right before the tools/call is sent; its error refuses the call.
+func (s *Surface) exchange(ctx context.Context, ref, remote string, args json.RawMessage, commit func(context.Context) error, x *exchange) (json.RawMessage, error) {
 	ps, err := s.acquire(ctx)
 	if err != nil {
 		var de *DriftError
@@ -530,6 +580,7 @@ func (s *Surface) call(ctx context.Context, ref, remote string, args json.RawMes
 		}
 	}
 	raw, err := ps.sess.CallTool(ctx, remote, args)
+	x.upstream = upstreamClass(err)
 	if err != nil {
 		var te *mcpclient.ToolError
 		var re *mcpclient.RefusalError

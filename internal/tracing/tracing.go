@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -134,7 +136,27 @@ const (
 	KeyOutcome        = attribute.Key("connector_mcp.outcome")
 	KeyReason         = attribute.Key("connector_mcp.reason")
 	KeySnapshotDigest = attribute.Key("connector_mcp.snapshot_digest")
+	// Gateway requests.
+	KeyRequestID      = attribute.Key("connector_mcp.request_id")
+	KeyRoute          = attribute.Key("connector_mcp.route")
+	KeyMethod         = attribute.Key("connector_mcp.method")
+	KeyOperation      = attribute.Key("connector_mcp.operation")
+	KeyCaller         = attribute.Key("connector_mcp.caller")
+	KeyCache          = attribute.Key("connector_mcp.cache")
+	KeyUpstreamStatus = attribute.Key("connector_mcp.upstream_status")
 )
+
+// EndNamed ends span with an outcome name: Ok for "", else Error with name as the status
+// description and connector_mcp.outcome.
+func EndNamed(span trace.Span, name string) {
+	if name == "" {
+		span.SetStatus(codes.Ok, "")
+	} else {
+		span.SetAttributes(KeyOutcome.String(name))
+		span.SetStatus(codes.Error, name)
+	}
+	span.End()
+}
 
 // Tracer is connector-mcp's tracer (the global provider's: a no-op until Setup installs one).
 func Tracer() trace.Tracer { return otel.Tracer("github.com/b10x/connector-mcp") }
@@ -145,16 +167,14 @@ func Tracer() trace.Tracer { return otel.Tracer("github.com/b10x/connector-mcp")
 // what a server or registry wrote.
 func EndWith(span trace.Span, err error) {
 	if err == nil {
-		span.SetStatus(codes.Ok, "")
-	} else {
-		name := refusal.Name(err)
-		if name == "" {
-			name = "error"
-		}
-		span.SetAttributes(KeyOutcome.String(name))
-		span.SetStatus(codes.Error, name)
+		EndNamed(span, "")
+		return
 	}
-	span.End()
+	name := refusal.Name(err)
+	if name == "" {
+		name = "error"
+	}
+	EndNamed(span, name)
 }
 
 // EndWithReason ends span like EndWith for a stage that failed with a condition reason (e.g.
@@ -173,4 +193,21 @@ func EndWithReason(span trace.Span, reason, refusalName string) {
 	}
 	span.SetStatus(codes.Error, desc)
 	span.End()
+}
+
+// StartForBinary is what a binary's main runs: Setup for service, logging whether tracing is on
+// and over which protocol, and a stop that flushes within five seconds (logging a failure).
+func StartForBinary(service string, log logr.Logger) (stop func(), err error) {
+	c, shutdown, err := Setup(context.Background(), service, "")
+	if err != nil {
+		return func() {}, err
+	}
+	log.Info("Tracing", "enabled", c.Enabled, "protocol", c.Protocol)
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdown(ctx); err != nil {
+			log.Error(err, "Flushing traces failed")
+		}
+	}, nil
 }

@@ -35,6 +35,7 @@ import (
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/internal/appoptions"
+	"github.com/b10x/connector-mcp/internal/audit"
 	gwapp "github.com/b10x/connector-mcp/internal/gatewayapp"
 	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/internal/managerapp"
@@ -140,6 +141,7 @@ func gatewayOptionsFor(m managerapp.Options) gwapp.Options {
 	o := gwapp.DefaultOptions()
 	o.Shared, o.VerifiedPackNamespace, o.RetryInterval, o.ProbeTimeout = m.Shared, m.VerifiedPackNamespace, m.RetryInterval, m.ProbeTimeout
 	o.PlainHTTPUnsafe = true
+	o.AuditLog = "none" // a story that reads the trail sets AuditLogger
 	o.AuthzCacheTTL = 2 * time.Second
 	o.MaxArgumentBytes = 4096
 	o.MaxResultBytes = 3072
@@ -260,7 +262,10 @@ func TestStoryAgentCallsThroughGateway(t *testing.T) {
 		waitObj(t, sd, storyTimeout, up.name+" Ready", isReady[*apiv1.ServiceDeployment])
 	}
 
-	base, w, logs := startGateway(t, ns, gatewayOptions())
+	gwo := gatewayOptions()
+	var trail syncBuffer
+	gwo.AuditLogger = audit.New(&trail)
+	base, w, logs := startGateway(t, ns, gwo)
 	agent := mintToken(t, ns, "agent", "connector-mcp")
 	stranger := mintToken(t, ns, "stranger", "connector-mcp")
 	wrongAud := mintToken(t, ns, "agent", "some-other-service")
@@ -456,8 +461,14 @@ func TestStoryAgentCallsThroughGateway(t *testing.T) {
 			t.Fatalf("the gateway log carries %q", secret)
 		}
 	}
-	if !strings.Contains(text, `"Audit"`) || !strings.Contains(text, `"outcome"="live_drift"`) {
-		t.Fatalf("no audit record of the drift refusal in the log:\n%s", text)
+	// The audit trail has the drift refusal's record, and neither tokens nor arguments.
+	if !strings.Contains(trail.String(), `"outcome":"live_drift"`) || !strings.Contains(trail.String(), `"kind":"call"`) {
+		t.Fatalf("no audit record of the drift refusal:\n%s", trail.String())
+	}
+	for _, secret := range []string{agent, stranger, wrongAud, "SECRET-ARG-VALUE", "hello modern"} {
+		if strings.Contains(trail.String(), secret) {
+			t.Fatalf("the audit trail carries %q", secret)
+		}
 	}
 }
 

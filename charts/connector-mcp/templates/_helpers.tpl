@@ -253,7 +253,7 @@ Every value is quoted (connector-mcp.arg). */}}
 {{- end }}
 {{- end -}}
 
-{{/* The manager's OpenTelemetry environment (docs/observability.md): nothing unless
+{{/* The manager's and the gateway's OpenTelemetry environment (docs/observability.md): nothing unless
 tracing.endpoint is set. */}}
 {{- define "connector-mcp.tracingEnv" -}}
 {{- $t := .Values.tracing -}}
