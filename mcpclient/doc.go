@@ -27,4 +27,8 @@
 // everything that mirrors go-sdk's session state, stay here.
 //
 // See docs/mcpclient.md.
+//
+// Over HTTP, a request of a call whose context holds an OpenTelemetry span carries its W3C trace
+// context (traceparent, tracestate) when the process installed a propagator
+// (otel.SetTextMapPropagator): an upstream that traces joins the caller's trace.
 package mcpclient
