@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -308,7 +309,7 @@ func TestStoryAgentCallsThroughGateway(t *testing.T) {
 			_, err = callTool(cs, "add", map[string]any{"a": "SECRET-ARG-VALUE", "b": 1})
 			var we *jsonrpc.Error
 			if refusedName(err) != invocation.RefusalInvalidArguments || !errors.As(err, &we) ||
-				string(we.Data) != `{"refusal":"invalid_arguments","pointer":"/a","keyword":"type"}` {
+				!regexp.MustCompile(`^\{"refusal":"invalid_arguments","pointer":"/a","keyword":"type","requestId":"[0-9a-f]{32}"\}$`).Match(we.Data) {
 				t.Fatalf("schema violation: %v (%v)", err, we)
 			}
 			if _, err := callTool(cs, "echo", map[string]any{"text": strings.Repeat("x", 5000)}); refusedName(err) != invocation.RefusalArgumentTooLarge {
