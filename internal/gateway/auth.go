@@ -86,6 +86,8 @@ type TokenAuthenticator struct {
 	Clock clock.PassiveClock
 	// OnLookup, when set, is told whether each authentication was a cache hit.
 	OnLookup func(hit bool)
+	// OnReview, when set, is told the result of each TokenReview made (a TokenReview constant).
+	OnReview func(result string)
 
 	once     sync.Once
 	cache    *lru.Cache[[32]byte, tokenEntry]
@@ -285,16 +287,20 @@ func (a *TokenAuthenticator) review(ctx context.Context, token string) (invocati
 	aud := a.audience()
 	tr := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{aud}}}
 	if err := a.Client.Create(ctx, tr); err != nil {
+		a.reviewed(TokenReviewError)
 		// The apiserver's error names no token; still, only its kind is kept.
 		return invocation.Caller{}, &AuthError{Err: fmt.Errorf("%w: %s", ErrTokenReviewUnavailable, reasonOf(err))}
 	}
 	st := tr.Status
 	if !st.Authenticated || st.User.Username == "" {
+		a.reviewed(TokenReviewUnauthenticated)
 		return invocation.Caller{}, &AuthError{Err: ErrUnauthenticated}
 	}
 	if !slices.Contains(st.Audiences, aud) {
+		a.reviewed(TokenReviewWrongAudience)
 		return invocation.Caller{}, &AuthError{Err: ErrAudience}
 	}
+	a.reviewed(TokenReviewAuthenticated)
 	c := invocation.Caller{User: st.User.Username, UID: st.User.UID, Groups: slices.Clone(st.User.Groups)}
 	if len(st.User.Extra) > 0 {
 		c.Extra = make(map[string][]string, len(st.User.Extra))
@@ -304,6 +310,13 @@ func (a *TokenAuthenticator) review(ctx context.Context, token string) (invocati
 	}
 	c.Seed = invocation.IdentitySeed(c)
 	return c, nil
+}
+
+// reviewed reports a TokenReview's result to OnReview.
+func (a *TokenAuthenticator) reviewed(result string) {
+	if a.OnReview != nil {
+		a.OnReview(result)
+	}
 }
 
 // CacheHits returns the number of authentications answered from the cache.

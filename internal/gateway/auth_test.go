@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -113,7 +114,8 @@ func TestTokenAuthenticatorCachesWithinBounds(t *testing.T) {
 func TestTokenAuthenticatorRefuses(t *testing.T) {
 	other := jwtWithExp(time.Now().Add(time.Hour))
 	api := &reviewAPI{tokens: map[string][]string{other: {"vault"}, "legacy-token": {"*legacy-authenticator*"}}}
-	a := &TokenAuthenticator{Client: api.client()}
+	m := NewMetrics(nil)
+	a := &TokenAuthenticator{Client: api.client(), OnReview: m.TokenReviewHook()}
 	ctx := context.Background()
 	cases := []struct {
 		token string
@@ -148,6 +150,12 @@ func TestTokenAuthenticatorRefuses(t *testing.T) {
 	}
 	if api.reviews != 5 {
 		t.Fatalf("reviews = %d, want 5 (unavailable answers are not cached)", api.reviews)
+	}
+	// Each TokenReview made is counted by result: the alert on token-review failures reads these.
+	for result, want := range map[string]float64{TokenReviewUnauthenticated: 2, TokenReviewWrongAudience: 1, TokenReviewError: 2, TokenReviewAuthenticated: 0} {
+		if got := testutil.ToFloat64(m.TokenReviews.WithLabelValues(result)); got != want {
+			t.Errorf("token reviews %s = %v, want %v", result, got, want)
+		}
 	}
 }
 

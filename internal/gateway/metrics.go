@@ -25,7 +25,29 @@ type Metrics struct {
 	// Approvals counts approval events by event ("requested", "used" or the refusal name of a
 	// refused retry: a bounded set).
 	Approvals *prometheus.CounterVec
+	// TokenReviews counts the TokenReviews the gateway made (cache misses) by result (the
+	// TokenReview constants: a closed set).
+	TokenReviews *prometheus.CounterVec
+	// AddedLatency is the time a tools/call that reached its upstream spent in the gateway
+	// itself: the request's duration less the upstream exchange's, by route.
+	AddedLatency *prometheus.HistogramVec
 }
+
+// Results of a TokenReview (the "result" label of connector_mcp_gateway_token_reviews_total).
+const (
+	// TokenReviewAuthenticated: the apiserver authenticated the token for the gateway's audience.
+	TokenReviewAuthenticated = "authenticated"
+	// TokenReviewUnauthenticated: the apiserver did not authenticate the token.
+	TokenReviewUnauthenticated = "unauthenticated"
+	// TokenReviewWrongAudience: the token is valid for other audiences only.
+	TokenReviewWrongAudience = "wrong_audience"
+	// TokenReviewError: the TokenReview could not be made (apiserver unavailable, throttled,
+	// the gateway's RBAC): the caller is refused unauthenticated through no fault of its own.
+	TokenReviewError = "error"
+)
+
+// TokenReviewResults are the TokenReview results, in order.
+var TokenReviewResults = []string{TokenReviewAuthenticated, TokenReviewUnauthenticated, TokenReviewWrongAudience, TokenReviewError}
 
 // NewMetrics builds the metrics; surfaces reports the number of served deployments (nil: 0).
 func NewMetrics(surfaces func() int) *Metrics {
@@ -49,12 +71,17 @@ func NewMetrics(surfaces func() int) *Metrics {
 			Help: "tools/call requests answered below the go-sdk server."}),
 		Approvals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "connector_mcp_gateway_approvals_total",
 			Help: "Approval events: requests created, approved calls run, refused retries by refusal."}, []string{"event"}),
+		TokenReviews: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "connector_mcp_gateway_token_reviews_total",
+			Help: "TokenReviews made (authentication cache misses) by result: authenticated, unauthenticated, wrong_audience, error."}, []string{"result"}),
+		AddedLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "connector_mcp_gateway_added_latency_seconds",
+			Help: "Time a tools/call that reached its upstream spent in the gateway: its duration less the upstream exchange's.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)}, []string{"route"}),
 	}
 }
 
 // Register registers every metric with reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.Requests, m.Calls, m.CallDuration, m.InFlight, m.CacheLookups, m.Surfaces, m.DirectCalls, m.Approvals} {
+	for _, c := range []prometheus.Collector{m.Requests, m.Calls, m.CallDuration, m.InFlight, m.CacheLookups, m.Surfaces, m.DirectCalls, m.Approvals, m.TokenReviews, m.AddedLatency} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -70,6 +97,19 @@ func (m *Metrics) lookup(cache string) func(bool) {
 			hit.Inc()
 		} else {
 			miss.Inc()
+		}
+	}
+}
+
+// TokenReviewHook returns the OnReview hook of a TokenAuthenticator, counting into TokenReviews.
+func (m *Metrics) TokenReviewHook() func(result string) {
+	counters := make(map[string]prometheus.Counter, len(TokenReviewResults))
+	for _, r := range TokenReviewResults {
+		counters[r] = m.TokenReviews.WithLabelValues(r)
+	}
+	return func(result string) {
+		if c, ok := counters[result]; ok {
+			c.Inc()
 		}
 	}
 }

@@ -122,17 +122,21 @@ func (g *Gateway) end(tr *trail) {
 			tr.span.SetAttributes(tracing.KeyNamespace.String(e.Target.Namespace), tracing.KeyName.String(e.Target.Name))
 		}
 	}
+	refused := outcome
 	if outcome == "ok" {
-		tracing.EndNamed(tr.span, "")
-	} else {
-		tracing.EndNamed(tr.span, outcome)
+		refused = ""
+	}
+	tracing.EndNamed(tr.span, refused)
+	elapsed := time.Since(tr.start)
+	if e := tr.event; e != nil && e.Action == "invoke" && e.Upstream != "" && e.Upstream != invocation.UpstreamNone {
+		g.cfg.Metrics.AddedLatency.WithLabelValues(tr.route.label()).Observe(max(0, elapsed-e.UpstreamDuration).Seconds())
 	}
 	audited := tr.method == "tools/call" || (tr.method == "" && outcome != "ok")
 	if g.cfg.Audit == nil || !audited {
 		return
 	}
 	rec := audit.Record{Kind: audit.KindCall, RequestID: tr.id, Caller: tr.caller, Outcome: outcome,
-		Namespace: tr.route.ns, Name: tr.route.name, DurationSeconds: audit.Seconds(time.Since(tr.start))}
+		Namespace: tr.route.ns, Name: tr.route.name, DurationSeconds: audit.Seconds(elapsed)}
 	if rec.Name != "" {
 		rec.Object = "ServiceDeployment"
 	}

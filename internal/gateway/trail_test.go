@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -158,6 +160,15 @@ func TestCallTrail(t *testing.T) {
 		ok.Caller != "system:serviceaccount:team-a:agent" || ok.SnapshotDigest != w.doc.Snapshot.Digest || ok.ProfileDigest == "" ||
 		ok.Effect != "read" || ok.UpstreamStatus != "2xx" || ok.LeaseAgeSeconds == nil || ok.DurationSeconds == nil || ok.Namespace != testNS || ok.Name != testName {
 		t.Errorf("call record %+v", ok)
+	}
+	// The added latency is observed once, for the call that reached its upstream (the refused
+	// call sent nothing), and is a part of the call's duration.
+	var m dto.Metric
+	if err := w.gw.cfg.Metrics.AddedLatency.WithLabelValues("deployment").(prometheus.Histogram).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if h := m.GetHistogram(); h.GetSampleCount() != 1 || h.GetSampleSum() <= 0 || h.GetSampleSum() >= *ok.DurationSeconds {
+		t.Errorf("added latency: %d samples, sum %v s (the call took %v s)", h.GetSampleCount(), h.GetSampleSum(), *ok.DurationSeconds)
 	}
 	refused := records["transfer"]
 	if refused.Outcome != invocation.RefusalInvalidArguments || refused.Refusal != invocation.RefusalInvalidArguments ||

@@ -113,7 +113,7 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 	}
 	w.Authenticator = &gateway.TokenAuthenticator{Client: mgr.GetClient(), Audience: o.Audience, CacheTTL: o.TokenCacheTTL,
 		NegativeCacheTTL: negTTL, FailureRate: o.AuthFailureRate, FailureBurst: o.AuthFailureBurst,
-		OnLookup: w.Metrics.TokenLookupHook()}
+		OnLookup: w.Metrics.TokenLookupHook(), OnReview: w.Metrics.TokenReviewHook()}
 	w.Gateway, err = gateway.New(gateway.Config{
 		Registry: reg, Authenticator: w.Authenticator, Authorizer: w.Authorizer,
 		Reverifier: &gateway.Reverifier{Client: mgr.GetClient()}, Events: mgr.GetEventRecorder("connector-mcp-gateway"),

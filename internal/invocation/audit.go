@@ -37,6 +37,9 @@ type AuditEvent struct {
 	Outcome string
 	// Duration is how long the request took (Options.Clock).
 	Duration time.Duration
+	// UpstreamDuration is the part of Duration spent in the upstream exchange of an "invoke"
+	// (opening the session when one was needed, and the tools/call); zero when nothing was sent.
+	UpstreamDuration time.Duration
 	// LeaseAge is the age of the activation the request ran under: how long before it the live
 	// server was last verified against the snapshot (status.lastFrozenTime); HasLeaseAge is false
 	// when the deployment recorded no such time.
@@ -51,10 +54,11 @@ const (
 )
 
 // exchange is what an invoke learned on its way, for its audit event: the reviewed effect of the
-// operation and the upstream status class.
+// operation, the upstream status class and the time the upstream exchange took.
 type exchange struct {
-	effect   apiv1.Effect
-	upstream string
+	effect       apiv1.Effect
+	upstream     string
+	upstreamTime time.Duration
 }
 
 // upstreamClass is the upstream status class of a tools/call's error (nil: answered).
@@ -103,7 +107,7 @@ func (s *Surface) audit(ctx context.Context, action string, caller Caller, opera
 		e.LeaseAge, e.HasLeaseAge = s.opts.Clock.Since(s.verified), true
 	}
 	if x != nil {
-		e.Effect, e.Upstream = x.effect, x.upstream
+		e.Effect, e.Upstream, e.UpstreamDuration = x.effect, x.upstream, x.upstreamTime
 		if e.Upstream == "" {
 			e.Upstream = UpstreamNone
 		}

@@ -546,10 +546,12 @@ func (s *Surface) gate(ctx context.Context, caller Caller, op *operation, args j
 
 // call calls the remote tool through the surface's session, in a span "upstream call" (the
 // session's HTTP requests carry its W3C trace context on), and records the upstream status class
-// in x.
+// and the exchange's duration in x.
 func (s *Surface) call(ctx context.Context, ref, remote string, args json.RawMessage, commit func(context.Context) error, x *exchange) (raw json.RawMessage, err error) {
 	ctx, span := tracing.Tracer().Start(ctx, "upstream call", trace.WithSpanKind(trace.SpanKindClient))
+	start := s.opts.Clock.Now()
 	defer func() {
+		x.upstreamTime = s.opts.Clock.Since(start)
 		if x.upstream == "" {
 			x.upstream = UpstreamNone
 		}

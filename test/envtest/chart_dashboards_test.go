@@ -61,7 +61,7 @@ func exprProblems(expr string, exported map[string][]string) []string {
 				problems = append(problems, metric+" has no label "+m.Name)
 				continue
 			}
-			values, closed := labelValues[m.Name]
+			values, closed := closedValues(metric, m.Name)
 			if !closed || (m.Type != labels.MatchEqual && m.Type != labels.MatchRegexp) {
 				continue
 			}

@@ -32,7 +32,7 @@ func exportedMetrics(t *testing.T) map[string][]string {
 	w := review.NewWebhookMetrics()
 	cs = append(cs, w.Sent, w.Dropped, w.QueueFull)
 	g := gateway.NewMetrics(nil)
-	cs = append(cs, g.Requests, g.Calls, g.CallDuration, g.InFlight, g.CacheLookups, g.Surfaces, g.DirectCalls)
+	cs = append(cs, g.Requests, g.Calls, g.CallDuration, g.InFlight, g.CacheLookups, g.Surfaces, g.DirectCalls, g.Approvals, g.TokenReviews, g.AddedLatency)
 	descRe := regexp.MustCompile(`fqName: "([a-z_]+)".*variableLabels: \{([a-z_,]*)\}`)
 	out := map[string][]string{}
 	for _, c := range cs {
@@ -64,15 +64,27 @@ var (
 	matcherRe = regexp.MustCompile(`([a-z_]+)\s*(=~|!~|!=|=)\s*"([^"]*)"`)
 )
 
-// labelValues are the values a label with a closed set may take: the review classes, and the
+// labelValues are the values a label with a closed set may take, keyed by label name or by
+// "metric/label" for one metric's label: the review classes, the TokenReview results, and the
 // gateway's outcomes ("ok" or the name of one of its own refusals).
 var labelValues = map[string][]string{
 	"class": review.Classes,
+	"connector_mcp_gateway_token_reviews_total/result": gateway.TokenReviewResults,
 	"outcome": {"ok", gateway.RefusalUnauthenticated, gateway.RefusalCallerBusy, gateway.RefusalOverloaded,
 		gateway.RefusalShuttingDown, gateway.RefusalHostNotAllowed, gateway.RefusalNotFound, gateway.RefusalNotActive,
 		gateway.RefusalInvalidParams, gateway.RefusalUnknownTool, gateway.RefusalDeadlineExceeded,
 		gateway.RefusalResultNotRepresentable, gateway.RefusalAuthorizationUnavailable, gateway.RefusalAuthRateLimited,
 		gateway.RefusalRequestBodyTimeout, gateway.RefusalCallFailed},
+}
+
+// closedValues returns the values label may take on metric, when they are a closed set: those of
+// labelValues["metric/label"], else labelValues["label"].
+func closedValues(metric, label string) ([]string, bool) {
+	if v, ok := labelValues[metric+"/"+label]; ok {
+		return v, true
+	}
+	v, ok := labelValues[label]
+	return v, ok
 }
 
 // gatewayTargetLabels are the labels Prometheus adds to the gateway's series from its
@@ -98,7 +110,7 @@ func ruleProblems(expr string, exported map[string][]string) []string {
 				problems = append(problems, u[1]+" has no label "+mt[1])
 				continue
 			}
-			known, ok := labelValues[mt[1]]
+			known, ok := closedValues(u[1], mt[1])
 			if !ok {
 				continue
 			}
@@ -240,7 +252,8 @@ func runbookProblems(alerts map[string]map[string]any, base, doc string) []strin
 // gateway's rules select the job of the gateway's ServiceMonitor (its Service's name).
 func TestChartAlertsLinkRunbooks(t *testing.T) {
 	alerts := renderedAlerts(t)
-	for _, want := range []string{"ConnectorMcpGatewayDown", "ConnectorMcpGatewayCallsFailing", "ConnectorMcpGatewayCallLatencyHigh"} {
+	for _, want := range []string{"ConnectorMcpGatewayDown", "ConnectorMcpGatewayCallsFailing", "ConnectorMcpGatewayCallLatencyHigh",
+		"ConnectorMcpGatewayAddedLatencyHigh", "ConnectorMcpGatewayRefusalRateHigh", "ConnectorMcpGatewayTokenReviewsFailing"} {
 		r, ok := alerts[want]
 		if !ok {
 			t.Errorf("PrometheusRule lacks %s", want)
