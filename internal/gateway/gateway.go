@@ -425,10 +425,14 @@ func (g *Gateway) server(r *http.Request) *mcp.Server {
 	return s
 }
 
-// refusedFeature names the MCP feature of a method the gateway does not serve (tools only):
-// "prompts", "resources" or "completion"; "" for anything else.
+// RefusedFeatures are the MCP features the gateway does not serve (it serves tools only): a
+// method of one is refused with the feature's name as its outcome.
+var RefusedFeatures = []string{"prompts", "resources", "completion"}
+
+// refusedFeature names the MCP feature of a method the gateway does not serve (one of
+// RefusedFeatures); "" for anything else.
 func refusedFeature(method string) string {
-	for _, f := range []string{"prompts", "resources", "completion"} {
+	for _, f := range RefusedFeatures {
 		if strings.HasPrefix(method, f+"/") {
 			return f
 		}

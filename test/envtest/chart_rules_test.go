@@ -33,28 +33,38 @@ func exportedMetrics(t *testing.T) map[string][]string {
 	cs = append(cs, w.Sent, w.Dropped, w.QueueFull)
 	g := gateway.NewMetrics(nil)
 	cs = append(cs, g.Requests, g.Calls, g.CallDuration, g.InFlight, g.CacheLookups, g.Surfaces, g.DirectCalls, g.Approvals, g.TokenReviews, g.AddedLatency)
-	descRe := regexp.MustCompile(`fqName: "([a-z_]+)".*variableLabels: \{([a-z_,]*)\}`)
 	out := map[string][]string{}
 	for _, c := range cs {
-		ch := make(chan *prometheus.Desc, 4)
-		c.Describe(ch)
-		close(ch)
-		for d := range ch {
-			sub := descRe.FindStringSubmatch(d.String())
-			if sub == nil {
-				t.Fatalf("cannot parse %s", d)
-			}
-			labels := strings.Split(sub[2], ",")
-			if sub[2] == "" {
-				labels = nil
-			}
-			out[sub[1]] = labels
+		for name, labels := range describedLabels(t, c) {
+			out[name] = labels
 			if _, isHist := c.(*prometheus.HistogramVec); isHist {
 				for _, suf := range []string{"_bucket", "_sum", "_count"} {
-					out[sub[1]+suf] = append(slices.Clone(labels), "le")
+					out[name+suf] = append(slices.Clone(labels), "le")
 				}
 			}
 		}
+	}
+	return out
+}
+
+var descRe = regexp.MustCompile(`fqName: "([a-z_]+)".*variableLabels: \{([a-z_,]*)\}`)
+
+// describedLabels returns the variable labels of each metric c describes, by metric name.
+func describedLabels(t testing.TB, c prometheus.Collector) map[string][]string {
+	t.Helper()
+	ch := make(chan *prometheus.Desc, 16)
+	go func() { c.Describe(ch); close(ch) }()
+	out := map[string][]string{}
+	for d := range ch {
+		sub := descRe.FindStringSubmatch(d.String())
+		if sub == nil {
+			t.Fatalf("cannot parse %s", d)
+		}
+		var labels []string
+		if sub[2] != "" {
+			labels = strings.Split(sub[2], ",")
+		}
+		out[sub[1]] = labels
 	}
 	return out
 }
