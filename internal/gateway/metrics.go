@@ -74,7 +74,7 @@ func NewMetrics(surfaces func() int) *Metrics {
 		TokenReviews: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "connector_mcp_gateway_token_reviews_total",
 			Help: "TokenReviews made (authentication cache misses) by result: authenticated, unauthenticated, wrong_audience, error."}, []string{"result"}),
 		AddedLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "connector_mcp_gateway_added_latency_seconds",
-			Help: "Time a tools/call that reached its upstream spent in the gateway: its duration less the upstream exchange's.",
+			Help:    "Time a tools/call that reached its upstream spent in the gateway: its duration less the upstream exchange's.",
 			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)}, []string{"route"}),
 	}
 }

@@ -110,13 +110,13 @@ func metricLabelBounds(t testing.TB) map[string]labelBound {
 		"connector_mcp_gateway_cache_lookups_total/result": {values: []string{"hit", "miss"}},
 		"connector_mcp_gateway_token_reviews_total/result": {values: gateway.TokenReviewResults},
 		// The manager's.
-		"connector_mcp_freeze_duration_seconds/result":          {values: []string{"ok", "error"}},
-		"connector_mcp_refusals_total/kind":                     {values: []string{"McpServiceProfile", "ServiceDeployment"}},
-		"connector_mcp_refusals_total/reason":                   {values: reasons},
-		"connector_mcp_refused_deployments/reason":              {values: reasons},
+		"connector_mcp_freeze_duration_seconds/result":           {values: []string{"ok", "error"}},
+		"connector_mcp_refusals_total/kind":                      {values: []string{"McpServiceProfile", "ServiceDeployment"}},
+		"connector_mcp_refusals_total/reason":                    {values: reasons},
+		"connector_mcp_refused_deployments/reason":               {values: reasons},
 		"connector_mcp_refused_deployments/deployment_namespace": {namespace: true},
-		"connector_mcp_drift_total/class":                       {values: review.Classes},
-		"connector_mcp_drift_webhook_dropped_total/reason":      {values: codeConstants(t, "Drop")},
+		"connector_mcp_drift_total/class":                        {values: review.Classes},
+		"connector_mcp_drift_webhook_dropped_total/reason":       {values: codeConstants(t, "Drop")},
 		"connector_mcp_drift_webhook_queue_full_total/namespace": {namespace: true},
 	}
 }
