@@ -138,13 +138,17 @@ func (s *scanner) canonical(raw []byte, out []byte, warn func(path, code string)
 }
 
 // reset clears s for a new document, keeping its scratch space (and collect).
+// reset makes s ready for another scan, keeping its scratch space.
 func (s *scanner) reset() {
 	s.data, s.pos, s.warn = nil, 0, nil
 	s.path, s.members, s.region, s.order, s.keys = s.path[:0], s.members[:0], s.region[:0], s.order[:0], s.keys[:0]
 	s.found = s.found[:0]
 	s.name, s.hasName, s.simple, s.esc = "", false, false, false
-	s.canon, s.out, s.spans, s.top = false, nil, false, nil
-	s.elemsOf, s.inElems, s.elemsSeen, s.elems = nil, false, false, nil
+	// The spans' names may point into the last document: cleared, so a reused scanner keeps
+	// nothing of it.
+	clear(s.top)
+	s.canon, s.out, s.spans, s.top = false, nil, false, s.top[:0]
+	s.elemsOf, s.inElems, s.elemsSeen, s.elems = nil, false, false, s.elems[:0]
 }
 
 // run scans raw with the scanner's settings.

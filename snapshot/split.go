@@ -1,6 +1,9 @@
 package snapshot
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"sync"
+)
 
 // Member is one member of a JSON object, as returned by Members.
 type Member struct {
@@ -19,6 +22,7 @@ type Member struct {
 // text.
 func Members(raw []byte) ([]Member, error) {
 	s, err := splitTop(raw, '{', "")
+	defer releaseSplitter(s)
 	if err != nil {
 		return nil, err
 	}
@@ -32,6 +36,7 @@ func Members(raw []byte) ([]Member, error) {
 // rest of the document is, so a list is read in one strict pass.
 func MembersAndElements(raw []byte, array string) ([]Member, []json.RawMessage, error) {
 	s, err := splitTop(raw, '{', array)
+	defer releaseSplitter(s)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -57,18 +62,38 @@ func (s *scanner) topMembers(raw []byte) []Member {
 // splitTop validates raw (scanWellFormed), recording the spans of its top-level object's members
 // (and, when array is not empty, the elements of the array value of the member so named), and
 // requires the top-level value to open with open.
+// The scanner it returns comes from a pool: the caller copies out what it needs and gives it
+// back with releaseSplitter (also on an error).
 func splitTop(raw []byte, open byte, array string) (*scanner, error) {
-	s := &scanner{spans: true}
+	s := splitters.Get().(*scanner)
+	s.spans = true
 	if array != "" {
 		s.elemsOf = []byte(array)
 	}
 	if err := s.run(raw, scanWellFormed, nil); err != nil {
-		return nil, err
+		return s, err
 	}
 	if i := firstNonSpace(raw); i < 0 || raw[i] != open {
-		return nil, &RefusalError{Name: RefusalInvalidJSON, Err: ErrInvalidJSON}
+		return s, &RefusalError{Name: RefusalInvalidJSON, Err: ErrInvalidJSON}
 	}
 	return s, nil
+}
+
+// splitters are the scanners of splitTop, reused: a document's split then allocates only what
+// it returns, not the scan's stacks.
+var splitters = sync.Pool{New: func() any { return new(scanner) }}
+
+// maxPooledSplitterMembers bounds the stacks a scanner may keep in the pool: one huge document
+// does not pin its scratch space.
+const maxPooledSplitterMembers = 1024
+
+// releaseSplitter resets s and returns it to the pool.
+func releaseSplitter(s *scanner) {
+	if cap(s.members) > maxPooledSplitterMembers || cap(s.top) > maxPooledSplitterMembers || cap(s.elems) > maxPooledSplitterMembers || cap(s.path) > maxPooledSplitterMembers {
+		return
+	}
+	s.reset()
+	splitters.Put(s)
 }
 
 func firstNonSpace(b []byte) int {

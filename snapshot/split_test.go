@@ -3,6 +3,8 @@ package snapshot
 import (
 	"encoding/json"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -95,5 +97,55 @@ func TestMembersAndElementsRefusals(t *testing.T) {
 		if !errors.As(err, &r) || r.Name != tc.name {
 			t.Errorf("%s: got %v, want refusal %s", tc.raw, err, tc.name)
 		}
+	}
+}
+
+// TestMembersReusedScanner: the scanners Members and MembersAndElements reuse keep nothing of
+// the documents before — an escaped name, a refused document, an elements array or a deep
+// document first, each answer is still the one a fresh scan gives, and a repeated name of the
+// previous document is no duplicate of the next.
+func TestMembersReusedScanner(t *testing.T) {
+	docs := []string{
+		`{"a\u0062":1,"deep":{"x":[{"y":{"z":2}}]},"tools":[1,2]}`,
+		`{"dup":1,"dup":2}`,
+		`{"tools":[{"n":1},{"n":2},{"n":3}],"b":true}`,
+		`{"ab":3}`,
+		`[1,2]`,
+		`{"k":"v"}`,
+	}
+	type answer struct {
+		members string
+		elems   int
+		err     string
+	}
+	run := func(doc string) answer {
+		ms, elems, err := MembersAndElements([]byte(doc), "tools")
+		var names []string
+		for _, m := range ms {
+			names = append(names, m.Name+"="+string(m.Value))
+		}
+		a := answer{members: strings.Join(names, ","), elems: len(elems)}
+		if err != nil {
+			a.err = err.Error()
+		}
+		return a
+	}
+	want := make([]answer, len(docs))
+	for i, d := range docs {
+		splitters = sync.Pool{New: func() any { return new(scanner) }} // a fresh scanner
+		want[i] = run(d)
+	}
+	for round := range 3 {
+		for i, d := range docs {
+			if got := run(d); got != want[i] {
+				t.Fatalf("round %d, %s: %+v, want %+v", round, d, got, want[i])
+			}
+			if ms, err := Members([]byte(d)); (err == nil) != (want[i].err == "") || (err == nil && len(ms) == 0) {
+				t.Fatalf("round %d, Members(%s) = %v, %v", round, d, ms, err)
+			}
+		}
+	}
+	if want[3].members != "ab=3" || want[1].err == "" || want[2].elems != 3 {
+		t.Fatalf("fresh answers %+v", want)
 	}
 }
