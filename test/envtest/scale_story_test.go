@@ -13,7 +13,12 @@ package envtest
 // same objects with no manager running, and all-Ready as a multiple of it), seconds until every
 // object exists and until every deployment is Ready,
 // milliseconds per object, the manager's reconciles, API writes per object, and the manager
-// process's RSS (at all-Ready and after a settle period), peak RSS and CPU seconds.
+// process's RSS (at all-Ready and after a settle period), peak RSS and CPU seconds. Then: the
+// create-to-Ready p50/p99 of 50 new deployments made one at a time with all the others Ready,
+// as a multiple of the same 50 made before the bulk (an empty namespace); and a manager restart
+// (SIGTERM, a new process): how long until it reconciled every deployment again, and the object
+// writes, events and MCP server requests from the stop until a settle period later (all zero
+// while no periodic re-verification is due).
 
 import (
 	"context"
@@ -22,6 +27,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,8 +98,13 @@ func runActivationScale(b *testing.B, n int) {
 		}()
 		b.Cleanup(func() { <-profiled }) // before the manager stops
 	}
+	// New deployments on a cluster this manager serves nothing else of: the latency baseline
+	// (after one that waits for the manager to lead).
+	probeActivations(b, ns, live.URL, base, track, "probe-warm", 1)
+	emptyProbes := probeActivations(b, ns, live.URL, base, track, "probe-empty", scaleProbes)
 	before := mgr.counters(b)
 	cpuBefore := mgr.stats(b).CPUSeconds
+	writesBefore := track.modified()
 
 	b.StartTimer()
 	start := time.Now()
@@ -112,14 +123,14 @@ func runActivationScale(b *testing.B, n int) {
 			exited = true
 		default:
 		}
-		return exited || trackErr != nil || ready == n
+		return exited || trackErr != nil || ready == n+scaleProbes+1
 	}) {
 		b.Fatalf("%d of %d deployments Ready after 30 minutes", ready, n)
 	}
 	if trackErr != nil {
 		b.Fatal(trackErr)
 	}
-	if exited && ready != n {
+	if exited && ready != n+scaleProbes+1 {
 		b.Fatalf("the manager exited with %d of %d deployments Ready:\n%s", ready, n, mgr.logTail())
 	}
 	elapsed := time.Since(start)
@@ -133,9 +144,12 @@ func runActivationScale(b *testing.B, n int) {
 		}
 		mgr.saveProfile(b, "heap", filepath.Join(dir, fmt.Sprintf("manager-heap-%d.pprof", n)))
 	}
-	writes := track.modified()
+	writes := track.modified() - writesBefore
+	// The same new deployments while n others are served.
+	fullProbes := probeActivations(b, ns, live.URL, base, track, "probe-full", scaleProbes)
 	time.Sleep(settleAfterReady)
 	settled := mgr.stats(b)
+	restart := restartIdle(b, ns, mgr, live, track, n+2*scaleProbes+1)
 
 	reconciles := counters.DeploymentReconciles - before.DeploymentReconciles
 	b.Logf("%d deployments: baseline (no manager) all created after %.1f s; with the manager all created after %.1f s, all Ready after %.1f s (%.2f× the baseline); manager RSS %.1f MiB at all-Ready, %.1f MiB %s later, peak %.1f MiB, %.1f CPU s",
@@ -156,6 +170,93 @@ func runActivationScale(b *testing.B, n int) {
 	b.ReportMetric(float64(settled.RSSBytes)/(1<<20), "manager-RSS-settled-MiB")
 	b.ReportMetric(float64(settled.HWMBytes)/(1<<20), "manager-HWM-MiB")
 	b.ReportMetric(float64(n), "deployments")
+	ep50, ep99, fp50, fp99 := percentile(emptyProbes, 0.5), percentile(emptyProbes, 0.99), percentile(fullProbes, 0.5), percentile(fullProbes, 0.99)
+	b.Logf("%d new deployments, one at a time, create to Ready: p50 %v p99 %v on an empty namespace, p50 %v p99 %v with %d others Ready", scaleProbes, ep50, ep99, fp50, fp99, n)
+	b.ReportMetric(float64(fp50.Milliseconds()), "new-ready-p50-ms")
+	b.ReportMetric(float64(fp99.Milliseconds()), "new-ready-p99-ms")
+	b.ReportMetric(float64(fp50)/float64(ep50), "new-ready-p50-vs-empty")
+	b.ReportMetric(float64(fp99)/float64(ep99), "new-ready-p99-vs-empty")
+	b.Logf("manager restart with %d Ready: every deployment reconciled again after %.1f s; %d object writes, %d events, %d upstream requests (freezes) until %s later",
+		n+2*scaleProbes+1, restart.reconciled.Seconds(), restart.writes, restart.events, restart.upstream, restart.window)
+	b.ReportMetric(restart.reconciled.Seconds(), "restart-s-to-reconciled")
+	b.ReportMetric(float64(restart.writes), "restart-object-writes")
+	b.ReportMetric(float64(restart.events), "restart-events")
+	b.ReportMetric(float64(restart.upstream), "restart-upstream-requests")
+}
+
+// scaleProbes is how many new deployments the scale story creates, one at a time, before the
+// bulk creation (an empty namespace, after one warm-up) and after all-Ready (with the bulk
+// served).
+const scaleProbes = 50
+
+// percentile is the p-quantile of d (sorted in place).
+func percentile(d []time.Duration, p float64) time.Duration {
+	slices.Sort(d)
+	return d[min(len(d)-1, int(float64(len(d))*p))]
+}
+
+// probeActivations creates count profile and deployment pairs named prefix-NN one at a time and
+// returns each one's time from the profile's create to the deployment's Ready (seen on the
+// tracker's watch).
+func probeActivations(b *testing.B, ns, liveURL string, base *apiv1.ProfileDocument, track *nsTracker, prefix string, count int) []time.Duration {
+	b.Helper()
+	out := make([]time.Duration, 0, count)
+	for i := range count {
+		name := fmt.Sprintf("%s-%02d", prefix, i)
+		doc := base.DeepCopy()
+		doc.Service = apiv1.ServiceIdentity{Ref: name, ConnectionRef: name}
+		start := time.Now()
+		mustCreate(b, inlineProfile(ns, name, doc))
+		mustCreate(b, newDeployment(ns, name, name, name, liveURL+"/"+name, doc, nil, "all"))
+		if !pollUntil(5*time.Millisecond, 2*time.Minute, func() bool { return track.isReady(name) }) {
+			b.Fatalf("%s not Ready within 2 minutes", name)
+		}
+		out = append(out, time.Since(start))
+	}
+	return out
+}
+
+// restartFigures is what a manager restart cost once every deployment was Ready.
+type restartFigures struct {
+	// reconciled is how long the new manager took to reconcile every deployment once.
+	reconciled time.Duration
+	// writes, events and upstream are the profiles' and deployments' updates, the events created
+	// in the namespace and the requests the MCP server received, from the old manager's stop
+	// until window after the new one reconciled everything.
+	writes, events, upstream int64
+	window                   time.Duration
+}
+
+// restartIdle stops mgr, starts another manager process with the same flags and counts what the
+// restart writes and sends until a settle period after the new manager reconciled all n
+// deployments (within the periodic re-verification interval, nothing is due).
+func restartIdle(b *testing.B, ns string, mgr *managerProcess, live *switchable, track *nsTracker, n int) restartFigures {
+	b.Helper()
+	mgr.stop(b)
+	events := func() int64 {
+		l := &eventsv1.EventList{}
+		if err := k8sClient.List(context.Background(), l, client.InNamespace(ns)); err != nil {
+			b.Fatal(err)
+		}
+		var c int64
+		for _, e := range l.Items {
+			// The new manager's leader election records its own event on the Lease.
+			if k := e.Regarding.Kind; k == "ServiceDeployment" || k == "McpServiceProfile" {
+				c++
+			}
+		}
+		return c
+	}
+	writes0, events0, hits0 := track.modified(), events(), live.hits.Load()
+	start := time.Now()
+	next := startManagerProcess(b, ns, strings.Fields(os.Getenv("BENCH_MANAGER_ARGS"))...)
+	if !pollUntil(pollInterval, 10*time.Minute, func() bool { return next.counters(b).DeploymentReconciles >= float64(n) }) {
+		b.Fatalf("the restarted manager did not reconcile %d deployments within 10 minutes", n)
+	}
+	f := restartFigures{reconciled: time.Since(start), window: settleAfterReady}
+	time.Sleep(f.window)
+	f.writes, f.events, f.upstream = track.modified()-writes0, events()-events0, live.hits.Load()-hits0
+	return f
 }
 
 // bareCreation is the baseline of the same run: the time the same creators take to create the
@@ -339,6 +440,13 @@ func (tr *nsTracker) readyCount() (int, error) {
 		}
 	}
 	return n, tr.err
+}
+
+// isReady reports whether deployment name was Ready at its last update seen.
+func (tr *nsTracker) isReady(name string) bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.ready[name]
 }
 
 func (tr *nsTracker) modified() int64 {
