@@ -1,0 +1,144 @@
+package envtest
+
+// Gateway scale story: a gateway starting in front of N Ready deployments (BENCH_GATEWAY_DEPLOYMENTS,
+// comma-separated, default 10000), each with its own inline profile, as the manager leaves them.
+// Reported: seconds from the gateway's start until it serves every deployment (each profile
+// verified again by the gateway, each surface built), the heap the gateway holds then (its
+// informer caches, registry and surfaces: the process's live heap after a GC, less the heap
+// before it started), and the first call's answer through it.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/mcptest"
+)
+
+func BenchmarkStoryGatewayServes(b *testing.B) {
+	v := os.Getenv("BENCH_GATEWAY_DEPLOYMENTS")
+	if v == "" {
+		v = "10000"
+	}
+	sizes, err := benchSizes(v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("deployments=%d", n), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				runGatewayScale(b, n)
+			}
+		})
+	}
+}
+
+func runGatewayScale(b *testing.B, n int) {
+	ns := newNamespaceTB(b, "gwbench")
+	_, h := modernServer(mcptest.DefaultTools())
+	live := startSwitchable(b, h)
+	base := reviewedProfile(b, live.URL)
+	makeGrant(b, ns, "all")
+	mustCreate(b, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}})
+	b.Cleanup(func() { deleteScaleObjects(b, ns) })
+	seedStart := time.Now()
+	if err := seedReadyDeployments(ns, live.URL, base, n); err != nil {
+		b.Fatalf("seed: %v", err)
+	}
+	b.Logf("seeded %d Ready deployments in %.1f s", n, time.Since(seedStart).Seconds())
+
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.StartTimer()
+	start := time.Now()
+	baseURL, w := startGatewayLogging(b, cfg, ns, gatewayOptions(), logr.Discard())
+	if !pollUntil(20*time.Millisecond, 10*time.Minute, func() bool { return w.Registry.Len() == n }) {
+		b.Fatalf("the gateway serves %d of %d deployments after 10 minutes", w.Registry.Len(), n)
+	}
+	serving := time.Since(start)
+	b.StopTimer()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	heap := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+
+	cs, err := mcpConnect(b, fmt.Sprintf("%s/mcp/%s/svc-%05d", baseURL, ns, n/2), mintToken(b, ns, "agent", "connector-mcp"), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res, err := callTool(cs, "echo", map[string]any{"text": "scale"}); err != nil || res.IsError {
+		b.Fatalf("a call through the gateway: %+v, %v", res, err)
+	}
+	runtime.KeepAlive(w)
+	b.Logf("%d deployments: the gateway served all %.1f s after its start, holding %.1f MiB of heap", n, serving.Seconds(), heap/(1<<20))
+	b.ReportMetric(serving.Seconds(), "s-to-serving-all")
+	b.ReportMetric(heap/(1<<20), "gateway-heap-MiB")
+	b.ReportMetric(float64(n), "deployments")
+}
+
+// seedReadyDeployments creates n profiles and deployments in ns (as createScaleObjects) with
+// eight creators and gives each deployment the status the manager writes on activation: Ready,
+// the frozen snapshot active, the generation observed.
+func seedReadyDeployments(ns, liveURL string, base *apiv1.ProfileDocument, n int) error {
+	work := make(chan int)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				name := fmt.Sprintf("svc-%05d", i)
+				doc := base.DeepCopy()
+				doc.Service = apiv1.ServiceIdentity{Ref: name, ConnectionRef: name}
+				if err := k8sClient.Create(context.Background(), inlineProfile(ns, name, doc)); err != nil {
+					errs <- err
+					return
+				}
+				sd := newDeployment(ns, name, name, name, fmt.Sprintf("%s/%d", liveURL, i), doc, nil, "all")
+				if err := k8sClient.Create(context.Background(), sd); err != nil {
+					errs <- err
+					return
+				}
+				now := metav1.Now()
+				sd.Status.ObservedGeneration = sd.Generation
+				sd.Status.ActiveSnapshotDigest = doc.Snapshot.Digest
+				sd.Status.LastFrozenTime = &now
+				meta.SetStatusCondition(&sd.Status.Conditions, metav1.Condition{Type: apiv1.ConditionReady, Status: metav1.ConditionTrue,
+					ObservedGeneration: sd.Generation, Reason: apiv1.ReasonActivated, Message: "seeded"})
+				if err := k8sClient.Status().Update(context.Background(), sd); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		select {
+		case work <- i:
+		case err := <-errs:
+			close(work)
+			wg.Wait()
+			return err
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
