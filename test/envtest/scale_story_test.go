@@ -145,10 +145,10 @@ func runActivationScale(b *testing.B, n int) {
 		mgr.saveProfile(b, "heap", filepath.Join(dir, fmt.Sprintf("manager-heap-%d.pprof", n)))
 	}
 	writes := track.modified() - writesBefore
-	// The same new deployments while n others are served.
-	fullProbes := probeActivations(b, ns, live.URL, base, track, "probe-full", scaleProbes)
 	time.Sleep(settleAfterReady)
 	settled := mgr.stats(b)
+	// The same new deployments while n others are served (settled).
+	fullProbes := probeActivations(b, ns, live.URL, base, track, "probe-full", scaleProbes)
 	restart := restartIdle(b, ns, mgr, live, track, n+2*scaleProbes+1)
 
 	reconciles := counters.DeploymentReconciles - before.DeploymentReconciles

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
@@ -88,4 +89,53 @@ func TestStoryShardsSplitTheWorkAndJudgeCollisionsAcross(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitObj(t, claimant, storyTimeout, "claimant Ready after the holder in the other shard left", isReady[*apiv1.ServiceDeployment])
+}
+
+// TestStoryShardStopStallsOnlyItsShardAndRebalances: stopping shard 1's manager stalls only shard
+// 1 — a change to its deployment waits (its observed generation lags) while a change in shard 2
+// is reconciled — and the documented re-balance, relabelling the profile and then the deployment
+// into shard 2, lets shard 2's manager take them over and reconcile the change.
+func TestStoryShardStopStallsOnlyItsShardAndRebalances(t *testing.T) {
+	ns := newNamespace(t, "story-rebalance")
+	o1, o2 := devOptions(), devOptions()
+	o1.WatchLabelSelector = controllers.ShardLabel + " in (shard1)"
+	o2.WatchLabelSelector = controllers.ShardLabel + " in (shard2)"
+	shard1 := startOperator(t, ns, o1)
+	startOperator(t, ns, o2)
+	_, h := modernServer(mcptest.DefaultTools())
+	live := startSwitchable(t, h)
+	doc := reviewedProfile(t, live.URL)
+	makeGrant(t, ns, "all")
+	deploy := func(name, shard string) *apiv1.ServiceDeployment {
+		d := doc.DeepCopy()
+		d.Service = apiv1.ServiceIdentity{Ref: name, ConnectionRef: name}
+		mustCreate(t, sharded(inlineProfile(ns, name, d), shard))
+		sd := sharded(newDeployment(ns, name, name, "provider-"+name, live.URL+"/"+name, d, nil, "all"), shard)
+		mustCreate(t, sd)
+		return waitObj(t, sd, storyTimeout, name+" Ready", isReady[*apiv1.ServiceDeployment])
+	}
+	moving, staying := deploy("moving", "shard1"), deploy("staying", "shard2")
+	caughtUp := func(d *apiv1.ServiceDeployment) bool { return d.Status.ObservedGeneration == d.Generation && isReady(d) }
+
+	shard1.stop()
+	hide := func(sd *apiv1.ServiceDeployment) { sd.Spec.Operations[0].Expose = false }
+	mutate(t, moving, hide)
+	mutate(t, staying, hide)
+	waitObj(t, staying, storyTimeout, "shard 2 reconciles its own change", caughtUp)
+	// A window, not a condition: nothing runs that could reconcile the stopped shard's object.
+	<-time.After(wrongShardWindow)
+	if err := k8sClient.Get(context.Background(), objKey(moving), moving); err != nil {
+		t.Fatal(err)
+	}
+	if caughtUp(moving) {
+		t.Fatalf("a change in the stopped shard was reconciled: %s", describeStatus(moving))
+	}
+
+	// Re-balance: the profile first, then its deployment.
+	relabel := func(o client.Object) {
+		mutate(t, o, func(o client.Object) { o.SetLabels(map[string]string{controllers.ShardLabel: "shard2"}) })
+	}
+	relabel(&apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: moving.Name}})
+	relabel(moving)
+	waitObj(t, moving, storyTimeout, "shard 2 took the relabelled deployment over", caughtUp)
 }
