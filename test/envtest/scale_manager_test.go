@@ -27,32 +27,35 @@ import (
 )
 
 var (
-	managerOnce sync.Once
-	managerBin  string
-	managerErr  error
+	binariesMu sync.Mutex
+	binaries   = map[string]string{}
 )
 
-// managerBinary builds cmd/manager once per test process.
-func managerBinary(t testing.TB) string {
+// builtBinary builds the command at pkg (e.g. "./cmd/manager") once per test process and returns
+// its path.
+func builtBinary(t testing.TB, pkg string) string {
 	t.Helper()
-	managerOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "manager-envtest-")
-		if err != nil {
-			managerErr = err
-			return
-		}
-		managerBin = filepath.Join(dir, "manager")
-		cmd := exec.CommandContext(context.Background(), "go", "build", "-o", managerBin, "./cmd/manager")
-		cmd.Dir = repoRoot
-		if out, err := cmd.CombinedOutput(); err != nil {
-			managerErr = errors.New("go build ./cmd/manager: " + err.Error() + "\n" + string(out))
-		}
-	})
-	if managerErr != nil {
-		t.Fatal(managerErr)
+	binariesMu.Lock()
+	defer binariesMu.Unlock()
+	if bin, ok := binaries[pkg]; ok {
+		return bin
 	}
-	return managerBin
+	dir, err := os.MkdirTemp("", "envtest-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.CommandContext(context.Background(), "go", "build", "-o", bin, pkg)
+	cmd.Dir = repoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	binaries[pkg] = bin
+	return bin
 }
+
+// managerBinary builds cmd/manager once per test process.
+func managerBinary(t testing.TB) string { return builtBinary(t, "./cmd/manager") }
 
 // managerProcess is a running cmd/manager.
 type managerProcess struct {
@@ -114,25 +117,30 @@ func freeLoopbackAddr(t testing.TB) string {
 // the chart's. The process gets SIGTERM when the test ends.
 func startManagerProcess(t testing.TB, leaderNS string, extra ...string) *managerProcess {
 	t.Helper()
-	bin := managerBinary(t)
+	metricsAddr, probeAddr, pprofAddr := freeLoopbackAddr(t), freeLoopbackAddr(t), freeLoopbackAddr(t)
+	return startProcess(t, managerBinary(t), append(chartManagerArgs(leaderNS, metricsAddr, probeAddr, pprofAddr), extra...), metricsAddr, probeAddr, pprofAddr)
+}
+
+// startProcess starts bin with args against this control plane's kubeconfig and waits until its
+// /readyz on probeAddr answers; its metrics are served on metricsAddr, pprof on pprofAddr.
+func startProcess(t testing.TB, bin string, args []string, metricsAddr, probeAddr, pprofAddr string) *managerProcess {
+	t.Helper()
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kubeconfig")
 	if err := cluster.WriteKubeconfig(kc); err != nil {
 		t.Fatal(err)
 	}
-	metricsAddr, probeAddr, pprofAddr := freeLoopbackAddr(t), freeLoopbackAddr(t), freeLoopbackAddr(t)
-	logPath := filepath.Join(dir, "manager.log")
+	logPath := filepath.Join(dir, "process.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append(chartManagerArgs(leaderNS, metricsAddr, probeAddr, pprofAddr), extra...)
-	cmd := exec.CommandContext(context.Background(), bin, args...) //nolint:gosec // the manager this test built, with the test's own flags
+	cmd := exec.CommandContext(context.Background(), bin, args...) //nolint:gosec // a binary this test built, with the test's own flags
 	cmd.Env = []string{"KUBECONFIG=" + kc, "HOME=" + dir, "PATH=" + os.Getenv("PATH")}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
-		t.Fatalf("start the manager: %v", err)
+		t.Fatalf("start %s: %v", filepath.Base(bin), err)
 	}
 	p := &managerProcess{cmd: cmd, metricsURL: "http://" + metricsAddr + "/metrics", pprofURL: "http://" + pprofAddr + "/debug/pprof/", logPath: logPath, exited: make(chan struct{})}
 	go func() {
@@ -153,9 +161,9 @@ func startManagerProcess(t testing.TB, leaderNS string, extra ...string) *manage
 	})
 	switch {
 	case exited:
-		t.Fatalf("the manager exited before it was ready:\n%s", p.logTail())
+		t.Fatalf("%s exited before it was ready:\n%s", filepath.Base(bin), p.logTail())
 	case !ready:
-		t.Fatalf("the manager was not ready within 2 minutes:\n%s", p.logTail())
+		t.Fatalf("%s was not ready within 2 minutes:\n%s", filepath.Base(bin), p.logTail())
 	}
 	return p
 }

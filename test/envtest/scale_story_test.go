@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 )
 
@@ -57,6 +58,72 @@ func BenchmarkStoryActivateDeployments(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkStoryActivateDeploymentsSharded is the scale story with three manager processes on
+// three label shards (--watch-label-selector, the chart's sharding.watchLabelSelector; objects
+// labelled round-robin): the same baseline, creators and all-Ready as BenchmarkStoryActivateDeployments,
+// to compare with the single manager's figure. BENCH_SHARDED_DEPLOYMENTS sets the sizes (default
+// 1000,5000).
+func BenchmarkStoryActivateDeploymentsSharded(b *testing.B) {
+	sizes, err := benchSizes(os.Getenv("BENCH_SHARDED_DEPLOYMENTS"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("deployments=%d/shards=3", n), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				runShardedActivationScale(b, n, 3)
+			}
+		})
+	}
+}
+
+func runShardedActivationScale(b *testing.B, n, shards int) {
+	ns := newNamespaceTB(b, "bench-shards")
+	_, h := modernServer(mcptest.DefaultTools())
+	live := startSwitchable(b, h)
+	base := reviewedProfile(b, live.URL)
+	makeGrant(b, ns, "all")
+	bare := bareCreation(b, live.URL, base, n)
+	track := trackNamespace(b, ns)
+	managers := make([]*managerProcess, shards)
+	for i := range managers {
+		managers[i] = startManagerProcess(b, ns, append(strings.Fields(os.Getenv("BENCH_MANAGER_ARGS")),
+			fmt.Sprintf("--watch-label-selector=%s in (shard%d)", controllers.ShardLabel, i+1))...)
+	}
+	b.Cleanup(func() { deleteScaleObjects(b, ns) })
+	b.StartTimer()
+	start := time.Now()
+	if err := createScaleObjects(ns, live.URL, base, n, shards); err != nil {
+		b.Fatalf("create: %v", err)
+	}
+	created := time.Since(start)
+	ready := 0
+	var trackErr error
+	if !pollUntil(pollInterval, 30*time.Minute, func() bool {
+		ready, trackErr = track.readyCount()
+		return trackErr != nil || ready == n
+	}) {
+		b.Fatalf("%d of %d deployments Ready after 30 minutes", ready, n)
+	}
+	if trackErr != nil {
+		b.Fatal(trackErr)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	var rss float64
+	for _, m := range managers {
+		rss += float64(m.stats(b).RSSBytes) / (1 << 20)
+	}
+	b.Logf("%d deployments on %d shards: baseline all created after %.1f s; all created after %.1f s, all Ready after %.1f s (%.2f× the baseline); managers' RSS %.1f MiB in all",
+		n, shards, bare.Seconds(), created.Seconds(), elapsed.Seconds(), elapsed.Seconds()/bare.Seconds(), rss)
+	b.ReportMetric(bare.Seconds(), "s-to-all-created-bare")
+	b.ReportMetric(elapsed.Seconds(), "s-to-all-ready")
+	b.ReportMetric(elapsed.Seconds()/bare.Seconds(), "x-ready-vs-bare-created")
+	b.ReportMetric(float64(track.modified())/float64(2*n), "writes/object")
+	b.ReportMetric(rss, "managers-RSS-MiB")
 }
 
 // benchSizes parses BENCH_DEPLOYMENTS: comma-separated positive counts; empty means 1000,5000.
@@ -108,7 +175,7 @@ func runActivationScale(b *testing.B, n int) {
 
 	b.StartTimer()
 	start := time.Now()
-	if err := createScaleObjects(ns, live.URL, base, n); err != nil {
+	if err := createScaleObjects(ns, live.URL, base, n, 1); err != nil {
 		b.Fatalf("create: %v", err)
 	}
 	created := time.Since(start)
@@ -266,7 +333,7 @@ func bareCreation(b *testing.B, liveURL string, base *apiv1.ProfileDocument, n i
 	b.Helper()
 	ns := newNamespaceTB(b, "bench-bare")
 	start := time.Now()
-	if err := createScaleObjects(ns, liveURL, base, n); err != nil {
+	if err := createScaleObjects(ns, liveURL, base, n, 1); err != nil {
 		b.Fatalf("baseline create: %v", err)
 	}
 	took := time.Since(start)
@@ -277,7 +344,9 @@ func bareCreation(b *testing.B, liveURL string, base *apiv1.ProfileDocument, n i
 // createScaleObjects creates n profiles and their deployments in ns with eight creators, as
 // several GitOps appliers would: one serial creator bounds the time to all-Ready by its own round
 // trips at 10,000 deployments, not by the manager.
-func createScaleObjects(ns, liveURL string, base *apiv1.ProfileDocument, n int) error {
+//
+// With shards > 1, object i carries the shard label shard<i mod shards + 1>.
+func createScaleObjects(ns, liveURL string, base *apiv1.ProfileDocument, n, shards int) error {
 	work := make(chan int)
 	errs := make(chan error, 8)
 	var wg sync.WaitGroup
@@ -289,11 +358,16 @@ func createScaleObjects(ns, liveURL string, base *apiv1.ProfileDocument, n int) 
 				name := fmt.Sprintf("svc-%05d", i)
 				doc := base.DeepCopy()
 				doc.Service = apiv1.ServiceIdentity{Ref: name, ConnectionRef: name}
-				if err := k8sClient.Create(context.Background(), inlineProfile(ns, name, doc)); err != nil {
+				prof, sd := inlineProfile(ns, name, doc), newDeployment(ns, name, name, name, fmt.Sprintf("%s/%d", liveURL, i), doc, nil, "all")
+				if shards > 1 {
+					shard := fmt.Sprintf("shard%d", i%shards+1)
+					prof, sd = sharded(prof, shard), sharded(sd, shard)
+				}
+				if err := k8sClient.Create(context.Background(), prof); err != nil {
 					errs <- err
 					return
 				}
-				if err := k8sClient.Create(context.Background(), newDeployment(ns, name, name, name, fmt.Sprintf("%s/%d", liveURL, i), doc, nil, "all")); err != nil {
+				if err := k8sClient.Create(context.Background(), sd); err != nil {
 					errs <- err
 					return
 				}

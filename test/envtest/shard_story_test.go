@@ -115,7 +115,9 @@ func TestStoryShardStopStallsOnlyItsShardAndRebalances(t *testing.T) {
 		return waitObj(t, sd, storyTimeout, name+" Ready", isReady[*apiv1.ServiceDeployment])
 	}
 	moving, staying := deploy("moving", "shard1"), deploy("staying", "shard2")
-	caughtUp := func(d *apiv1.ServiceDeployment) bool { return d.Status.ObservedGeneration == d.Generation && isReady(d) }
+	caughtUp := func(d *apiv1.ServiceDeployment) bool {
+		return d.Status.ObservedGeneration == d.Generation && isReady(d)
+	}
 
 	shard1.stop()
 	hide := func(sd *apiv1.ServiceDeployment) { sd.Spec.Operations[0].Expose = false }
