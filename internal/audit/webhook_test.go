@@ -7,10 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -25,64 +22,27 @@ import (
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/webhookpost"
+	"github.com/b10x/connector-mcp/internal/webhookpost/webhooktest"
 )
 
-// receiver is a real loopback HTTPS server answering the statuses in order (the last one
-// repeats), recording every request and counting the connections it accepts.
-type receiver struct {
-	srv      *httptest.Server
-	mu       sync.Mutex
-	statuses []int
-	bodies   [][]byte
-	headers  []http.Header
-	conns    atomic.Int64
-	release  chan struct{}
-}
+// receiver is the loopback HTTPS receiver the webhooks' tests share.
+type receiver struct{ *webhooktest.Receiver }
 
-func newReceiver(t *testing.T, statuses ...int) *receiver {
-	t.Helper()
-	r := &receiver{statuses: statuses}
-	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		b, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		r.bodies = append(r.bodies, b)
-		r.headers = append(r.headers, req.Header.Clone())
-		st := r.statuses[min(len(r.bodies), len(r.statuses))-1]
-		release := r.release
-		r.mu.Unlock()
-		if release != nil {
-			<-release
-		}
-		w.WriteHeader(st)
-	}))
-	r.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			r.conns.Add(1)
-		}
-	}
-	r.srv.StartTLS()
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-func (r *receiver) requests() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.bodies)
+func newReceiver(t *testing.T, statuses ...int) receiver {
+	return receiver{webhooktest.New(t, statuses...)}
 }
 
 const webhookToken = "audit-token-5b1e"
 
 // client is the egress client the binaries build for the receiver (webhookpost.Policy through
 // k8sbinding.NewClient), trusting its certificate, under ip and the deny list deny.
-func (r *receiver) client(t *testing.T, ip egress.IPPolicy, deny egress.DenySource) *http.Client {
+func (r receiver) client(t *testing.T, ip egress.IPPolicy, deny egress.DenySource) *http.Client {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "bearer")
 	if err := os.WriteFile(p, []byte(webhookToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tlsCfg := r.srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
-	hc, err := k8sbinding.NewClient(webhookpost.Policy(egress.Policy{IP: ip, TLSClientConfig: tlsCfg, Timeout: 5 * time.Second}, r.srv.URL+"/ingest", p, "audit-webhook"), deny)
+	hc, err := k8sbinding.NewClient(webhookpost.Policy(egress.Policy{IP: ip, TLSClientConfig: r.TLSClientConfig(), Timeout: 5 * time.Second}, r.URL()+"/ingest", p, "audit-webhook"), deny)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,9 +52,9 @@ func (r *receiver) client(t *testing.T, ip egress.IPPolicy, deny egress.DenySour
 var loopback = egress.IPPolicy{Loopback: egress.LoopbackAllowedUnsafe}
 
 // newWebhook is a sink for r with short backoffs; mod adjusts the options.
-func newWebhook(t *testing.T, r *receiver, mod func(*WebhookOptions)) *Webhook {
+func newWebhook(t *testing.T, r receiver, mod func(*WebhookOptions)) *Webhook {
 	t.Helper()
-	o := WebhookOptions{URL: r.srv.URL + "/ingest", Client: r.client(t, loopback, &k8sbinding.APIServerDeny{}),
+	o := WebhookOptions{URL: r.URL() + "/ingest", Client: r.client(t, loopback, &k8sbinding.APIServerDeny{}),
 		BatchMaxWait: 10 * time.Millisecond, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
 	if mod != nil {
 		mod(&o)
@@ -173,11 +133,10 @@ func TestWebhookDeliversNDJSONBatchesInOrder(t *testing.T) {
 		}
 	}
 	waitFor(t, "8 records sent", func() bool { return sent(w) == 8 })
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	headers := r.Headers()
 	var got []byte
-	for i, b := range r.bodies {
-		h := r.headers[i]
+	for i, b := range r.Bodies() {
+		h := headers[i]
 		if h.Get("Content-Type") != NDJSONContentType || h.Get("Authorization") != "Bearer "+webhookToken {
 			t.Errorf("batch %d: Content-Type %q, Authorization %q", i, h.Get("Content-Type"), h.Get("Authorization"))
 		}
@@ -228,8 +187,8 @@ func TestWebhookFullBufferDropsWithoutBlocking(t *testing.T) {
 	}
 	start(t, w)
 	waitFor(t, "the 5 queued records sent", func() bool { return sent(w) == 5 })
-	if r.requests() != 1 {
-		t.Errorf("%d requests, want one batch", r.requests())
+	if r.Requests() != 1 {
+		t.Errorf("%d requests, want one batch", r.Requests())
 	}
 }
 
@@ -243,7 +202,7 @@ func TestWebhookRetriesThenDelivers(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the record sent", func() bool { return sent(w) == 1 })
-	if n := r.requests(); n != 4 {
+	if n := r.Requests(); n != 4 {
 		t.Fatalf("%d requests, want 3 failures then one success", n)
 	}
 	for _, reason := range webhookpost.DropReasons {
@@ -273,7 +232,7 @@ func TestWebhookDrops(t *testing.T) {
 			}
 			start(t, w)
 			waitFor(t, "the batch dropped", func() bool { return dropped(w, tc.reason) == 2 })
-			if n := r.requests(); n != tc.requests || sent(w) != 0 {
+			if n := r.Requests(); n != tc.requests || sent(w) != 0 {
 				t.Fatalf("%d requests (want %d), %v sent", n, tc.requests, sent(w))
 			}
 		})
@@ -283,9 +242,9 @@ func TestWebhookDrops(t *testing.T) {
 // A receiver the IP policy or the cluster deny list refuses is never connected to: the batch is
 // dropped as refused, without retries.
 func TestWebhookRefusedDestination(t *testing.T) {
-	for name, client := range map[string]func(r *receiver) *http.Client{
-		"loopback outside development": func(r *receiver) *http.Client { return r.client(t, egress.IPPolicy{}, &k8sbinding.APIServerDeny{}) },
-		"cluster deny list": func(r *receiver) *http.Client {
+	for name, client := range map[string]func(r receiver) *http.Client{
+		"loopback outside development": func(r receiver) *http.Client { return r.client(t, egress.IPPolicy{}, &k8sbinding.APIServerDeny{}) },
+		"cluster deny list": func(r receiver) *http.Client {
 			return r.client(t, loopback, &k8sbinding.APIServerDeny{Static: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 		},
 	} {
@@ -299,8 +258,8 @@ func TestWebhookRefusedDestination(t *testing.T) {
 			start(t, w)
 			_ = New(w).Write(records(1)[0])
 			waitFor(t, "the record dropped", func() bool { return dropped(w, webhookpost.DropRefused) == 1 })
-			if r.conns.Load() != 0 || dropped(w, webhookpost.DropRetriesExhausted) != 0 {
-				t.Fatalf("%d connections reached the receiver", r.conns.Load())
+			if r.Conns.Load() != 0 || dropped(w, webhookpost.DropRetriesExhausted) != 0 {
+				t.Fatalf("%d connections reached the receiver", r.Conns.Load())
 			}
 			if s, _ := logged.Load().(string); !strings.Contains(s, egress.RefusalDestination) {
 				t.Errorf("log %q does not name the refusal %s", s, egress.RefusalDestination)
@@ -322,8 +281,8 @@ func TestWebhookShutdown(t *testing.T) {
 			_ = l.Write(rec)
 		}
 		stop()
-		if sent(w) != 5 || r.requests() != 1 {
-			t.Fatalf("sent %v in %d requests, want 5 in one", sent(w), r.requests())
+		if sent(w) != 5 || r.Requests() != 1 {
+			t.Fatalf("sent %v in %d requests, want 5 in one", sent(w), r.Requests())
 		}
 		_ = l.Write(records(1)[0])
 		if got := dropped(w, webhookpost.DropShutdown); got != 1 {
