@@ -17,7 +17,7 @@ import (
 )
 
 // AuditWebhookBearerFileFlag is the flag, in both binaries, of the audit webhook's bearer file.
-const AuditWebhookBearerFileFlag = "audit-webhook-bearer-file"
+const AuditWebhookBearerFileFlag = "audit-webhook-bearer-file" //nolint:gosec // a flag name, not a credential
 
 // ErrAuditBearerWithoutWebhook is returned (joined) by ValidateAudit for a bearer file without a
 // webhook sink.

@@ -32,7 +32,7 @@ func newReceiver(t *testing.T, statuses ...int) receiver {
 	return receiver{webhooktest.New(t, statuses...)}
 }
 
-const webhookToken = "audit-token-5b1e"
+const webhookToken = "audit-token-5b1e" //nolint:gosec // a test token sent to a loopback receiver
 
 // client is the egress client the binaries build for the receiver (webhookpost.Policy through
 // k8sbinding.NewClient), trusting its certificate, under ip and the deny list deny.
@@ -312,7 +312,7 @@ func TestNewWebhookRefusals(t *testing.T) {
 	hc := &http.Client{}
 	for _, o := range []WebhookOptions{
 		{URL: "https://audit.example.com/ingest?token=x", Client: hc},
-		{URL: "https://user:pw@audit.example.com/ingest", Client: hc},
+		{URL: "https://user:pw@audit.example.com/ingest", Client: hc}, //nolint:gosec // the refused userinfo case
 		{URL: "/ingest", Client: hc},
 		{URL: "https://audit.example.com/ingest"},
 		{URL: "https://audit.example.com/ingest", Client: hc, BatchMaxSize: -1},

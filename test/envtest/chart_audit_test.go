@@ -9,7 +9,7 @@ import (
 )
 
 // auditBearerFlag is the flag the chart passes for audit.webhookBearerSecret.
-const auditBearerFlag = "--audit-webhook-bearer-file=/etc/connector-mcp-audit-webhook/token"
+const auditBearerFlag = "--audit-webhook-bearer-file=/etc/connector-mcp-audit-webhook/token" //nolint:gosec // a flag and a mount path, not a credential
 
 // TestChartAuditWebhook: a webhook audit.sink reaches both the manager and the gateway as
 // --audit-log, and webhookBearerSecret is mounted into both as the file
