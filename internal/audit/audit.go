@@ -84,7 +84,8 @@ type Logger struct {
 }
 
 // Open returns the logger of sink: "stdout" (also ""), "stderr", "none", or "file:PATH" (appended
-// to, created with mode 0600). stdout and stderr are the process's.
+// to, created with mode 0600). stdout and stderr are the process's. A webhook sink
+// ("https://HOST/PATH", IsWebhook) needs the binary's egress client: New(NewWebhook(...)).
 func Open(sink string) (*Logger, error) {
 	switch {
 	case sink == "" || sink == "stdout":
@@ -101,8 +102,10 @@ func Open(sink string) (*Logger, error) {
 		l := New(f)
 		l.close = f.Close
 		return l, nil
+	case IsWebhook(sink):
+		return nil, fmt.Errorf("%w: a webhook sink is built with its egress client (NewWebhook)", ErrInvalidSink)
 	}
-	return nil, fmt.Errorf("%w: %q (stdout, stderr, none or file:PATH)", ErrInvalidSink, clip(sink))
+	return nil, fmt.Errorf("%w: %q (stdout, stderr, none, file:PATH or https://HOST/PATH)", ErrInvalidSink, clip(sink))
 }
 
 func clip(s string) string {

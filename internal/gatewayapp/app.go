@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/b10x/connector-mcp/internal/appoptions"
 	"github.com/b10x/connector-mcp/internal/approval"
 	"github.com/b10x/connector-mcp/internal/audit"
 	"github.com/b10x/connector-mcp/internal/gateway"
@@ -29,6 +30,8 @@ type Wired struct {
 	Metrics *gateway.Metrics
 	// Audit is the audit trail (nil with --audit-log=none).
 	Audit *audit.Logger
+	// AuditWebhook is the audit trail's webhook sink, nil unless --audit-log is a URL.
+	AuditWebhook *audit.Webhook
 
 	opts Options
 }
@@ -68,8 +71,10 @@ func Setup(mgr ctrl.Manager, o Options, log logr.Logger, registerMetrics bool) (
 	w.Authorizer = &gateway.CachingAuthorizer{Next: &invocation.SubjectAccessReviewer{Client: mgr.GetClient()}, TTL: o.AuthzCacheTTL,
 		OnLookup: w.Metrics.AuthzLookupHook()}
 	if w.Audit = o.AuditLogger; w.Audit == nil {
-		var err error
-		if w.Audit, err = audit.Open(o.AuditLog); err != nil {
+		auditLog := log.WithName("audit-webhook")
+		w.Audit, w.AuditWebhook, err = appoptions.SetupAudit(mgr, appoptions.AuditInputs{Sink: o.AuditLog, BearerFile: o.AuditWebhookBearerFile,
+			IP: ip, Deny: deny, TLSClientConfig: tlsCfg, Timeout: o.ExchangeTimeout, Log: func(msg string, kv ...any) { auditLog.Info(msg, kv...) }}, registerMetrics)
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -9,7 +9,8 @@ import (
 // BindFlags registers every gateway flag on fs, the trust, egress and TLS flags it shares with
 // the manager included.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.AuditLog, "audit-log", o.AuditLog, "Sink of the audit trail (one JSON line per tools/call and per request refused before it): stdout, stderr, none or file:PATH.")
+	fs.StringVar(&o.AuditLog, "audit-log", o.AuditLog, "Sink of the audit trail (one JSON line per tools/call and per request refused before it): stdout, stderr, none, file:PATH or https://HOST/PATH (a webhook receiving NDJSON batches through egress; a full buffer drops records, counted).")
+	fs.StringVar(&o.AuditWebhookBearerFile, appoptions.AuditWebhookBearerFileFlag, o.AuditWebhookBearerFile, "File holding a bearer token for the audit webhook (--audit-log=https://...), read for each batch.")
 	fs.StringVar(&o.ListenAddress, "listen-address", o.ListenAddress, "Address of the MCP listener.")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "PEM serving certificate of the MCP listener (required unless --plain-http-unsafe).")
 	fs.StringVar(&o.TLSKeyFile, "tls-key-file", o.TLSKeyFile, "PEM private key of --tls-cert-file.")

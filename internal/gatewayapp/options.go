@@ -24,10 +24,14 @@ type Options struct {
 	// (zero: the registry's 30 s). ProbeTimeout bounds the era negotiation with an upstream.
 	// Neither is a flag of the gateway; their defaults equal the manager's.
 	RetryInterval, ProbeTimeout time.Duration
-	// AuditLog (--audit-log) is where the audit trail of calls goes: stdout, stderr, none or
-	// file:PATH (docs/observability.md#audit). AuditLogger, when set, is used instead (tests).
+	// AuditLog (--audit-log) is where the audit trail of calls goes: stdout, stderr, none,
+	// file:PATH or an https webhook receiver (docs/observability.md#audit). AuditLogger, when
+	// set, is used instead (tests).
 	AuditLog    string
 	AuditLogger *audit.Logger
+	// AuditWebhookBearerFile (--audit-webhook-bearer-file) holds a bearer token sent with every
+	// batch of a webhook --audit-log, read for each POST (a mounted Secret).
+	AuditWebhookBearerFile string
 	// ListenAddress is the MCP listener (--listen-address).
 	ListenAddress string
 	// TLSCertFile and TLSKeyFile are the serving certificate (required unless PlainHTTPUnsafe).

@@ -1,6 +1,10 @@
 package gatewayapp
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/b10x/connector-mcp/internal/appoptions"
+)
 
 // ErrNotValidated is returned by Setup for options that no Validate accepted.
 var ErrNotValidated = errors.New("gatewayapp: the options were not validated")
@@ -39,6 +43,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("--max-open-approvals-per-caller must be at least 1"))
 	}
 	errs = append(errs, o.Shared.Validate())
+	errs = append(errs, appoptions.ValidateAudit(o.AuditLog, o.AuditWebhookBearerFile, o.AllowLoopbackUnsafe))
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 package managerapp
 
 import (
-	"fmt"
+	"crypto/tls"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -36,6 +36,8 @@ type Wired struct {
 	DriftWebhook *review.WebhookSink
 	// Audit is the audit trail (nil with --audit-log=none).
 	Audit *audit.Logger
+	// AuditWebhook is the audit trail's webhook sink, nil unless --audit-log is a URL.
+	AuditWebhook *audit.Webhook
 	// Binder is the shared endpoint-binding construction (freeze and credential reads).
 	Binder *k8sbinding.Binder
 	// EphemeralCredentialHashKey is true when no --credential-hash-key-file was given and a
@@ -118,8 +120,10 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		return nil, err
 	}
 	if w.Audit = o.AuditLogger; w.Audit == nil {
-		if w.Audit, err = audit.Open(o.AuditLog); err != nil {
-			return nil, fmt.Errorf("--audit-log: %w", err)
+		auditLog := ctrl.Log.WithName("audit-webhook")
+		in := auditInputs(o, ip, deny, tlsCfg, func(msg string, kv ...any) { auditLog.Info(msg, kv...) })
+		if w.Audit, w.AuditWebhook, err = appoptions.SetupAudit(mgr, in, registerMetrics); err != nil {
+			return nil, err
 		}
 	}
 	w.Profiles = &controllers.ProfileReconciler{
@@ -168,4 +172,12 @@ func Setup(mgr ctrl.Manager, o Options, registerMetrics bool) (*Wired, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// auditInputs are what the manager's audit trail is opened with: --audit-log and its bearer
+// file, and for a webhook sink the freezes' IP policy, the cluster deny list, the CA bundle and
+// the exchange timeout.
+func auditInputs(o Options, ip egress.IPPolicy, deny k8sbinding.DenySource, tlsCfg *tls.Config, log func(string, ...any)) appoptions.AuditInputs {
+	return appoptions.AuditInputs{Sink: o.AuditLog, BearerFile: o.AuditWebhookBearerFile,
+		IP: ip, Deny: deny, TLSClientConfig: tlsCfg, Timeout: o.ExchangeTimeout, Log: log}
 }

@@ -19,7 +19,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ProbeTimeout, "probe-timeout", o.ProbeTimeout, "Deadline of protocol era negotiation.")
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "Number of ServiceDeployments reconciled (and frozen) in parallel.")
 	fs.IntVar(&o.MaxTools, "max-tools", o.MaxTools, "Maximum number of tools in one live listing.")
-	fs.StringVar(&o.AuditLog, "audit-log", o.AuditLog, "Sink of the audit trail (one JSON line per activation decision): stdout, stderr, none or file:PATH.")
+	fs.StringVar(&o.AuditLog, "audit-log", o.AuditLog, "Sink of the audit trail (one JSON line per activation decision): stdout, stderr, none, file:PATH or https://HOST/PATH (a webhook receiving NDJSON batches through egress; a full buffer drops records, counted).")
+	fs.StringVar(&o.AuditWebhookBearerFile, appoptions.AuditWebhookBearerFileFlag, o.AuditWebhookBearerFile, "File holding a bearer token for the audit webhook (--audit-log=https://...), read for each batch.")
 	// Drift webhook sink.
 	fs.StringVar(&o.DriftWebhookURL, "drift-webhook-url", o.DriftWebhookURL, "HTTPS receiver of drift notices (CloudEvents JSON naming the deployment, classes and candidate digest), sent through egress; empty disables it.")
 	fs.StringVar(&o.DriftWebhookBearerFile, "drift-webhook-bearer-file", o.DriftWebhookBearerFile, "File holding a bearer token for the drift webhook, read for each delivery.")

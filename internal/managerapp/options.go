@@ -43,10 +43,13 @@ type Options struct {
 	MaxTools int
 
 	// AuditLog (--audit-log) is where the audit trail of activation decisions goes: stdout,
-	// stderr, none or file:PATH (docs/observability.md#audit). AuditLogger, when set, is used
-	// instead (tests).
+	// stderr, none, file:PATH or an https webhook receiver (docs/observability.md#audit).
+	// AuditLogger, when set, is used instead (tests).
 	AuditLog    string
 	AuditLogger *audit.Logger
+	// AuditWebhookBearerFile (--audit-webhook-bearer-file) holds a bearer token sent with every
+	// batch of a webhook --audit-log, read for each POST (a mounted Secret).
+	AuditWebhookBearerFile string
 
 	// The optional drift webhook sink.
 	// DriftWebhookURL (--drift-webhook-url) is an https receiver of drift notices (CloudEvents

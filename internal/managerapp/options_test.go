@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/b10x/connector-mcp/internal/appoptions"
 )
 
 func TestFlagsDefaultToProduction(t *testing.T) {
@@ -58,6 +60,17 @@ func TestValidate(t *testing.T) {
 		{"drift webhook bearer without URL", func(o *Options) { o.DriftWebhookBearerFile = "/etc/token" }, "needs --drift-webhook-url"},
 		{"drift webhook over plain http", func(o *Options) { o.DriftWebhookURL = "http://hooks.example.com/drift" }, "--drift-webhook-url"},
 		{"drift webhook token in the query", func(o *Options) { o.DriftWebhookURL = "https://hooks.example.com/drift?token=x" }, "userinfo, a query"},
+		// Audit trail webhook sink.
+		{"audit webhook", func(o *Options) {
+			o.AuditLog, o.AuditWebhookBearerFile = "https://audit.example.com/ingest", "/etc/audit-token"
+		}, ""},
+		{"audit webhook over plain http in development", func(o *Options) {
+			o.AuditLog, o.AllowLoopbackUnsafe = "http://127.0.0.1:9000/ingest", true
+		}, ""},
+		{"audit bearer without a webhook sink", func(o *Options) { o.AuditWebhookBearerFile = "/etc/audit-token" }, "--audit-webhook-bearer-file needs a webhook --audit-log"},
+		{"audit webhook over plain http", func(o *Options) { o.AuditLog = "http://audit.example.com/ingest" }, "--audit-log"},
+		{"audit webhook token in the query", func(o *Options) { o.AuditLog = "https://audit.example.com/ingest?token=x" }, "--audit-log: audit: invalid sink: the URL must not carry userinfo, a query"},
+		{"audit webhook with userinfo", func(o *Options) { o.AuditLog = "https://user:pw@audit.example.com/ingest" }, "userinfo"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,5 +113,26 @@ func TestProfileConcurrencyFlag(t *testing.T) {
 	}
 	if err := o.Validate(); !errors.Is(err, ErrProfileConcurrency) {
 		t.Fatalf("--profile-concurrency=0: Validate = %v, want ErrProfileConcurrency", err)
+	}
+}
+
+// TestAuditWebhookFlags: --audit-log takes a webhook URL and --audit-webhook-bearer-file its
+// token file; the twin: the bearer file alone is refused by name (ErrAuditBearerWithoutWebhook).
+func TestAuditWebhookFlags(t *testing.T) {
+	o := DefaultOptions()
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := fs.Parse([]string{"--audit-log=https://audit.example.com/ingest", "--audit-webhook-bearer-file=/var/run/audit/token"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.AuditLog != "https://audit.example.com/ingest" || o.AuditWebhookBearerFile != "/var/run/audit/token" {
+		t.Fatalf("flags not applied: %q %q", o.AuditLog, o.AuditWebhookBearerFile)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	o.AuditLog = "stdout"
+	if err := o.Validate(); !errors.Is(err, appoptions.ErrAuditBearerWithoutWebhook) {
+		t.Fatalf("bearer file with --audit-log=stdout: %v, want ErrAuditBearerWithoutWebhook", err)
 	}
 }

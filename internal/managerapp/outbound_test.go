@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/internal/appoptions"
+	"github.com/b10x/connector-mcp/internal/audit"
 	"github.com/b10x/connector-mcp/internal/review"
 	"github.com/b10x/connector-mcp/refusal"
 )
@@ -100,48 +102,79 @@ var outboundClients = []outboundClient{
 	}},
 	{"drift-webhook", func(t *testing.T, o Options, ip egress.IPPolicy, deny egress.DenySource, url string) error {
 		o.DriftWebhookURL = url
-		var mu sync.Mutex
-		var refused string
-		done := make(chan struct{}, 1)
-		sink, err := driftWebhookSink(o, ip, deny, func(_ string, kv ...any) {
-			mu.Lock()
-			defer mu.Unlock()
-			for i := 0; i+1 < len(kv); i += 2 {
-				if kv[i] == "refusal" {
-					refused, _ = kv[i+1].(string)
-				}
-			}
-			done <- struct{}{}
-		})
+		var r refusalLog
+		sink, err := driftWebhookSink(o, ip, deny, r.log)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		stopped := make(chan struct{})
-		go func() { _ = sink.Start(ctx); close(stopped) }()
-		defer func() { cancel(); <-stopped }()
-		sink.Notify(review.DriftNotice{Namespace: "team-a", Deployment: "svc"})
-		deadline := time.After(30 * time.Second)
-		for {
-			if got := sink.Metrics().Sent; testutil.ToFloat64(got) == 1 {
-				return nil
-			}
-			select {
-			case <-done:
-				mu.Lock()
-				defer mu.Unlock()
-				return fmt.Errorf("dropped: %w", refusalError(refused))
-			case <-deadline:
-				t.Fatal("the notice was neither sent nor dropped")
-			case <-time.After(10 * time.Millisecond):
-			}
+		return r.deliverOnce(t, sink.Start, func() { sink.Notify(review.DriftNotice{Namespace: "team-a", Deployment: "svc"}) }, sink.Metrics().Sent)
+	}},
+	{"audit-webhook", func(t *testing.T, o Options, ip egress.IPPolicy, deny egress.DenySource, url string) error {
+		o.AuditLog = url
+		var r refusalLog
+		l, wh, err := appoptions.OpenAudit(auditInputs(o, ip, deny, nil, r.log))
+		if err != nil || wh == nil {
+			t.Fatalf("OpenAudit(%s) = %v, %v", url, wh, err)
 		}
+		return r.deliverOnce(t, wh.Start, func() { _ = l.Write(audit.Record{Kind: audit.KindActivation, Outcome: "Activated"}) }, wh.Metrics().Sent)
 	}},
 }
 
+// refusalLog records the refusal name of a webhook's drop log line.
+type refusalLog struct {
+	mu      sync.Mutex
+	refused string
+	done    chan struct{}
+	once    sync.Once
+}
+
+func (r *refusalLog) init() { r.once.Do(func() { r.done = make(chan struct{}, 1) }) }
+
+func (r *refusalLog) log(_ string, kv ...any) {
+	r.init()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i] == "refusal" {
+			r.refused, _ = kv[i+1].(string)
+		}
+	}
+	select {
+	case r.done <- struct{}{}:
+	default:
+	}
+}
+
+// deliverOnce runs a webhook sink with start, offers one payload and waits until sent counts it
+// (nil) or the sink logs a drop (the refusal logged, as an error).
+func (r *refusalLog) deliverOnce(t *testing.T, start func(context.Context) error, offer func(), sent prometheus.Counter) error {
+	t.Helper()
+	r.init()
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { _ = start(ctx); close(stopped) }()
+	defer func() { cancel(); <-stopped }()
+	offer()
+	deadline := time.After(30 * time.Second)
+	for {
+		if testutil.ToFloat64(sent) == 1 {
+			return nil
+		}
+		select {
+		case <-r.done:
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return fmt.Errorf("dropped: %w", refusalError(r.refused))
+		case <-deadline:
+			t.Fatal("the payload was neither sent nor dropped")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // TestOutboundClientsRefuseClusterAddresses: each of the binaries' free-standing outbound
-// clients — the OCI registry client, the OAuth producer's and the drift webhook's, built as the
-// manager wires them — refuses, with destination_refused and
+// clients — the OCI registry client, the OAuth producer's, the drift webhook's and the audit
+// webhook's, built as the manager wires them — refuses, with destination_refused and
 // before connecting, the apiserver's Service IP and EndpointSlice address, an address of a
 // ServiceCIDR object and of a --service-cidr flag, the gateway's own Service IP and endpoint
 // (--gateway-service) and the metadata address. The must-pass twin: an address outside the deny

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/b10x/connector-mcp/egress"
+	"github.com/b10x/connector-mcp/internal/appoptions"
 	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
 	"github.com/b10x/connector-mcp/internal/review"
@@ -62,6 +63,8 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--drift-webhook-url: %w", err))
 		}
 	}
+	// Audit trail sink.
+	errs = append(errs, appoptions.ValidateAudit(o.AuditLog, o.AuditWebhookBearerFile, o.AllowLoopbackUnsafe))
 	errs = append(errs, o.TLS.Validate())
 	return errors.Join(errs...)
 }

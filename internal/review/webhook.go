@@ -1,18 +1,12 @@
 package review
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
-	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,7 +15,7 @@ import (
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
-	"github.com/b10x/connector-mcp/refusal"
+	"github.com/b10x/connector-mcp/internal/webhookpost"
 )
 
 // The CloudEvents attributes of a drift notice.
@@ -42,20 +36,21 @@ const (
 	DefaultWebhookMaxBackoff     = time.Minute
 )
 
-// Reasons a notice is dropped (the "reason" label of connector_mcp_drift_webhook_dropped_total).
+// Reasons a notice is dropped (the "reason" label of connector_mcp_drift_webhook_dropped_total):
+// webhookpost's closed set.
 const (
 	// DropQueueFull: the namespace's sub-queue was full when the notice was offered, or the
 	// whole queue was full and the notice was the newest of the namespace with the most queued
 	// (one flapping tenant loses its own notices, never another namespace's).
-	DropQueueFull = "queue_full"
+	DropQueueFull = webhookpost.DropQueueFull
 	// DropRejected: the receiver answered a 4xx status other than 408 and 429 (not retried).
-	DropRejected = "rejected"
+	DropRejected = webhookpost.DropRejected
 	// DropRefused: egress refused the exchange (address, scheme, bounds); not retried.
-	DropRefused = "refused"
+	DropRefused = webhookpost.DropRefused
 	// DropRetriesExhausted: every attempt failed with a retryable error (5xx, 408, 429, network).
-	DropRetriesExhausted = "retries_exhausted"
+	DropRetriesExhausted = webhookpost.DropRetriesExhausted
 	// DropShutdown: the manager stopped with the notice still queued.
-	DropShutdown = "shutdown"
+	DropShutdown = webhookpost.DropShutdown
 )
 
 // ErrInvalidWebhook is the reason a webhook sink is not built: its URL is not an absolute
@@ -207,7 +202,7 @@ type WebhookOptions struct {
 // whose deployments flap cannot crowd out another namespace's notice.
 type WebhookSink struct {
 	o      WebhookOptions
-	hc     *http.Client
+	post   *webhookpost.Poster
 	mu     sync.Mutex
 	closed bool
 	// byNS holds the queued notices of each namespace with any; ring orders those namespaces
@@ -225,12 +220,8 @@ type WebhookSink struct {
 // and port. A bad URL or option is ErrInvalidWebhook; a bad egress policy wraps
 // egress.ErrInvalidPolicy.
 func NewWebhookSink(o WebhookOptions) (*WebhookSink, error) {
-	u, err := url.Parse(o.URL)
-	if err != nil || !u.IsAbs() || u.Host == "" {
-		return nil, fmt.Errorf("%w: the URL is not absolute", ErrInvalidWebhook)
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%w: the URL must not carry userinfo, a query or a fragment (put a token in the bearer file)", ErrInvalidWebhook)
+	if err := webhookpost.CheckURL(o.URL); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidWebhook, err)
 	}
 	if o.Queue == 0 {
 		o.Queue = DefaultWebhookQueue
@@ -253,27 +244,14 @@ func NewWebhookSink(o WebhookOptions) (*WebhookSink, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewWebhookMetrics()
 	}
-	p := o.Egress
-	p.Endpoint = o.URL
-	p.Credential, p.Secrets = nil, nil
-	if o.BearerFile != "" {
-		p.Credential = &egress.CredentialRef{Name: "drift-webhook", Key: "bearer"}
-		p.Secrets = egress.SecretStoreFunc(func(context.Context, egress.CredentialRef) ([]byte, error) {
-			return readBearerFile(o.BearerFile)
-		})
-	}
-	if p.MaxResponseBytes == 0 {
-		p.MaxResponseBytes = maxReceiverResponseBytes
-	}
-	hc, err := k8sbinding.NewClient(p, o.Deny)
+	hc, err := k8sbinding.NewClient(webhookpost.Policy(o.Egress, o.URL, o.BearerFile, "drift-webhook"), o.Deny)
 	if err != nil {
 		return nil, err
 	}
-	return &WebhookSink{o: o, hc: hc, byNS: map[string][]DriftNotice{}, wake: make(chan struct{}, 1)}, nil
+	post := &webhookpost.Poster{Client: hc, URL: o.URL, ContentType: CloudEventsContentType,
+		MaxAttempts: o.MaxAttempts, MinBackoff: o.MinBackoff, MaxBackoff: o.MaxBackoff}
+	return &WebhookSink{o: o, post: post, byNS: map[string][]DriftNotice{}, wake: make(chan struct{}, 1)}, nil
 }
-
-// maxReceiverResponseBytes bounds what is read of a receiver's answer (then discarded).
-const maxReceiverResponseBytes = 64 << 10
 
 // Metrics returns the sink's counters.
 func (s *WebhookSink) Metrics() *WebhookMetrics { return s.o.Metrics }
@@ -387,58 +365,13 @@ func (s *WebhookSink) deliver(ctx context.Context, n DriftNotice) {
 		s.drop(n, DropRefused)
 		return
 	}
-	backoff := s.o.MinBackoff
-	for attempt := 1; ; attempt++ {
-		retry, reason, named := s.send(ctx, body)
-		if reason == "" {
-			s.o.Metrics.Sent.Inc()
-			return
-		}
-		if !retry {
-			s.drop(n, reason, "refusal", named)
-			return
-		}
-		if attempt >= s.o.MaxAttempts {
-			s.drop(n, DropRetriesExhausted)
-			return
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			s.drop(n, DropShutdown)
-			return
-		case <-t.C:
-		}
-		backoff = min(2*backoff, s.o.MaxBackoff)
-	}
-}
-
-// send makes one exchange. It returns "" on success, else the drop reason, whether the
-// failure is retryable and, for an egress refusal, its name (e.g. destination_refused).
-func (s *WebhookSink) send(ctx context.Context, body []byte) (retry bool, reason, named string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.o.URL, bytes.NewReader(body))
-	if err != nil {
-		return false, DropRefused, ""
-	}
-	req.Header.Set("Content-Type", CloudEventsContentType)
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		if name := refusal.Name(err); name != "" && !errors.Is(err, egress.ErrDeadlineExceeded) {
-			return false, DropRefused, name
-		}
-		return true, DropRetriesExhausted, ""
-	}
-	// The answer is read (bounded by the client) and discarded, so the connection is reused.
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return false, "", ""
-	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
-		return true, DropRetriesExhausted, ""
+	switch reason, named := s.post.Deliver(ctx, body); reason {
+	case "":
+		s.o.Metrics.Sent.Inc()
+	case DropRejected, DropRefused:
+		s.drop(n, reason, "refusal", named)
 	default:
-		return false, DropRejected, ""
+		s.drop(n, reason)
 	}
 }
 
@@ -451,39 +384,4 @@ func (s *WebhookSink) drop(n DriftNotice, reason string, kv ...any) {
 	if s.o.Log != nil {
 		s.o.Log("Drift notice dropped", append([]any{"namespace", n.Namespace, "deployment", n.Namespace + "/" + n.Deployment, "candidateSnapshot", n.CandidateSnapshotDigest, "reason", reason}, kv...)...)
 	}
-}
-
-// maxBearerBytes bounds the bearer file.
-const maxBearerBytes = 16 << 10
-
-// readBearerFile reads the bearer for one delivery: trimmed, non-empty, bounded, one line.
-// Errors name the problem, never the content.
-func readBearerFile(path string) ([]byte, error) {
-	ref := egress.CredentialRef{Name: "drift-webhook", Key: "bearer"}
-	b, err := readFileBounded(path, maxBearerBytes)
-	if err != nil {
-		return nil, &egress.CredentialError{Ref: ref, Reason: "bearer file unreadable or too large"}
-	}
-	t := strings.TrimSpace(string(b))
-	if t == "" || strings.ContainsAny(t, "\r\n") {
-		return nil, &egress.CredentialError{Ref: ref, Reason: "bearer file empty or not one line"}
-	}
-	return []byte(t), nil
-}
-
-// readFileBounded reads at most limit bytes of path; a longer file is an error.
-func readFileBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path) //nolint:gosec // an operator-given path
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, errors.New("file too large")
-	}
-	return b, nil
 }

@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,49 +20,18 @@ import (
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
 	"github.com/b10x/connector-mcp/egress"
 	"github.com/b10x/connector-mcp/internal/k8sbinding"
+	"github.com/b10x/connector-mcp/internal/webhookpost/webhooktest"
 )
 
-// receiver is a real loopback HTTPS server answering the statuses in order (the last one
-// repeats), recording every request.
-type receiver struct {
-	srv      *httptest.Server
-	mu       sync.Mutex
-	statuses []int
-	bodies   [][]byte
-	headers  []http.Header
-	release  chan struct{}
-}
+// receiver is the loopback HTTPS receiver the webhooks' tests share.
+type receiver = webhooktest.Receiver
 
-func newReceiver(t *testing.T, statuses ...int) *receiver {
-	t.Helper()
-	r := &receiver{statuses: statuses}
-	r.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		b, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		r.bodies = append(r.bodies, b)
-		r.headers = append(r.headers, req.Header.Clone())
-		st := r.statuses[min(len(r.bodies), len(r.statuses))-1]
-		release := r.release
-		r.mu.Unlock()
-		if release != nil {
-			<-release
-		}
-		w.WriteHeader(st)
-	}))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-func (r *receiver) requests() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.bodies)
-}
+func newReceiver(t *testing.T, statuses ...int) *receiver { return webhooktest.New(t, statuses...) }
 
 // egressFor is the freeze egress policy of a development cluster whose receiver is on
 // loopback, trusting the receiver's certificate.
 func egressFor(r *receiver) egress.Policy {
-	return egress.Policy{IP: egress.IPPolicy{Loopback: egress.LoopbackAllowedUnsafe}, TLSClientConfig: r.srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()}
+	return egress.Policy{IP: egress.IPPolicy{Loopback: egress.LoopbackAllowedUnsafe}, TLSClientConfig: r.TLSClientConfig()}
 }
 
 // testDeny is an empty cluster deny list (the tests' receivers are on loopback; the deny list
@@ -129,7 +95,7 @@ func bearerFile(t *testing.T) string {
 // appears in the payload.
 func TestWebhookDeliversCloudEventWithoutProse(t *testing.T) {
 	r := newReceiver(t, http.StatusAccepted)
-	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL + "/hooks/drift", Egress: egressFor(r), BearerFile: bearerFile(t)})
+	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.URL() + "/hooks/drift", Egress: egressFor(r), BearerFile: bearerFile(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,9 +104,7 @@ func TestWebhookDeliversCloudEventWithoutProse(t *testing.T) {
 	s.Notify(NoticeOf(rv.Namespace, &rv.Spec, apiv1.ReasonCandidateComplete))
 	waitFor(t, "delivery", func() bool { return testutil.ToFloat64(s.Metrics().Sent) == 1 })
 
-	r.mu.Lock()
-	body, h := r.bodies[0], r.headers[0]
-	r.mu.Unlock()
+	body, h := r.Bodies()[0], r.Headers()[0]
 	if got := h.Get("Content-Type"); got != CloudEventsContentType {
 		t.Fatalf("Content-Type = %q", got)
 	}
@@ -190,7 +154,7 @@ func TestWebhookHygieneCheckCanFail(t *testing.T) {
 
 func TestWebhookRetriesWithBackoffThenDelivers(t *testing.T) {
 	r := newReceiver(t, http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusOK)
-	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: egressFor(r), MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond})
+	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.URL(), Egress: egressFor(r), MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,16 +162,14 @@ func TestWebhookRetriesWithBackoffThenDelivers(t *testing.T) {
 	rv := hostileReview()
 	s.Notify(NoticeOf(rv.Namespace, &rv.Spec, apiv1.ReasonCandidateComplete))
 	waitFor(t, "delivery", func() bool { return testutil.ToFloat64(s.Metrics().Sent) == 1 })
-	r.mu.Lock()
 	ids := map[string]bool{}
-	for _, b := range r.bodies {
+	for _, b := range r.Bodies() {
 		var ev struct{ ID string }
 		_ = json.Unmarshal(b, &ev)
 		ids[ev.ID] = true
 	}
-	r.mu.Unlock()
-	if r.requests() != 3 || len(ids) != 1 {
-		t.Fatalf("requests = %d with %d distinct ids, want 3 attempts of one event", r.requests(), len(ids))
+	if r.Requests() != 3 || len(ids) != 1 {
+		t.Fatalf("requests = %d with %d distinct ids, want 3 attempts of one event", r.Requests(), len(ids))
 	}
 }
 
@@ -233,14 +195,14 @@ func TestWebhookDrops(t *testing.T) {
 			if tc.policy != nil {
 				p = tc.policy(p)
 			}
-			s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: p, MaxAttempts: 3, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+			s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.URL(), Egress: p, MaxAttempts: 3, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
 			startSink(t, s)
 			s.Notify(notice)
 			waitFor(t, "drop", func() bool { return testutil.ToFloat64(s.Metrics().Dropped.WithLabelValues(tc.reason)) == 1 })
-			if got := r.requests(); got != tc.requests || testutil.ToFloat64(s.Metrics().Sent) != 0 {
+			if got := r.Requests(); got != tc.requests || testutil.ToFloat64(s.Metrics().Sent) != 0 {
 				t.Fatalf("requests = %d (want %d), sent = %v", got, tc.requests, testutil.ToFloat64(s.Metrics().Sent))
 			}
 		})
@@ -251,7 +213,7 @@ func TestWebhookDrops(t *testing.T) {
 // delivered once the worker runs, and a stop drops what is left (shutdown).
 func TestWebhookBoundedQueue(t *testing.T) {
 	r := newReceiver(t, http.StatusOK)
-	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: egressFor(r), Queue: 2})
+	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.URL(), Egress: egressFor(r), Queue: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,10 +228,8 @@ func TestWebhookBoundedQueue(t *testing.T) {
 	waitFor(t, "two deliveries", func() bool { return testutil.ToFloat64(s.Metrics().Sent) == 2 })
 
 	// Shutdown with a notice in flight and one queued: both are dropped as shutdown.
-	r.mu.Lock()
-	r.release = make(chan struct{})
-	r.mu.Unlock()
-	s2, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: egressFor(r), Queue: 2})
+	release := r.Hold()
+	s2, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.URL(), Egress: egressFor(r), Queue: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,11 +237,11 @@ func TestWebhookBoundedQueue(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = s2.Start(ctx); close(done) }()
 	s2.Notify(NoticeOf(rv.Namespace, &rv.Spec, apiv1.ReasonCandidateComplete))
-	waitFor(t, "request in flight", func() bool { return r.requests() == 3 })
+	waitFor(t, "request in flight", func() bool { return r.Requests() == 3 })
 	s2.Notify(NoticeOf(rv.Namespace, &rv.Spec, apiv1.ReasonCandidateComplete))
 	cancel()
 	<-done
-	close(r.release)
+	release()
 	if n := testutil.ToFloat64(s2.Metrics().Dropped.WithLabelValues(DropShutdown)); n != 2 {
 		t.Fatalf("shutdown drops = %v, want 2", n)
 	}
@@ -328,7 +288,7 @@ func TestWebhookBadBearerFileIsNotSent(t *testing.T) {
 	if err := os.WriteFile(p, []byte("a\nb\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: egressFor(r), BearerFile: p, MaxAttempts: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.URL(), Egress: egressFor(r), BearerFile: p, MaxAttempts: 2, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,8 +296,8 @@ func TestWebhookBadBearerFileIsNotSent(t *testing.T) {
 	rv := hostileReview()
 	s.Notify(NoticeOf(rv.Namespace, &rv.Spec, apiv1.ReasonCandidateComplete))
 	waitFor(t, "drop", func() bool { return testutil.ToFloat64(s.Metrics().Dropped.WithLabelValues(DropRetriesExhausted)) == 1 })
-	if r.requests() != 0 {
-		t.Fatalf("requests = %d, want none without a valid bearer", r.requests())
+	if r.Requests() != 0 {
+		t.Fatalf("requests = %d, want none without a valid bearer", r.Requests())
 	}
 }
 
@@ -346,9 +306,7 @@ func TestWebhookBadBearerFileIsNotSent(t *testing.T) {
 // is empty. It returns the subjects the receiver got.
 func floodThenOne(t *testing.T, s *WebhookSink, r *receiver, n int) []string {
 	t.Helper()
-	r.mu.Lock()
-	r.release = make(chan struct{})
-	r.mu.Unlock()
+	release := r.Hold()
 	startSink(t, s)
 	rv := hostileReview()
 	notice := func(ns, name string) DriftNotice {
@@ -357,21 +315,19 @@ func floodThenOne(t *testing.T, s *WebhookSink, r *receiver, n int) []string {
 		return d
 	}
 	s.Notify(notice("team-flap", "flap-0"))
-	waitFor(t, "the first notice in flight", func() bool { return r.requests() == 1 })
+	waitFor(t, "the first notice in flight", func() bool { return r.Requests() == 1 })
 	for i := range n {
 		s.Notify(notice("team-flap", "flap-"+string(rune('a'+i%26))))
 	}
 	s.Notify(notice("team-quiet", "steady"))
-	close(r.release)
+	release()
 	waitFor(t, "the queue drained", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.total == 0 && testutil.ToFloat64(s.Metrics().Sent)+testutil.ToFloat64(s.Metrics().Dropped.WithLabelValues(DropQueueFull)) == float64(n+2)
 	})
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var subjects []string
-	for _, b := range r.bodies {
+	for _, b := range r.Bodies() {
 		var ev struct {
 			Subject string `json:"subject"`
 		}
@@ -388,7 +344,7 @@ func floodThenOne(t *testing.T, s *WebhookSink, r *receiver, n int) []string {
 // (counted per namespace), team-quiet's notice is delivered.
 func TestWebhookQueueIsFairPerNamespace(t *testing.T) {
 	r := newReceiver(t, http.StatusOK)
-	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: egressFor(r), Queue: 8, NamespaceQueue: 4})
+	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.URL(), Egress: egressFor(r), Queue: 8, NamespaceQueue: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +364,7 @@ func TestWebhookQueueIsFairPerNamespace(t *testing.T) {
 // queue_full once team-flap has filled it.
 func TestWebhookSingleFIFODropsOtherNamespace(t *testing.T) {
 	r := newReceiver(t, http.StatusOK)
-	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: egressFor(r), Queue: 8, NamespaceQueue: 8})
+	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.URL(), Egress: egressFor(r), Queue: 8, NamespaceQueue: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +382,7 @@ func TestWebhookSingleFIFODropsOtherNamespace(t *testing.T) {
 // newest notice of the namespace with the most queued makes room.
 func TestWebhookFullQueueEvictsTheLongestNamespace(t *testing.T) {
 	r := newReceiver(t, http.StatusOK)
-	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.srv.URL, Egress: egressFor(r), Queue: 4, NamespaceQueue: 3})
+	s, err := NewWebhookSink(WebhookOptions{Deny: testDeny, URL: r.URL(), Egress: egressFor(r), Queue: 4, NamespaceQueue: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,10 +401,8 @@ func TestWebhookFullQueueEvictsTheLongestNamespace(t *testing.T) {
 	startSink(t, s)
 	waitFor(t, "four deliveries", func() bool { return testutil.ToFloat64(s.Metrics().Sent) == 4 })
 	// Round-robin: a, b, c, a.
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var order []string
-	for _, b := range r.bodies {
+	for _, b := range r.Bodies() {
 		var ev struct {
 			Data DriftNotice `json:"data"`
 		}

@@ -92,6 +92,9 @@ func objects(t *testing.T, rendered string) []*unstructured.Unstructured {
 	return objs
 }
 
+// auditWebhookValues send the audit trail to a webhook with a bearer Secret.
+var auditWebhookValues = map[string]any{"sink": "https://audit.example.com/ingest", "webhookBearerSecret": map[string]any{"name": "audit-token"}}
+
 // chartMatrix is the values matrix CI lints, renders and dry-runs.
 var chartMatrix = map[string]map[string]any{
 	"defaults": nil,
@@ -119,6 +122,8 @@ var chartMatrix = map[string]map[string]any{
 	"overrides": overrideValues,
 	// Values with YAML syntax in them reach their flags unchanged.
 	"yaml-syntax-values": yamlSyntaxValues,
+	// The audit trail's webhook sink, its bearer Secret mounted into the manager and the gateway.
+	"audit-webhook": {"audit": auditWebhookValues, "gateway": map[string]any{"enabled": true, "tls": map[string]any{"secretName": "gateway-tls"}}},
 	"minimal": {"metrics": map[string]any{"enabled": false}, "leaderElection": false, "replicaCount": 1,
 		"podDisruptionBudget": map[string]any{"enabled": false}, "networkPolicy": map[string]any{"enabled": false},
 		"rbac": map[string]any{"aggregateToDefaultRoles": false}},
@@ -161,6 +166,9 @@ func TestChartSchemaRefusals(t *testing.T) {
 		{"bad CIDR", map[string]any{"policy": map[string]any{"egressAllowCIDRs": []string{"10.0.0.0"}}}, "egressAllowCIDRs"},
 		{"drift webhook over plain http", map[string]any{"driftWebhook": map[string]any{"url": "http://hooks.example.com/drift"}}, "driftWebhook/url"},
 		{"drift webhook token in the URL", map[string]any{"driftWebhook": map[string]any{"url": "https://hooks.example.com/drift?token=x"}}, "driftWebhook/url"},
+		{"audit webhook over plain http", map[string]any{"audit": map[string]any{"sink": "http://audit.example.com/ingest"}}, "audit/sink"},
+		{"audit webhook token in the URL", map[string]any{"audit": map[string]any{"sink": "https://audit.example.com/ingest?token=x"}}, "audit/sink"},
+		{"unknown audit sink", map[string]any{"audit": map[string]any{"sink": "syslog"}}, "audit/sink"},
 		// Signer regexps must be anchored at both ends: an open end matches other repositories'
 		// or branches' workflows.
 		{"regexp open at the end", map[string]any{"policy": map[string]any{"defaultIdentity": map[string]any{"subjectRegExp": `^https://github\.com/example/`}}}, "/policy/defaultIdentity/subjectRegExp"},
@@ -370,6 +378,8 @@ var fullValues = map[string]any{"policy": map[string]any{
 	"caBundle":     map[string]any{"configMapName": "corp-ca"},
 	// Sharding.
 	"sharding": map[string]any{"watchLabelSelector": "sharding.connectors.b10x.io/key in (shard1)"},
+	// The audit trail's webhook sink.
+	"audit": auditWebhookValues,
 }
 
 func managerArgs(t *testing.T, values map[string]any) []string {

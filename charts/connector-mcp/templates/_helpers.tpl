@@ -274,3 +274,37 @@ tracing.endpoint is set. */}}
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+The audit trail (docs/observability.md#audit), in the manager and the gateway alike: --audit-log
+and, for a webhook sink with webhookBearerSecret, the token mounted as a file.
+*/}}
+{{- define "connector-mcp.auditBearer" -}}
+{{- if and (hasPrefix "https://" .Values.audit.sink) .Values.audit.webhookBearerSecret.name -}}true{{- end -}}
+{{- end }}
+
+{{- define "connector-mcp.auditArgs" -}}
+- {{ include "connector-mcp.arg" (list "audit-log" .Values.audit.sink) }}
+{{- if include "connector-mcp.auditBearer" . }}
+- --audit-webhook-bearer-file=/etc/connector-mcp-audit-webhook/token
+{{- end }}
+{{- end }}
+
+{{- define "connector-mcp.auditMounts" -}}
+{{- if include "connector-mcp.auditBearer" . }}
+- name: audit-webhook-bearer
+  mountPath: /etc/connector-mcp-audit-webhook
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "connector-mcp.auditVolumes" -}}
+{{- if include "connector-mcp.auditBearer" . }}
+- name: audit-webhook-bearer
+  secret:
+    secretName: {{ .Values.audit.webhookBearerSecret.name | quote }}
+    items:
+    - key: {{ .Values.audit.webhookBearerSecret.key | quote }}
+      path: token
+{{- end }}
+{{- end }}
