@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	v1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/audit"
 	"github.com/b10x/connector-mcp/internal/controllers"
 	"github.com/b10x/connector-mcp/internal/gateway"
 	"github.com/b10x/connector-mcp/internal/review"
@@ -31,6 +32,8 @@ func exportedMetrics(t *testing.T) map[string][]string {
 	cs = append(cs, controllers.NewRefusedCollector(k8sClient))
 	w := review.NewWebhookMetrics()
 	cs = append(cs, w.Sent, w.Dropped, w.QueueFull)
+	aw := audit.NewWebhookMetrics()
+	cs = append(cs, aw.Sent, aw.Dropped)
 	g := gateway.NewMetrics(nil)
 	cs = append(cs, g.Requests, g.Calls, g.CallDuration, g.InFlight, g.CacheLookups, g.Surfaces, g.DirectCalls, g.Approvals, g.TokenReviews, g.AddedLatency)
 	out := map[string][]string{}

@@ -29,10 +29,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiv1 "github.com/b10x/connector-mcp/api/v1"
+	"github.com/b10x/connector-mcp/internal/audit"
 	"github.com/b10x/connector-mcp/internal/gateway"
 	"github.com/b10x/connector-mcp/internal/invocation"
 	"github.com/b10x/connector-mcp/internal/mcptest"
 	"github.com/b10x/connector-mcp/internal/review"
+	"github.com/b10x/connector-mcp/internal/webhookpost"
 )
 
 // hostileMarker is in every name the story's tenant, workload and upstream choose.
@@ -116,7 +118,8 @@ func metricLabelBounds(t testing.TB) map[string]labelBound {
 		"connector_mcp_refused_deployments/reason":               {values: reasons},
 		"connector_mcp_refused_deployments/deployment_namespace": {namespace: true},
 		"connector_mcp_drift_total/class":                        {values: review.Classes},
-		"connector_mcp_drift_webhook_dropped_total/reason":       {values: codeConstants(t, "Drop")},
+		"connector_mcp_drift_webhook_dropped_total/reason":       {values: webhookpost.DropReasons},
+		"connector_mcp_audit_webhook_dropped_total/reason":       {values: webhookpost.DropReasons},
 		"connector_mcp_drift_webhook_queue_full_total/namespace": {namespace: true},
 	}
 }
@@ -287,7 +290,11 @@ func TestMetricLabelsAreBounded(t *testing.T) {
 	if err := op.wired.Metrics.Register(&manager); err != nil {
 		t.Fatal(err)
 	}
+	// The webhook sinks' counters (their sinks are not configured here: the labels are).
 	if err := review.NewWebhookMetrics().Register(&manager); err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.NewWebhookMetrics().Register(&manager); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Metrics.Register(&gw); err != nil {
