@@ -249,8 +249,12 @@ func (r *Registry) retryInterval() time.Duration {
 }
 
 // SetupWithManager watches ServiceDeployments (every change, status included) and the profiles
-// they reference. The controller runs on every replica (no leader election).
+// they reference (through the ProfileRefIndex field index, which it registers). The controller
+// runs on every replica (no leader election).
 func (r *Registry) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &apiv1.ServiceDeployment{}, ProfileRefIndex, profileRefOf); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&apiv1.ServiceDeployment{}).
 		Named("gateway-servicedeployment").
@@ -261,17 +265,29 @@ func (r *Registry) SetupWithManager(mgr ctrl.Manager) error {
 
 func ptrFalse() *bool { f := false; return &f }
 
+// ProfileRefIndex is the field index of ServiceDeployments by spec.profileRef.name in the
+// gateway's cache. Without it each profile event listed (and copied) every deployment of its
+// namespace: with 10,000 the initial list of profiles took longer than the cache sync timeout.
+const ProfileRefIndex = "spec.profileRef.name"
+
+// profileRefOf is ProfileRefIndex's indexer.
+func profileRefOf(o client.Object) []string {
+	sd, ok := o.(*apiv1.ServiceDeployment)
+	if !ok || sd.Spec.ProfileRef.Name == "" {
+		return nil
+	}
+	return []string{sd.Spec.ProfileRef.Name}
+}
+
 // byProfile maps a profile to the deployments of its namespace that reference it.
 func (r *Registry) byProfile(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &apiv1.ServiceDeploymentList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{ProfileRefIndex: o.GetName()}); err != nil {
 		return nil
 	}
-	var out []reconcile.Request
+	out := make([]reconcile.Request, 0, len(list.Items))
 	for _, sd := range list.Items {
-		if sd.Spec.ProfileRef.Name == o.GetName() {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: sd.Namespace, Name: sd.Name}})
-		}
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: sd.Namespace, Name: sd.Name}})
 	}
 	return out
 }

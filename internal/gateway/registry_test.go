@@ -69,3 +69,32 @@ func TestRegistryRetriesWaitingRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A profile's event maps to exactly the deployments of its namespace that reference it, read
+// through the ProfileRefIndex field index (not a listing of the whole namespace).
+func TestRegistryByProfileUsesTheIndex(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := apiv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	dep := func(ns, name, profile string) *apiv1.ServiceDeployment {
+		return &apiv1.ServiceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: apiv1.ServiceDeploymentSpec{ProfileRef: apiv1.LocalObjectReference{Name: profile}}}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&apiv1.ServiceDeployment{}, ProfileRefIndex, profileRefOf).
+		WithObjects(dep("ns", "a", "p"), dep("ns", "b", "p"), dep("ns", "c", "q"), dep("other", "d", "p")).Build()
+	r := &Registry{Client: c}
+	got := r.byProfile(context.Background(), &apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}})
+	names := map[string]bool{}
+	for _, req := range got {
+		names[req.String()] = true
+	}
+	if len(got) != 2 || !names["ns/a"] || !names["ns/b"] {
+		t.Fatalf("byProfile = %v, want ns/a and ns/b", got)
+	}
+	// Without the index the listing fails and maps to nothing: the index is what it reads.
+	bare := &Registry{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(dep("ns", "a", "p")).Build()}
+	if got := bare.byProfile(context.Background(), &apiv1.McpServiceProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}); len(got) != 0 {
+		t.Fatalf("byProfile without the index = %v", got)
+	}
+}
