@@ -66,6 +66,11 @@ func runGatewayScale(b *testing.B, n int) {
 	}, metricsAddr, probeAddr, "")
 	served := 0.0
 	if !pollUntil(100*time.Millisecond, 3*time.Minute, func() bool {
+		select {
+		case <-gw.exited:
+			b.Fatalf("the gateway exited serving %.0f of %d deployments:\n%s", served, n, gw.logTail())
+		default:
+		}
 		v, err := sumSamples(gw.scrape(b), "connector_mcp_gateway_surfaces", nil)
 		served = v
 		return err == nil && int(v) == n
