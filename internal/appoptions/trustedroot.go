@@ -3,14 +3,13 @@ package appoptions
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"os"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/b10x/connector-mcp/internal/ociregistry"
+	"github.com/b10x/connector-mcp/internal/webhookpost"
 )
 
 // TrustedRootTUFNone is the --trusted-root-tuf-url that turns keyless verification off (an
@@ -93,7 +92,7 @@ func (v *Verification) trustedRoot(hc *http.Client) (root.TrustedMaterial, *ocir
 	}
 	var anchor []byte // nil: public-good Sigstore's root, built into sigstore-go (Validate)
 	if k.Path != "" {
-		b, err := readBounded(k.Path, maxTUFAnchorBytes)
+		b, err := webhookpost.ReadFileBounded(k.Path, maxTUFAnchorBytes)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--trusted-root-tuf-root: %w", err)
 		}
@@ -105,23 +104,6 @@ func (v *Verification) trustedRoot(hc *http.Client) (root.TrustedMaterial, *ocir
 	}
 	src.BeforeFetch = v.BeforeTrustedRootFetch
 	return nil, src, nil
-}
-
-// readBounded reads the file at path, refusing one larger than limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path) //nolint:gosec // a path the cluster administrator configured
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
-	}
-	return b, nil
 }
 
 // validateTUFURL checks a --trusted-root-tuf-url: https (plain http only to loopback, for

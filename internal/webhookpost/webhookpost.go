@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -107,7 +108,7 @@ func ReadFileBounded(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
-		return nil, errors.New("file too large")
+		return nil, fmt.Errorf("larger than %d bytes", limit)
 	}
 	return b, nil
 }

@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -103,60 +102,26 @@ func runGatewayScale(b *testing.B, n int) {
 // eight creators and gives each deployment the status the manager writes on activation: Ready,
 // the frozen snapshot and the profile digest active, the generation observed.
 func seedReadyDeployments(ns, liveURL string, base *apiv1.ProfileDocument, n int) error {
-	work := make(chan int)
-	errs := make(chan error, 8)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				name := fmt.Sprintf("svc-%05d", i)
-				doc := base.DeepCopy()
-				doc.Service = apiv1.ServiceIdentity{Ref: name, ConnectionRef: name}
-				if err := k8sClient.Create(context.Background(), inlineProfile(ns, name, doc)); err != nil {
-					errs <- err
-					return
-				}
-				sd := newDeployment(ns, name, name, name, fmt.Sprintf("%s/%d", liveURL, i), doc, nil, "all")
-				if err := k8sClient.Create(context.Background(), sd); err != nil {
-					errs <- err
-					return
-				}
-				pd, err := ocipack.ProfileDigest(doc)
-				if err != nil {
-					errs <- err
-					return
-				}
-				sd.Status.ProfileDigest = pd
-				now := metav1.Now()
-				sd.Status.ObservedGeneration = sd.Generation
-				sd.Status.ActiveSnapshotDigest = doc.Snapshot.Digest
-				sd.Status.LastFrozenTime = &now
-				meta.SetStatusCondition(&sd.Status.Conditions, metav1.Condition{Type: apiv1.ConditionReady, Status: metav1.ConditionTrue,
-					ObservedGeneration: sd.Generation, Reason: apiv1.ReasonActivated, Message: "seeded"})
-				if err := k8sClient.Status().Update(context.Background(), sd); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		select {
-		case work <- i:
-		case err := <-errs:
-			close(work)
-			wg.Wait()
+	return createPairs(n, func(i int) error {
+		name := fmt.Sprintf("svc-%05d", i)
+		doc := base.DeepCopy()
+		doc.Service = apiv1.ServiceIdentity{Ref: name, ConnectionRef: name}
+		if err := k8sClient.Create(context.Background(), inlineProfile(ns, name, doc)); err != nil {
 			return err
 		}
-	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return nil
-	}
+		sd := newDeployment(ns, name, name, name, fmt.Sprintf("%s/%d", liveURL, i), doc, nil, "all")
+		if err := k8sClient.Create(context.Background(), sd); err != nil {
+			return err
+		}
+		pd, err := ocipack.ProfileDigest(doc)
+		if err != nil {
+			return err
+		}
+		now := metav1.Now()
+		sd.Status.ObservedGeneration = sd.Generation
+		sd.Status.ActiveSnapshotDigest, sd.Status.ProfileDigest, sd.Status.LastFrozenTime = doc.Snapshot.Digest, pd, &now
+		meta.SetStatusCondition(&sd.Status.Conditions, metav1.Condition{Type: apiv1.ConditionReady, Status: metav1.ConditionTrue,
+			ObservedGeneration: sd.Generation, Reason: apiv1.ReasonActivated, Message: "seeded"})
+		return k8sClient.Status().Update(context.Background(), sd)
+	})
 }

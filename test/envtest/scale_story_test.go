@@ -347,6 +347,25 @@ func bareCreation(b *testing.B, liveURL string, base *apiv1.ProfileDocument, n i
 //
 // With shards > 1, object i carries the shard label shard<i mod shards + 1>.
 func createScaleObjects(ns, liveURL string, base *apiv1.ProfileDocument, n, shards int) error {
+	return createPairs(n, func(i int) error {
+		name := fmt.Sprintf("svc-%05d", i)
+		doc := base.DeepCopy()
+		doc.Service = apiv1.ServiceIdentity{Ref: name, ConnectionRef: name}
+		prof, sd := inlineProfile(ns, name, doc), newDeployment(ns, name, name, name, fmt.Sprintf("%s/%d", liveURL, i), doc, nil, "all")
+		if shards > 1 {
+			shard := fmt.Sprintf("shard%d", i%shards+1)
+			prof, sd = sharded(prof, shard), sharded(sd, shard)
+		}
+		if err := k8sClient.Create(context.Background(), prof); err != nil {
+			return err
+		}
+		return k8sClient.Create(context.Background(), sd)
+	})
+}
+
+// createPairs runs create(i) for i in [0, n) on eight creators and returns the first error (the
+// creators stop taking work then).
+func createPairs(n int, create func(i int) error) error {
 	work := make(chan int)
 	errs := make(chan error, 8)
 	var wg sync.WaitGroup
@@ -355,19 +374,7 @@ func createScaleObjects(ns, liveURL string, base *apiv1.ProfileDocument, n, shar
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				name := fmt.Sprintf("svc-%05d", i)
-				doc := base.DeepCopy()
-				doc.Service = apiv1.ServiceIdentity{Ref: name, ConnectionRef: name}
-				prof, sd := inlineProfile(ns, name, doc), newDeployment(ns, name, name, name, fmt.Sprintf("%s/%d", liveURL, i), doc, nil, "all")
-				if shards > 1 {
-					shard := fmt.Sprintf("shard%d", i%shards+1)
-					prof, sd = sharded(prof, shard), sharded(sd, shard)
-				}
-				if err := k8sClient.Create(context.Background(), prof); err != nil {
-					errs <- err
-					return
-				}
-				if err := k8sClient.Create(context.Background(), sd); err != nil {
+				if err := create(i); err != nil {
 					errs <- err
 					return
 				}
