@@ -190,13 +190,9 @@ func newApprovalListCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		var opts []client.ListOption
-		if !*all {
-			ns, err := k.ns(env)
-			if err != nil {
-				return err
-			}
-			opts = append(opts, client.InNamespace(ns))
+		opts, err := k.listScope(env, *all)
+		if err != nil {
+			return err
 		}
 		var l apiv1.McpApprovalRequestList
 		if err := c.List(cmd.Context(), &l, opts...); err != nil {

@@ -79,6 +79,18 @@ func (k *kubeFlags) ns(env *cliEnv) (string, error) {
 	return ns, nil
 }
 
+// listScope is the scope of a list: every namespace with -A, else the namespace of ns.
+func (k *kubeFlags) listScope(env *cliEnv, all bool) ([]client.ListOption, error) {
+	if all {
+		return nil, nil
+	}
+	ns, err := k.ns(env)
+	if err != nil {
+		return nil, err
+	}
+	return []client.ListOption{client.InNamespace(ns)}, nil
+}
+
 // objectKey names the object arg designates: "NAMESPACE/NAME", or "NAME" in the namespace of
 // -n/--namespace (default: the kubeconfig context's), as kubectl does. "NS/NAME" with a different
 // -n is a usage error.
@@ -171,13 +183,9 @@ func newReviewListCmd(env *cliEnv) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		var opts []client.ListOption
-		if !*all {
-			ns, err := k.ns(env)
-			if err != nil {
-				return err
-			}
-			opts = append(opts, client.InNamespace(ns))
+		opts, err := k.listScope(env, *all)
+		if err != nil {
+			return err
 		}
 		var l apiv1.McpSnapshotReviewList
 		if err := c.List(cmd.Context(), &l, opts...); err != nil {
