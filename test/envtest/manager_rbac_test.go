@@ -193,6 +193,18 @@ func TestManagerRunsUnderChartRBAC(t *testing.T) {
 		return nil
 	})
 
+	// The approval lifecycle under the same RBAC: a request past its expiry is marked Expired
+	// and announced (mcpapprovalrequests get, list, watch; status update; the event).
+	d := "sha256:" + strings.Repeat("e", 64)
+	rq := &apiv1.McpApprovalRequest{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "expiring"},
+		Spec: apiv1.McpApprovalRequestSpec{DeploymentName: "svc", Operation: "echo", Effect: apiv1.EffectDestructive,
+			Caller: apiv1.ApprovalCaller{Username: "system:serviceaccount:" + ns + ":agent"}, SnapshotDigest: d, ProfileDigest: d,
+			ArgumentsDigest: d, ExpiresAt: metav1.NewTime(time.Now().Add(2 * time.Second))}}
+	mustCreate(t, rq)
+	waitObj(t, rq, storyTimeout, "Expired and announced by the chart's manager", func(r *apiv1.McpApprovalRequest) bool {
+		return r.Status.State == apiv1.ApprovalExpired && r.Status.AnnouncedState == apiv1.ApprovalExpired
+	})
+
 	// The OAuth producer under the same RBAC: it reads the refresh-token Secret, creates the
 	// target Secret, persists the rotated refresh token and updates the target on the next
 	// refresh (the token is due 3 s after issue with the default 5 min skew).
