@@ -149,3 +149,14 @@ func TestMembersReusedScanner(t *testing.T) {
 		t.Fatalf("fresh answers %+v", want)
 	}
 }
+
+// A scanner whose stacks grew past maxPooledSplitterMembers (one huge document) is not kept for
+// reuse: the pool does not pin its scratch space.
+func TestReleaseSplitterDropsLargeScanners(t *testing.T) {
+	splitters = sync.Pool{New: func() any { return new(scanner) }}
+	big := &scanner{members: make([]member, 0, maxPooledSplitterMembers+1)}
+	releaseSplitter(big)
+	if got := splitters.Get().(*scanner); got == big || cap(got.members) > maxPooledSplitterMembers {
+		t.Fatal("a scanner with stacks past the bound was pooled")
+	}
+}

@@ -72,13 +72,7 @@ func startGateway(t testing.TB, ns string, o gwapp.Options) (string, *gwapp.Wire
 func startGatewayAs(t testing.TB, restCfg *rest.Config, ns string, o gwapp.Options) (string, *gwapp.Wired, *gatewayLog) {
 	t.Helper()
 	logs := &gatewayLog{mu: make(chan struct{}, 1)}
-	base, w := startGatewayLogging(t, restCfg, ns, o, funcr.New(logs.add, funcr.Options{Verbosity: 1}))
-	return base, w, logs
-}
-
-// startGatewayLogging is startGatewayAs logging to log; it returns the base URL and the wiring.
-func startGatewayLogging(t testing.TB, restCfg *rest.Config, ns string, o gwapp.Options, log logr.Logger) (string, *gwapp.Wired) {
-	t.Helper()
+	log := funcr.New(logs.add, funcr.Options{Verbosity: 1})
 	shutdown := 10 * time.Second
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                  scheme,
@@ -92,7 +86,7 @@ func startGatewayLogging(t testing.TB, restCfg *rest.Config, ns string, o gwapp.
 		t.Fatalf("gateway manager: %v", err)
 	}
 	w := setupGateway(t, mgr, o, log)
-	return serveGateway(t, mgr, w), w
+	return serveGateway(t, mgr, w), w, logs
 }
 
 // setupGateway validates o and sets the gateway up on mgr, as cmd/gateway does.

@@ -57,7 +57,7 @@ func builtBinary(t testing.TB, pkg string) string {
 // managerBinary builds cmd/manager once per test process.
 func managerBinary(t testing.TB) string { return builtBinary(t, "./cmd/manager") }
 
-// managerProcess is a running cmd/manager.
+// managerProcess is a running cmd/manager (or, started by startProcess, cmd/gateway).
 type managerProcess struct {
 	cmd        *exec.Cmd
 	metricsURL string
@@ -182,7 +182,7 @@ func (p *managerProcess) stop(t testing.TB) {
 	case <-time.After(45 * time.Second):
 		_ = p.cmd.Process.Kill()
 		<-p.exited
-		t.Errorf("the manager did not stop within 45 s of SIGTERM")
+		t.Errorf("%s did not stop within 45 s of SIGTERM", filepath.Base(p.cmd.Path))
 	}
 }
 
