@@ -483,13 +483,24 @@ type corev1Secret = corev1.Secret
 func objKey(o client.Object) client.ObjectKey { return client.ObjectKeyFromObject(o) }
 
 // newNamespaceTB creates a fresh namespace (for benchmarks too) and deletes it at the end.
+//
+// envtest runs no namespace controller, so a deleted namespace stays Terminating and keeps its
+// objects. The cleanup therefore deletes the namespace's ServiceDeployments first: a deployment
+// left behind keeps its cluster-wide claims (provider, operations and the upstream authority), and
+// a later story whose loopback server reuses the freed port would see AuthorityCollision.
 func newNamespaceTB(t testing.TB, prefix string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
 	if err := k8sClient.Create(context.Background(), ns); err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
-	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), ns) })
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if err := k8sClient.DeleteAllOf(ctx, &apiv1.ServiceDeployment{}, client.InNamespace(ns.Name)); err != nil {
+			t.Errorf("delete the ServiceDeployments of namespace %s: %v", ns.Name, err)
+		}
+		_ = k8sClient.Delete(ctx, ns)
+	})
 	return ns.Name
 }
 

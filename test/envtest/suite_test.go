@@ -7,7 +7,6 @@
 package envtest
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/go-logr/logr"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -89,10 +87,5 @@ func runSuite(m *testing.M) int {
 // newNamespace creates a fresh namespace for one test and deletes it when the test ends.
 func newNamespace(t *testing.T, prefix string) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	if err := k8sClient.Create(context.Background(), ns); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), ns) })
-	return ns.Name
+	return newNamespaceTB(t, prefix)
 }
