@@ -56,9 +56,11 @@ type DeploymentReconciler struct {
 	Freezer activation.Freezer
 	// Clock is injected for tests; nil means the real clock.
 	Clock clock.PassiveClock
-	// ReverifyInterval is the period of live re-verification (re-freeze); jittered per object.
+	// ReverifyInterval is the period of live re-verification (re-freeze); spread per object.
 	ReverifyInterval time.Duration
-	// ReverifyJitter is the maximum extra fraction of ReverifyInterval (e.g. 0.1).
+	// ReverifyJitter spreads re-verification over the interval (nextVerification): the first
+	// after a freeze comes at least this fraction of ReverifyInterval later and at most 1 + it
+	// (e.g. 0.1); 0 means exactly every interval.
 	ReverifyJitter float64
 	// FreezeTimeout bounds one live freeze.
 	FreezeTimeout time.Duration

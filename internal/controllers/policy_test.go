@@ -399,24 +399,50 @@ func TestSanitizeURL(t *testing.T) {
 }
 
 func TestNextVerification(t *testing.T) {
-	last := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	last := time.Date(2026, 11, 30, 12, 0, 7, 0, time.UTC)
 	a := nextVerification(last, time.Hour, 0.2, "uid-a")
 	if a != nextVerification(last, time.Hour, 0.2, "uid-a") {
 		t.Fatal("not deterministic")
 	}
-	spread := map[time.Time]bool{}
-	for _, seed := range []string{"uid-a", "uid-b", "uid-c", "uid-d"} {
+	// Between jitter×interval and (1+jitter)×interval after the last freeze; once at its point,
+	// exactly one interval on.
+	for i := range 200 {
+		seed := fmt.Sprintf("uid-%d", i)
 		n := nextVerification(last, time.Hour, 0.2, seed)
-		if n.Before(last.Add(time.Hour)) || n.After(last.Add(72*time.Minute)) {
-			t.Fatalf("%s: %v outside [1h, 1h12m]", seed, n.Sub(last))
+		if n.Before(last.Add(12*time.Minute)) || !n.Before(last.Add(72*time.Minute)) {
+			t.Fatalf("%s: %v outside [12m, 1h12m)", seed, n.Sub(last))
 		}
-		spread[n] = true
-	}
-	if len(spread) < 2 {
-		t.Fatal("no jitter across objects")
+		if n != n.Truncate(time.Second) {
+			t.Fatalf("%s: %v is not on a whole second", seed, n)
+		}
+		if again := nextVerification(n, time.Hour, 0.2, seed); again.Sub(n) != time.Hour {
+			t.Fatalf("%s: frozen at its point, next after %v, want exactly the interval", seed, again.Sub(n))
+		}
+		if late := nextVerification(n.Add(900*time.Millisecond), time.Hour, 0.2, seed); late.Sub(n) != time.Hour {
+			t.Fatalf("%s: frozen just after its point, next after %v, want its next point", seed, late.Sub(n))
+		}
 	}
 	if nextVerification(last, time.Hour, 0, "x") != last.Add(time.Hour) {
 		t.Fatal("zero jitter must be exact")
+	}
+}
+
+// Deployments frozen together spread their re-verifications evenly over the interval: the first
+// re-verifications of 10,000 deployments frozen in the same second fall into 60 one-minute
+// buckets of an hour's interval, none with more than 1.25× the even share.
+func TestNextVerificationSpreadsABulkEvenly(t *testing.T) {
+	last := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	const n, buckets = 10000, 60
+	var count [buckets]int
+	for i := range n {
+		next := nextVerification(last, time.Hour, 0.1, fmt.Sprintf("%08x-uid", i))
+		count[int(next.Sub(last.Add(6*time.Minute))/time.Minute)%buckets]++
+	}
+	even := n / buckets
+	for b, c := range count {
+		if c > even*5/4 || c < even*3/4 {
+			t.Fatalf("minute %d holds %d re-verifications, want about %d: %v", b, c, even, count)
+		}
 	}
 }
 

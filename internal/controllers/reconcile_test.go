@@ -239,8 +239,10 @@ func TestActivationAndNoOpReconcile(t *testing.T) {
 	if len(h.events.Events) != 0 {
 		t.Fatalf("no-op pass emitted %q", <-h.events.Events)
 	}
-	if res.RequeueAfter < time.Hour-time.Second || res.RequeueAfter > 66*time.Minute {
-		t.Fatalf("requeue after %v, want the jittered re-verification interval", res.RequeueAfter)
+	sd = h.deployment("sd")
+	want := nextVerification(sd.Status.LastFrozenTime.Time, time.Hour, 0.1, string(sd.UID)).Sub(h.clock.Now())
+	if res.RequeueAfter != want || res.RequeueAfter < 6*time.Minute-time.Second || res.RequeueAfter > 66*time.Minute {
+		t.Fatalf("requeue after %v, want the deployment's next point in the re-verification interval (%v)", res.RequeueAfter, want)
 	}
 
 	// Re-verification when due freezes again; an unchanged server changes only lastFrozenTime.

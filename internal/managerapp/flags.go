@@ -11,7 +11,7 @@ import (
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	o.Shared.BindFlags(fs)
 	fs.DurationVar(&o.ReverifyInterval, "reverify-interval", o.ReverifyInterval, "Period of live re-verification of every deployment (0 disables it).")
-	fs.Float64Var(&o.ReverifyJitter, "reverify-jitter", o.ReverifyJitter, "Maximum extra fraction of the re-verification interval, per deployment.")
+	fs.Float64Var(&o.ReverifyJitter, "reverify-jitter", o.ReverifyJitter, "Each deployment re-verifies at its own point in the interval (spread evenly over it), the first at least this fraction of the interval after its last freeze, so at most (1+jitter)×interval apart; 0: exactly every interval.")
 	fs.IntVar(&o.ReverifyFreezesPerHostPerMinute, "reverify-freezes-per-host-per-minute", o.ReverifyFreezesPerHostPerMinute, "Most periodic re-verification freezes a minute against one upstream host (scheme, host and port), evenly spaced; 0: no limit. First activations and changes freeze at once but count.")
 	fs.DurationVar(&o.RetryInterval, "retry-interval", o.RetryInterval, "Delay before retrying a transient failure.")
 	fs.DurationVar(&o.WaitGracePeriod, "wait-grace-period", o.WaitGracePeriod, "How long a refusal that another object can remove (no trust source names the signer yet; a key Secret or grant RoleBinding not yet present) reads Reconciling before it reads Stalled.")
