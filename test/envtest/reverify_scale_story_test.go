@@ -217,10 +217,12 @@ type spreadFigures struct {
 func judgeReverifySpread(start, from, to time.Time, interval time.Duration, requests []time.Time, freezes []seenFreeze) spreadFigures {
 	sort.Slice(freezes, func(i, j int) bool { return freezes[i].at.Before(freezes[j].at) })
 	sort.Slice(requests, func(i, j int) bool { return requests[i].Before(requests[j]) })
-	buckets := int(to.Sub(start)/reverifyBucket) + 1
+	// The series runs to the end of the interval; what came later lands in one last row that is
+	// not printed.
+	buckets := int((to.Sub(start) + reverifyBucket - 1) / reverifyBucket)
 	type row struct{ activations, popular, others, requests int }
-	rows := make([]row, buckets)
-	bucket := func(t time.Time) int { return min(buckets-1, max(0, int(t.Sub(start)/reverifyBucket))) }
+	rows := make([]row, buckets+1)
+	bucket := func(t time.Time) int { return min(buckets, max(0, int(t.Sub(start)/reverifyBucket))) }
 	activated := map[string]time.Time{}
 	otherPaths := map[string]bool{}
 	var f spreadFigures
@@ -287,7 +289,7 @@ func judgeReverifySpread(start, from, to time.Time, interval time.Duration, requ
 		series[name] = &strings.Builder{}
 		fmt.Fprintf(series[name], "%s per %s from the bulk create:", name, reverifyBucket)
 	}
-	for _, r := range rows {
+	for _, r := range rows[:buckets] {
 		peakBucket = max(peakBucket, r.requests)
 		for i, v := range []int{r.activations, r.popular, r.others, r.requests} {
 			fmt.Fprintf(series[names[i]], " %d", v)
