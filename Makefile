@@ -165,8 +165,8 @@ serve-conformance: ## Run the MCP conformance suite's server side against mcpctl
 	bash hack/serve-conformance.sh
 
 .PHONY: bench
-bench: ## Run benchmarks (-benchmem) and write $(BENCH_OUT) for benchstat.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -timeout $(BENCH_TIMEOUT) $(PKGS) | tee $(BENCH_OUT)
+bench: ## Run benchmarks (-benchmem, one package at a time) and write $(BENCH_OUT) for benchstat.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -p 1 -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -timeout $(BENCH_TIMEOUT) $(PKGS) | tee $(BENCH_OUT)
 	@echo "bench: figures in $(BENCH_OUT); compare runs with: go run golang.org/x/perf/cmd/benchstat@latest old.txt $(BENCH_OUT)"
 
 .PHONY: bench-scale
