@@ -10,7 +10,6 @@ package envtest
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -24,11 +23,7 @@ import (
 )
 
 func BenchmarkStoryGatewayServes(b *testing.B) {
-	v := os.Getenv("BENCH_GATEWAY_DEPLOYMENTS")
-	if v == "" {
-		v = "10000"
-	}
-	sizes, err := benchSizes(v)
+	sizes, err := benchSizes("BENCH_GATEWAY_DEPLOYMENTS", "10000")
 	if err != nil {
 		b.Fatal(err)
 	}

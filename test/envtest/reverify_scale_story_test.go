@@ -51,11 +51,7 @@ const (
 )
 
 func BenchmarkStoryReverifySpread(b *testing.B) {
-	v := os.Getenv("BENCH_REVERIFY_DEPLOYMENTS")
-	if v == "" {
-		v = "1000"
-	}
-	sizes, err := benchSizes(v)
+	sizes, err := benchSizes("BENCH_REVERIFY_DEPLOYMENTS", "1000")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -47,7 +47,7 @@ import (
 )
 
 func BenchmarkStoryActivateDeployments(b *testing.B) {
-	sizes, err := benchSizes(os.Getenv("BENCH_DEPLOYMENTS"))
+	sizes, err := benchSizes("BENCH_DEPLOYMENTS", "1000,5000")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func BenchmarkStoryActivateDeployments(b *testing.B) {
 // to compare with the single manager's figure. BENCH_SHARDED_DEPLOYMENTS sets the sizes (default
 // 1000,5000).
 func BenchmarkStoryActivateDeploymentsSharded(b *testing.B) {
-	sizes, err := benchSizes(os.Getenv("BENCH_SHARDED_DEPLOYMENTS"))
+	sizes, err := benchSizes("BENCH_SHARDED_DEPLOYMENTS", "1000,5000")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -127,16 +127,18 @@ func runShardedActivationScale(b *testing.B, n, shards int) {
 	b.ReportMetric(rss, "managers-RSS-MiB")
 }
 
-// benchSizes parses BENCH_DEPLOYMENTS: comma-separated positive counts; empty means 1000,5000.
-func benchSizes(v string) ([]int, error) {
+// benchSizes reads the sizes a story runs at from the environment variable name:
+// comma-separated positive counts; unset or empty means def.
+func benchSizes(name, def string) ([]int, error) {
+	v := os.Getenv(name)
 	if strings.TrimSpace(v) == "" {
-		return []int{1000, 5000}, nil
+		v = def
 	}
 	var out []int
 	for _, f := range strings.Split(v, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("BENCH_DEPLOYMENTS=%q: want comma-separated positive counts", v)
+			return nil, fmt.Errorf("%s=%q: want comma-separated positive counts", name, v)
 		}
 		out = append(out, n)
 	}
