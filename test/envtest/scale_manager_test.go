@@ -188,7 +188,7 @@ func (p *managerProcess) stop(t testing.TB) {
 
 // logTail is the last 4 KiB of the manager's log.
 func (p *managerProcess) logTail() string {
-	b, err := os.ReadFile(p.logPath) //nolint:gosec // the test's own temporary log file
+	b, err := os.ReadFile(p.logPath)
 	if err != nil {
 		return err.Error()
 	}
@@ -225,11 +225,11 @@ const clockTicks = 100
 
 // readProcStats reads the figures of process pid.
 func readProcStats(pid int) (procStats, error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)) //nolint:gosec // /proc of a process this test started
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return procStats{}, err
 	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)) //nolint:gosec // /proc of a process this test started
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return procStats{}, err
 	}
@@ -299,11 +299,11 @@ func (p *managerProcess) stats(t testing.TB) procStats {
 // scrape returns the manager's metrics exposition.
 func (p *managerProcess) scrape(t testing.TB) []byte {
 	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, p.metricsURL, nil) //nolint:gosec // the manager's loopback metrics endpoint
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, p.metricsURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req) //nolint:gosec // the manager's loopback metrics endpoint
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("scrape the manager's metrics: %v", err)
 	}

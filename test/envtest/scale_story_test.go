@@ -439,12 +439,12 @@ func (p *managerProcess) cpuProfile(path string, seconds int) {
 	fail := func(err error) {
 		_ = os.WriteFile(path+".err", []byte(err.Error()+"\n"), 0o600) //nolint:gosec // a path under BENCH_MANAGER_PPROF_DIR
 	}
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, fmt.Sprintf("%sprofile?seconds=%d", p.pprofURL, seconds), nil) //nolint:gosec // the manager's loopback pprof endpoint
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, fmt.Sprintf("%sprofile?seconds=%d", p.pprofURL, seconds), nil)
 	if err != nil {
 		fail(err)
 		return
 	}
-	resp, err := http.DefaultClient.Do(req) //nolint:gosec // the manager's loopback pprof endpoint
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		fail(err)
 		return
@@ -463,11 +463,11 @@ func (p *managerProcess) cpuProfile(path string, seconds int) {
 // saveProfile saves the manager's pprof profile name (e.g. "heap") to path.
 func (p *managerProcess) saveProfile(b testing.TB, name, path string) {
 	b.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, p.pprofURL+name, nil) //nolint:gosec // the manager's loopback pprof endpoint
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, p.pprofURL+name, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req) //nolint:gosec // the manager's loopback pprof endpoint
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		b.Fatalf("manager %s profile: %v", name, err)
 	}
