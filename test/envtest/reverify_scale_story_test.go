@@ -17,7 +17,8 @@ package envtest
 //     share (N/interval), and the same figure the old schedule (last + interval + jitter×interval×u)
 //     would have given from the same activation times;
 //   - the popular server's busiest minute of periodic freezes (at most the limit of 30);
-//   - the most requests in flight at the servers at once (at most --concurrency, 4);
+//   - the most requests in flight at the servers at once (the story fails above --concurrency,
+//     4 unless BENCH_MANAGER_ARGS sets another --concurrency=N);
 //   - the servers' request rate, mean and busiest bucket.
 
 import (
@@ -30,6 +31,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,7 +48,7 @@ const (
 	reverifyPopularEvery  = 10 // deployment i names the popular server when i%10 == 0
 	reverifyPerOtherHost  = 20 // deployments per other server
 	reverifyBucket        = 10 * time.Second
-	reverifyChartWorkers  = 4 // the chart's --concurrency
+	reverifyWorkers       = 4 // --concurrency, the chart's default
 	reverifyDefaultPeriod = 3 * time.Minute
 )
 
@@ -147,11 +149,17 @@ func runReverifySpread(b *testing.B, n int, interval time.Duration) {
 		return fmt.Sprintf("%s/mcp/%d", others[i%len(others)], i)
 	}
 	track := trackNamespace(b, ns)
-	startManagerProcess(b, ns, append([]string{
+	args := append([]string{
 		"--reverify-interval=" + interval.String(),
 		fmt.Sprintf("--reverify-jitter=%g", reverifyJitter),
 		fmt.Sprintf("--reverify-freezes-per-host-per-minute=%d", reverifyHostLimit),
-	}, strings.Fields(os.Getenv("BENCH_MANAGER_ARGS"))...)...)
+		fmt.Sprintf("--concurrency=%d", reverifyWorkers),
+	}, strings.Fields(os.Getenv("BENCH_MANAGER_ARGS"))...)
+	workers, err := lastIntFlag(args, "--concurrency")
+	if err != nil {
+		b.Fatal(err)
+	}
+	startManagerProcess(b, ns, args...)
 	b.Cleanup(func() { deleteScaleObjects(b, ns) })
 
 	b.StartTimer()
@@ -175,7 +183,7 @@ func runReverifySpread(b *testing.B, n int, interval time.Duration) {
 	f := judgeReverifySpread(start, from, to, interval, requests, freezes)
 	b.Logf("%d deployments (%d on the popular server, %d other servers), interval %s: all Ready after %.1f s; in the interval from %.0f s, %d periodic freezes of the others (even share %.1f per %s): busiest bucket %.2f×, quietest %.2f× the even share (the old schedule, from the same activations: busiest %.2f×); popular server's busiest minute %d periodic freezes (limit %d); at most %d requests in flight (--concurrency %d); servers' requests %.1f/s, busiest bucket %.1f/s",
 		n, (n+reverifyPopularEvery-1)/reverifyPopularEvery, len(others), interval, allReady.Seconds(), from.Sub(start).Seconds(), f.otherPeriodic, f.even, reverifyBucket,
-		f.peak, f.quiet, f.oldPeak, f.popularBusiestMinute, reverifyHostLimit, log.maxInFlight.Load(), reverifyChartWorkers, f.requestRate, f.requestPeak)
+		f.peak, f.quiet, f.oldPeak, f.popularBusiestMinute, reverifyHostLimit, log.maxInFlight.Load(), workers, f.requestRate, f.requestPeak)
 	// Benchmark logs keep their first lines only: the series are one line each, after the summary.
 	for _, line := range f.series {
 		b.Log(line)
@@ -190,6 +198,11 @@ func runReverifySpread(b *testing.B, n int, interval time.Duration) {
 	b.ReportMetric(f.requestRate, "upstream-requests/s")
 	b.ReportMetric(f.requestPeak, "upstream-requests/s-busiest-bucket")
 	b.ReportMetric(float64(f.missing), "others-not-reverified-in-interval")
+	// A freeze sends its requests one after another, so the servers never answer more at once
+	// than the manager has freezes in flight.
+	if n := log.maxInFlight.Load(); n > int64(workers) {
+		b.Errorf("the servers answered %d requests at once, more than --concurrency=%d freezes", n, workers)
+	}
 	// A deployment whose point falls at the window's end and waits for its host's next slot can
 	// miss it; more than one in fifty is a schedule that does not re-verify each once an interval.
 	if f.missing*50 > len(others)*reverifyPerOtherHost {
@@ -258,7 +271,7 @@ func judgeReverifySpread(start, from, to time.Time, interval time.Duration, requ
 	f.peak, f.quiet = peakAndQuiet(windowCount, f.even)
 	// The old schedule from the same activation times: last + interval + jitter×interval×u, u
 	// from a hash of the path (as it was from the UID).
-	old := make([]int, len(windowCount)+int(2*interval/reverifyBucket))
+	old := map[int]int{}
 	for p, at := range activated {
 		if _, other := otherPaths[p]; !other {
 			continue
@@ -266,9 +279,13 @@ func judgeReverifySpread(start, from, to time.Time, interval time.Duration, requ
 		h := sha256.Sum256([]byte(p))
 		u := float64(binary.BigEndian.Uint64(h[:8])) / (float64(^uint64(0)) + 1)
 		next := at.Add(interval + time.Duration(reverifyJitter*u*float64(interval)))
-		old[min(len(old)-1, int(next.Sub(start)/reverifyBucket))]++
+		old[int(next.Sub(start)/reverifyBucket)]++
 	}
-	f.oldPeak, _ = peakAndQuiet(old, f.even)
+	for _, c := range old {
+		if f.even > 0 {
+			f.oldPeak = max(f.oldPeak, float64(c)/f.even)
+		}
+	}
 	for i, t := range popularTimes {
 		j := sort.Search(len(popularTimes), func(k int) bool { return !popularTimes[k].Before(t.Add(time.Minute)) })
 		f.popularBusiestMinute = max(f.popularBusiestMinute, j-i)
@@ -309,4 +326,19 @@ func peakAndQuiet(counts []int, even float64) (peak, quiet float64) {
 		hi, lo = max(hi, c), min(lo, c)
 	}
 	return float64(hi) / even, float64(lo) / even
+}
+
+// lastIntFlag is the value of the last "name=N" in args (the one a flag parser keeps).
+func lastIntFlag(args []string, name string) (int, error) {
+	v := ""
+	for _, a := range args {
+		if rest, ok := strings.CutPrefix(a, name+"="); ok {
+			v = rest
+		}
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: want %s=N among the manager's flags", name, name)
+	}
+	return n, nil
 }
